@@ -1,0 +1,58 @@
+"""Sphinx configuration of the torchclaims site.
+
+Settings that a rebuild may change come from environment variables, which the
+nox sessions set: TORCHCLAIMS_BACKEND (cpu, cuda, xla, ..., auto),
+TORCHCLAIMS_TIMEOUT (seconds per claim), TORCHCLAIMS_JOBS (claims run in
+parallel), TORCHCLAIMS_FORCE=1 (re-run every claim), TORCHCLAIMS_EXECUTE=0
+(render existing records only).
+"""
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from torchclaims import __version__  # noqa: E402
+
+project = "torchclaims"
+author = "torchclaims contributors"
+copyright = "2026, torchclaims contributors"
+release = version = __version__
+
+extensions = ["myst_parser", "sphinx_gallery.gen_gallery", "torchclaims.sphinxext"]
+myst_enable_extensions = ["colon_fence", "deflist"]
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+root_doc = "index"
+
+# conf.py sits at the repository root: prune the walk and allow-list the pages.
+exclude_patterns = ["_build", ".*", "**/.*", "venv", "node_modules", "gallery", "claims", "tests", "results", "src"]
+include_patterns = ["index.md", "docs/**"]
+
+html_theme = "furo"
+html_title = "torchclaims"
+html_static_path = []
+
+# sphinx-gallery only assembles pages here: torchclaims runs every script in its
+# own process beforehand (see torchclaims.sphinxext.state), so the pattern that
+# selects scripts for in-process execution matches nothing.
+sphinx_gallery_conf = {
+    "examples_dirs": ["gallery"],
+    "gallery_dirs": ["docs/auto_gallery"],
+    "filename_pattern": r"(?!)",
+    "ignore_pattern": r"(/|\\)_",
+    "remove_config_comments": True,
+    "download_all_examples": False,
+    "write_computation_times": False,
+    "show_memory": False,
+    "plot_gallery": "True",
+    "within_subsection_order": "FileNameSortKey",
+}
+
+torchclaims_backend = os.environ.get("TORCHCLAIMS_BACKEND", "cpu")
+torchclaims_timeout = float(os.environ.get("TORCHCLAIMS_TIMEOUT", "300"))
+torchclaims_parallel = int(os.environ.get("TORCHCLAIMS_JOBS", str(os.cpu_count() or 1)))
+torchclaims_force = os.environ.get("TORCHCLAIMS_FORCE", "0") == "1"
+torchclaims_execute = os.environ.get("TORCHCLAIMS_EXECUTE", "1") != "0"
+torchclaims_max_age_days = float(os.environ.get("TORCHCLAIMS_MAX_AGE_DAYS", "90"))

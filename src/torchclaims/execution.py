@@ -1,0 +1,109 @@
+"""Verify a set of claims: decide what is stale, run it, collect every record.
+
+Shared by the command line and the Sphinx build, so a record is the same
+whichever way it was produced. Free of Sphinx imports.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .cache import Staleness, cache_key, script_inputs, staleness
+from .claims import Claim
+from .errors import InvalidFileError
+from .records import ResultRecord, now, read_record, write_record
+from .runner import Job, Probe, Runner, error_record, unverified_record
+from ._child import GalleryTarget
+
+DEFAULT_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: Path  # the project root: claims/, gallery/ live here
+    backend: str = "cpu"
+    timeout: float = DEFAULT_TIMEOUT
+    parallel: int = field(default_factory=lambda: os.cpu_count() or 1)
+    records_dir: Path | None = None  # default: <root>/_build/records
+    force: bool = False  # re-run even when the cache says the record is current
+
+    def records_root(self) -> Path:
+        return self.records_dir or self.root / "_build" / "records"
+
+
+@dataclass
+class Outcome:
+    probe: Probe
+    records: dict[str, ResultRecord]  # the current record of every claim asked for
+    reran: dict[str, Staleness]  # claims that ran in this call, with why
+
+
+def record_path(settings: Settings, backend: str, claim_id: str) -> Path:
+    return settings.records_root() / backend / f"{claim_id}.json"
+
+
+def previous_record(path: Path, warn: Callable[[str], None]) -> ResultRecord | None:
+    if not path.exists():
+        return None
+    try:
+        return read_record(path)
+    except InvalidFileError as exc:
+        warn(f"ignoring an unreadable earlier record, the claim will re-run: {exc}")
+        return None
+
+
+def verify(
+    claims: list[Claim],
+    settings: Settings,
+    *,
+    gallery_target: Callable[[Claim], GalleryTarget | None] = lambda claim: None,
+    extra_reasons: Callable[[Claim], list[str]] = lambda claim: [],
+    log: Callable[[str], None] = print,
+    warn: Callable[[str], None] = print,
+) -> Outcome:
+    """Bring the records of ``claims`` up to date on the configured backend."""
+    runner = Runner(settings.backend, parallel=settings.parallel, base_env={}, cwd=settings.root)
+    probe = runner.probe()
+    log(f"torchclaims: backend {probe.backend}: {probe.why}")
+    environment = probe.environment
+    records: dict[str, ResultRecord] = {}
+    stale: dict[str, Staleness] = {}
+    jobs: list[Job] = []
+    for claim in claims:
+        script = settings.root / claim.script
+        path = record_path(settings, probe.backend, claim.id)
+        job = Job(claim.id, script, claim.script, path, "", {}, settings.timeout, gallery_target(claim))
+        if not script.is_file():
+            records[claim.id] = error_record(job, environment, f"script {claim.script} does not exist", now(), 0.0)
+            write_record(path, records[claim.id])
+            continue
+        inputs = script_inputs(script, settings.root)
+        key = cache_key(inputs, environment)
+        job = Job(claim.id, script, claim.script, path, key, inputs, settings.timeout, job.gallery)
+        previous = previous_record(path, warn)
+        state = staleness(previous, inputs, environment, key)
+        reasons = list(state.reasons) + extra_reasons(claim) + (["--force"] if settings.force else [])
+        if not reasons:
+            records[claim.id] = previous
+            continue
+        stale[claim.id] = Staleness(tuple(dict.fromkeys(reasons)))
+        if probe.unavailable is not None:
+            record = unverified_record(job, environment, f"backend {probe.backend} is not usable here: {probe.unavailable}")
+            write_record(path, record)
+            records[claim.id] = record
+            continue
+        jobs.append(job)
+
+    def started(job: Job) -> None:
+        log(f"torchclaims: running {job.claim_id} ({stale[job.claim_id]})")
+
+    def done(job: Job, record: ResultRecord) -> None:
+        reason = f": {record.reason}" if record.reason else ""
+        log(f"torchclaims: {job.claim_id} -> {record.verdict.value} in {record.duration_s:.1f}s{reason}")
+
+    records.update(runner.run(jobs, environment, on_start=started, on_done=done))
+    return Outcome(probe, records, stale)
+

@@ -1,0 +1,124 @@
+"""Lint the knowledge base: every problem at once, each naming file, field or line.
+
+Schema problems come from loading the records (torchclaims.claims); this module
+adds what a reviewer would check across files: records against scripts, ids,
+duplicate statements, scripts that never call the verification API, and
+literal device strings that would pin a script to one backend.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from .backends import BUILTIN_BACKENDS
+from .claims import ClaimSet, load_claims
+from .errors import Problem
+
+DEVICE_TYPES = sorted({b.device_type for b in BUILTIN_BACKENDS} | {"hip", "privateuseone"})
+_DEVICE_LITERAL = re.compile(rf"^({'|'.join(DEVICE_TYPES)})(:\d+)?$")
+
+
+def _verification_ids(tree: ast.AST) -> list[tuple[str | None, int]]:
+    """(claim id or None when not a literal, line) of each verification(...) call."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name == "verification":
+                first = node.args[0] if node.args else None
+                literal = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+                found.append((literal, node.lineno))
+    return found
+
+
+def _device_literals(tree: ast.AST) -> list[tuple[str, int]]:
+    """Device strings written into code: .to("cuda"), device="cpu", torch.device("xla")."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        candidates = [kw.value for kw in node.keywords if kw.arg in ("device", "map_location", "device_type")]
+        if name in ("to", "device", "autocast", "cuda") or name == "load":
+            candidates += node.args[:1] if name != "load" else []
+        for value in candidates:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str) and _DEVICE_LITERAL.match(value.value):
+                found.append((value.value, value.lineno))
+    return found
+
+
+def check_script(path: Path, rel: str) -> tuple[list[str | None], list[Problem]]:
+    """Problems inside one gallery script, and the claim ids it verifies."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as exc:
+        return [], [Problem(Path(rel), "", f"syntax error: {exc.msg}", exc.lineno)]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], [Problem(Path(rel), "", f"cannot be read: {exc}")]
+    problems = []
+    calls = _verification_ids(tree)
+    if not calls:
+        problems.append(
+            Problem(Path(rel), "", "never calls torchclaims.verify.verification(\"<claim-id>\"); a script must verify a claim")
+        )
+    for claim_id, line in calls:
+        if claim_id is None:
+            problems.append(Problem(Path(rel), "", "verification() must be given the claim id as a string literal", line))
+    if ast.get_docstring(tree) is None:
+        problems.append(Problem(Path(rel), "", "needs a module docstring: a reST title line and what the script checks", 1))
+    for literal, line in _device_literals(tree):
+        problems.append(
+            Problem(
+                Path(rel),
+                "",
+                f"literal device {literal!r} pins the script to one backend; use v.device "
+                "(or v.reference_device for the CPU reference)",
+                line,
+            )
+        )
+    return [c for c, _ in calls], problems
+
+
+def cross_check(root: Path, claims: ClaimSet) -> list[Problem]:
+    """Records against scripts and against each other."""
+    problems: list[Problem] = []
+    scripts: dict[str, str] = {}
+    for claim in claims.executable():
+        path = claims.paths[claim.id]
+        if claim.script in scripts:
+            problems.append(Problem(path, "script", f"{claim.script} already verifies claim {scripts[claim.script]!r}; one script per claim"))
+        scripts[claim.script] = claim.id
+        if not (root / claim.script).is_file():
+            problems.append(Problem(path, "script", f"{claim.script} does not exist; create it (torchclaims new writes a template)"))
+    statements: dict[str, str] = {}
+    for claim_id, claim in sorted(claims.claims.items()):
+        path = claims.paths[claim_id]
+        key = " ".join(claim.statement.lower().split())
+        if key in statements:
+            problems.append(Problem(path, "statement", f"same statement as claim {statements[key]!r}; merge the records"))
+        statements.setdefault(key, claim_id)
+        for other in claim.see_also:
+            if other not in claims.claims:
+                problems.append(Problem(path, "see_also", f"no claim with id {other!r}"))
+    gallery = root / "gallery"
+    for script in sorted(gallery.glob("*.py")) if gallery.is_dir() else []:
+        if script.name.startswith("_"):
+            continue  # helper modules shared by scripts
+        rel = script.relative_to(root).as_posix()
+        ids, script_problems = check_script(script, rel)
+        problems.extend(script_problems)
+        for claim_id in filter(None, ids):
+            claim = claims.claims.get(claim_id)
+            if claim is None:
+                problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, which has no record in claims/"))
+            elif claim.script != rel:
+                problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, whose record names script {claim.script}"))
+    return problems
+
+
+def lint(root: Path, claims_dir: str = "claims") -> list[Problem]:
+    """Every problem in the knowledge base under ``root``."""
+    claims = load_claims(root / claims_dir)
+    return claims.problems + cross_check(root, claims)

@@ -1,0 +1,178 @@
+"""Result records: what one verification of one claim on one backend established.
+
+A record is the only thing a page may show a verdict from. It is written
+atomically (temporary file, then rename) and only when its content changed, so
+Sphinx's dependency tracking sees a new mtime exactly when the evidence moved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import InvalidFileError, Problem, problems_from_validation
+
+RECORD_SCHEMA_VERSION = 1
+
+
+class Verdict(str, Enum):
+    """Outcome of a check, and of a claim: never more hopeful than the evidence."""
+
+    HOLDS = "holds"  # the checks ran on this backend and the statement held
+    REFUTED = "refuted"  # the checks ran and the statement did not hold
+    UNVERIFIED = "unverified"  # could not be checked here; the reason says why
+    ERROR = "error"  # the verification itself broke: no evidence either way
+
+
+# When checks disagree, the claim takes the most severe outcome in this order.
+_SEVERITY = (Verdict.ERROR, Verdict.REFUTED, Verdict.UNVERIFIED, Verdict.HOLDS)
+
+
+def combine(outcomes: list[Verdict]) -> Verdict:
+    """A claim holds only if it has checks and every one of them holds."""
+    if not outcomes:
+        return Verdict.ERROR
+    return next(v for v in _SEVERITY if v in outcomes)
+
+
+class Measurement(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    value: float | int | str | bool | None
+    unit: str = ""
+    tolerance: str = ""  # how the value was judged, e.g. "<= 1e-05" or "== 0"
+
+
+class CheckResult(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    outcome: Verdict
+    detail: str = ""
+    measurements: list[Measurement] = Field(default_factory=list)
+    duration_s: float = 0.0
+
+
+class Environment(BaseModel):
+    """The environment fingerprint: what a reader needs to reproduce a verdict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: str
+    device: str  # e.g. "cuda:0" or "xla:0"
+    device_name: str
+    torch: str
+    packages: dict[str, str] = Field(default_factory=dict)  # distribution -> version
+    accelerator_runtime: dict[str, str] = Field(default_factory=dict)  # cuda, hip, cudnn...
+    python: str
+    os: str
+    machine: str
+    env_vars: dict[str, str] = Field(default_factory=dict)
+    torchclaims: str
+
+    def cache_identity(self) -> dict:
+        """The fields that, when they change, invalidate earlier verdicts."""
+        return self.model_dump()
+
+    def differences(self, other: Environment) -> dict[str, tuple[str, str]]:
+        """Flat map of what differs between two fingerprints: name -> (self, other)."""
+        mine, theirs = _flatten(self.model_dump()), _flatten(other.model_dump())
+        return {
+            key: (mine.get(key, "(absent)"), theirs.get(key, "(absent)"))
+            for key in sorted(set(mine) | set(theirs))
+            if mine.get(key) != theirs.get(key)
+        }
+
+
+def _flatten(data: dict, prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{name}."))
+        else:
+            flat[name] = str(value)
+    return flat
+
+
+class ScriptInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str  # relative to the project root
+    sha256: str
+
+
+class ResultRecord(BaseModel):
+    """One verification of one claim on one backend."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int = RECORD_SCHEMA_VERSION
+    claim_id: str
+    verdict: Verdict
+    reason: str = ""  # why unverified or error; the cause is named here
+    checks: list[CheckResult] = Field(default_factory=list)
+    conditions: dict[str, str] = Field(default_factory=dict)  # model, inputs, method...
+    started_at: datetime
+    duration_s: float
+    script: ScriptInfo
+    cache_key: str = ""  # stamped by the runner; see torchclaims.cache
+    inputs: dict[str, str] = Field(default_factory=dict)  # project file -> sha256
+    environment: Environment
+    log_tail: str = ""  # last lines of the child's output, kept for errors
+
+    @property
+    def date(self) -> str:
+        return self.started_at.astimezone(timezone.utc).strftime("%Y-%m-%d")
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Atomically replace ``path`` with ``text`` unless it already holds it."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
+
+
+def record_json(record: ResultRecord) -> str:
+    return json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+
+def write_record(path: Path, record: ResultRecord) -> bool:
+    return write_if_changed(path, record_json(record))
+
+
+def read_record(path: Path) -> ResultRecord:
+    """Read and validate a record; InvalidFileError names the file and fields."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidFileError([Problem(path, "", f"cannot be read: {exc}")]) from None
+    except json.JSONDecodeError as exc:
+        raise InvalidFileError([Problem(path, "", f"not valid JSON: {exc}")]) from None
+    try:
+        return ResultRecord.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidFileError(problems_from_validation(path, exc)) from None

@@ -1,0 +1,83 @@
+"""Results files: every record of one run on one backend, in one portable file.
+
+Teams with hardware run ``torchclaims verify`` and hand back such a file; the
+site merges the committed ones (``results/*.json``) with its own build. A file
+is validated on read; a broken or foreign one is rejected with a message that
+names it, and never affects other files.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import InvalidFileError, Problem, problems_from_validation
+from .records import Environment, ResultRecord, now, write_if_changed
+
+RESULTS_FORMAT = "torchclaims-results"
+RESULTS_SCHEMA_VERSION = 1
+
+
+class ResultsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: str = RESULTS_FORMAT
+    schema_version: int = RESULTS_SCHEMA_VERSION
+    created: datetime
+    label: str = Field("", description="Free text naming the machine or CI runner")
+    environment: Environment
+    records: list[ResultRecord]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ResultsFile:
+        if self.format != RESULTS_FORMAT:
+            raise ValueError(f"format must be {RESULTS_FORMAT!r}")
+        others = sorted({r.environment.backend for r in self.records} - {self.environment.backend})
+        if others:
+            raise ValueError(f"records from backend(s) {others} in a file for {self.environment.backend!r}")
+        ids = [r.claim_id for r in self.records]
+        if len(ids) != len(set(ids)):
+            raise ValueError("a claim appears twice; a results file holds one record per claim")
+        return self
+
+    @property
+    def backend(self) -> str:
+        return self.environment.backend
+
+
+def default_name(results: ResultsFile) -> str:
+    env = results.environment
+    torch = env.torch.split("+")[0]
+    stamp = results.created.strftime("%Y%m%dT%H%M%S")
+    return f"{env.backend}-torch{torch}-{stamp}.json"
+
+
+def build_results(records: list[ResultRecord], environment: Environment, label: str = "") -> ResultsFile:
+    return ResultsFile(created=now(), label=label, environment=environment, records=sorted(records, key=lambda r: r.claim_id))
+
+
+def write_results(path: Path, results: ResultsFile) -> None:
+    write_if_changed(path, json.dumps(results.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
+
+
+def read_results(path: Path) -> ResultsFile:
+    """Read and validate one results file; InvalidFileError names the file and fields."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidFileError([Problem(path, "", f"cannot be read: {exc}")]) from None
+    except json.JSONDecodeError as exc:
+        raise InvalidFileError([Problem(path, "", f"not valid JSON: {exc}")]) from None
+    if not isinstance(data, dict) or data.get("format") != RESULTS_FORMAT:
+        raise InvalidFileError([Problem(path, "format", f"not a torchclaims results file (expected format = {RESULTS_FORMAT!r})")])
+    if data.get("schema_version") != RESULTS_SCHEMA_VERSION:
+        raise InvalidFileError(
+            [Problem(path, "schema_version", f"version {data.get('schema_version')!r} is not supported (expected {RESULTS_SCHEMA_VERSION})")]
+        )
+    try:
+        return ResultsFile.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidFileError(problems_from_validation(path, exc)) from None

@@ -1,0 +1,239 @@
+"""The isolated, parallel runner: each claim script in its own process.
+
+Children fork from a multiprocessing fork server that has torch (and the other
+heavy modules) imported already, so isolation costs a fork, not an import. The
+parent never imports torch. Whatever a child does (raise, ``sys.exit``,
+``os._exit``, segfault, hang), the parent turns it into a result record, and the
+other claims are unaffected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import _child
+from .errors import InvalidFileError, TorchclaimsError
+from .records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
+
+LOG_TAIL_LINES = 40
+PRELOAD = ("torch", "numpy", "matplotlib.pyplot", "torchclaims._child", "torchclaims.verify")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One claim to run: the script, where its record goes, and what it may cost."""
+
+    claim_id: str
+    script: Path
+    script_rel: str
+    record_path: Path
+    cache_key: str
+    inputs: dict[str, str]
+    timeout: float
+    gallery: _child.GalleryTarget | None = None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the environment looks like for the chosen backend, seen from a child."""
+
+    backend: str
+    why: str  # how the backend was chosen ("auto picked ...")
+    unavailable: str | None  # None when the backend is usable here
+    environment: Environment
+
+
+class Runner:
+    """Owns the fork server; runs jobs ``parallel`` at a time."""
+
+    def __init__(self, backend: str, *, parallel: int, base_env: dict[str, str], cwd: Path, extra_preload: tuple[str, ...] = ()):
+        self.backend = backend
+        self.parallel = max(1, parallel)
+        self.cwd = cwd
+        self.env = {"MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", **base_env, "TORCHCLAIMS_BACKEND": backend}
+        self._ctx = multiprocessing.get_context("forkserver")
+        preload = [m for m in PRELOAD + extra_preload if importlib.util.find_spec(m.split(".")[0])]
+        self._ctx.set_forkserver_preload(preload)
+        self.threads = max(1, (os.cpu_count() or 1) // self.parallel)
+
+    def probe(self, timeout: float = 300.0) -> Probe:
+        """Resolve the backend and fingerprint the environment in a child."""
+        receiver, sender = self._ctx.Pipe(duplex=False)
+        process = self._ctx.Process(target=_child.probe, args=(self.backend, self.env, sender), daemon=True)
+        process.start()
+        sender.close()
+        try:
+            if not receiver.poll(timeout):
+                raise TorchclaimsError(f"probing backend {self.backend!r} timed out after {timeout:.0f}s")
+            answer = receiver.recv()
+        except EOFError:
+            raise TorchclaimsError(f"probing backend {self.backend!r} crashed (exit code {process.exitcode})") from None
+        finally:
+            process.join(5)
+            if process.is_alive():
+                process.kill()
+        if "error" in answer:
+            raise TorchclaimsError(f"probing backend {self.backend!r} failed: {answer['error']}")
+        return Probe(answer["backend"], answer["why"], answer["unavailable"], Environment.model_validate(answer["environment"]))
+
+    def run(
+        self,
+        jobs: list[Job],
+        environment: Environment,
+        on_start: Callable[[Job], None] = lambda job: None,
+        on_done: Callable[[Job, ResultRecord], None] = lambda job, record: None,
+    ) -> dict[str, ResultRecord]:
+        """Run every job; always return one record per job."""
+        pending = deque(jobs)
+        running: dict[int, _Running] = {}
+        results: dict[str, ResultRecord] = {}
+        with tempfile.TemporaryDirectory(prefix="torchclaims-") as scratch:
+            while pending or running:
+                while pending and len(running) < self.parallel:
+                    job = pending.popleft()
+                    on_start(job)
+                    started = self._start(job, Path(scratch))
+                    running[started.process.sentinel] = started
+                deadline = min(r.deadline for r in running.values())
+                multiprocessing.connection.wait(list(running), timeout=max(0.0, deadline - time.monotonic()))
+                for sentinel, item in list(running.items()):
+                    timed_out = item.process.is_alive() and time.monotonic() >= item.deadline
+                    if item.process.is_alive() and not timed_out:
+                        continue
+                    del running[sentinel]
+                    record = self._finish(item, environment, timed_out)
+                    results[item.job.claim_id] = record
+                    on_done(item.job, record)
+        return results
+
+    def _start(self, job: Job, scratch: Path) -> _Running:
+        stem = scratch / job.claim_id
+        child_job = _child.ChildJob(
+            claim_id=job.claim_id,
+            script=str(job.script),
+            cwd=str(job.script.parent),
+            env={
+                **self.env,
+                "TORCHCLAIMS_RECORD_PATH": f"{stem}.record.json",
+                "TORCHCLAIMS_SCRIPT": job.script_rel,
+            },
+            log_path=f"{stem}.log",
+            status_path=f"{stem}.status.json",
+            threads=self.threads,
+            gallery=job.gallery,
+        )
+        process = self._ctx.Process(target=_child.run, args=(child_job,), name=f"claim:{job.claim_id}")
+        process.start()
+        return _Running(job, child_job, process, time.monotonic(), time.monotonic() + job.timeout, now())
+
+    def _finish(self, item: _Running, environment: Environment, timed_out: bool) -> ResultRecord:
+        process, child = item.process, item.child
+        if timed_out:
+            _kill_group(process.pid)
+        process.join(10)
+        duration = round(time.monotonic() - item.started, 3)
+        cause = _failure_cause(process.exitcode, timed_out, item.job.timeout, Path(child.status_path))
+        record = None
+        if cause is None:
+            try:
+                record = read_record(Path(child.env["TORCHCLAIMS_RECORD_PATH"]))
+            except InvalidFileError as exc:
+                missing = not Path(child.env["TORCHCLAIMS_RECORD_PATH"]).exists()
+                cause = "the script ended without calling finish()" if missing else f"the script wrote an invalid record: {exc}"
+            else:
+                if record.claim_id != item.job.claim_id:
+                    cause = f"the script verified claim {record.claim_id!r}, not {item.job.claim_id!r}"
+                    record = None
+        if record is None:
+            record = error_record(item.job, environment, cause, item.started_at, duration, _tail(Path(child.log_path)))
+        record = record.model_copy(update={"cache_key": item.job.cache_key, "inputs": item.job.inputs})
+        write_record(item.job.record_path, record)
+        return record
+
+
+@dataclass
+class _Running:
+    job: Job
+    child: _child.ChildJob
+    process: multiprocessing.Process
+    started: float
+    deadline: float
+    started_at: object
+
+
+def _kill_group(pid: int | None) -> None:
+    """Kill the child and everything it started (it leads its own session)."""
+    if pid is None:
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _failure_cause(exitcode: int | None, timed_out: bool, timeout: float, status_path: Path) -> str | None:
+    if timed_out:
+        return f"timed out after {timeout:g}s (the process was killed)"
+    try:
+        status = json.loads(status_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        status = {}
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"the process was killed by {name} (exit code {exitcode})"
+    if status.get("ended"):
+        return status["ended"]
+    if exitcode:
+        return f"the process exited with code {exitcode} (os._exit or a crash before the script ended)"
+    return None
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+def error_record(job: Job, environment: Environment, cause: str, started_at, duration: float, log_tail: str = "") -> ResultRecord:
+    """A record saying the verification broke; it is never evidence about the claim."""
+    return ResultRecord(
+        claim_id=job.claim_id,
+        verdict=Verdict.ERROR,
+        reason=cause,
+        started_at=started_at,
+        duration_s=duration,
+        script=ScriptInfo(path=job.script_rel, sha256=_sha256(job.script)),
+        cache_key=job.cache_key,
+        inputs=job.inputs,
+        environment=environment,
+        log_tail=log_tail,
+    )
+
+
+def unverified_record(job: Job, environment: Environment, reason: str) -> ResultRecord:
+    """A record for a claim that could not be run here at all (backend absent)."""
+    return error_record(job, environment, reason, now(), 0.0).model_copy(update={"verdict": Verdict.UNVERIFIED})
+
+
+def _sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""

@@ -1,0 +1,35 @@
+"""Sphinx extension: verified claims on MyST pages.
+
+``setup`` reads as a table of contents; each concern registers itself from
+its own module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sphinx.application import Sphinx
+
+from .. import __version__
+
+
+def setup(app: Sphinx) -> dict:
+    from .claim import setup_claim
+    from .matrix import setup_matrix
+    from .state import setup_state
+    from .tracking import setup_tracking
+
+    setup_state(app)  # config values; verify claims before sphinx-gallery runs
+    setup_tracking(app)  # re-read pages whose evidence changed
+    setup_claim(app)  # claim, topic-claims, claim-verdict
+    setup_matrix(app)  # claims-matrix
+    app.connect("builder-inited", _add_static)
+    return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
+
+
+def _add_static(app: Sphinx) -> None:
+    if app.builder.format != "html":
+        return
+    app.config.html_static_path.append(str(Path(__file__).parent / "static"))
+    app.add_css_file("torchclaims.css")
+    app.add_js_file("torchclaims.js")

@@ -1,0 +1,144 @@
+"""Build state: verify the claims before sphinx-gallery runs, keep what pages read.
+
+Runs on ``builder-inited`` at priority 400, before sphinx-gallery's own handler
+(500). Claims run in child processes (torchclaims.runner); sphinx-gallery is
+configured to execute nothing itself, so it only assembles the pages the
+children wrote, and a crashing script can never take the build down.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+from ..claims import Claim, ClaimSet, load_claims
+from ..execution import Outcome, Settings, verify
+from ..lint import cross_check
+from ..store import Store, load_store
+from .._child import GalleryTarget
+
+logger = logging.getLogger(__name__)
+WARNING_TYPE = "torchclaims"
+
+
+def warn(message: str, subtype: str, location=None) -> None:
+    logger.warning(f"{message} [{WARNING_TYPE}.{subtype}]", type=WARNING_TYPE, subtype=subtype, location=location)
+
+
+@dataclass
+class BuildState:
+    """What every directive of this build reads; set once per build."""
+
+    root: Path
+    claims: ClaimSet
+    store: Store
+    gallery_dir: str  # docname prefix of the generated example pages
+    max_age_days: float
+    outcome: Outcome | None = None
+    script_sha: dict[str, str] = field(default_factory=dict)
+
+    def digest(self, claim_ids: list[str]) -> str:
+        """Changes when anything a page shows about these claims changes."""
+        h = hashlib.sha256(self.store.digest(claim_ids).encode())
+        for claim_id in sorted(claim_ids):
+            claim = self.claims.claims.get(claim_id)
+            h.update(json.dumps(claim.model_dump(mode="json") if claim else None, sort_keys=True).encode())
+        return h.hexdigest()
+
+    def example_docname(self, claim: Claim) -> str:
+        return f"{self.gallery_dir}/{Path(claim.script).stem}"
+
+
+_STATE_ATTRIBUTE = "_torchclaims_state"
+
+
+def get_state(app: Sphinx) -> BuildState:
+    return getattr(app, _STATE_ATTRIBUTE)
+
+
+def _gallery_target(app: Sphinx, root: Path, gallery_dir: str):
+    conf = dict(app.config.sphinx_gallery_conf)
+    Path(app.srcdir, gallery_dir).mkdir(parents=True, exist_ok=True)
+
+    def target(claim: Claim) -> GalleryTarget:
+        return GalleryTarget(
+            fname=Path(claim.script).name,
+            src_dir=str(root / Path(claim.script).parent),
+            target_dir=str(Path(app.srcdir) / gallery_dir),
+            gallery_conf=conf,
+        )
+
+    return target
+
+
+def _page_missing(app: Sphinx, gallery_dir: str):
+    from sphinx_gallery.utils import get_md5sum
+
+    def reasons(claim: Claim) -> list[str]:
+        target = Path(app.srcdir, gallery_dir, Path(claim.script).name)
+        checksum = Path(f"{target}.md5")
+        if not checksum.exists() or not target.exists() or checksum.read_text() != get_md5sum(target, mode="t"):
+            return ["its gallery page has no output yet"]
+        return []
+
+    return reasons
+
+
+def prepare(app: Sphinx) -> None:
+    """builder-inited: load claims, verify the stale ones, load the results store."""
+    config = app.config
+    root = Path(app.confdir)
+    claims = load_claims(root / config.torchclaims_claims_dir)
+    for problem in claims.problems + cross_check(root, claims):
+        warn(str(problem), "claim", location=str(problem.path))
+    gallery_dir = config.torchclaims_gallery_output
+    outcome = None
+    build_records = {}
+    if config.torchclaims_execute:
+        settings = Settings(
+            root=root,
+            backend=config.torchclaims_backend,
+            timeout=float(config.torchclaims_timeout),
+            parallel=int(config.torchclaims_parallel),
+            force=bool(config.torchclaims_force),
+        )
+        outcome = verify(
+            [c for c in claims.executable() if (root / c.script).is_file()],
+            settings,
+            gallery_target=_gallery_target(app, root, gallery_dir),
+            extra_reasons=_page_missing(app, gallery_dir),
+            log=logger.info,
+            warn=lambda message: warn(message, "record"),
+        )
+        build_records = outcome.records
+        for claim_id, record in sorted(outcome.records.items()):
+            if record.verdict.value == "error":
+                warn(f"claim {claim_id} could not be verified: {record.reason}", "error")
+    results_dir = root / config.torchclaims_results_dir if config.torchclaims_results_dir else None
+    store = load_store(build_records, outcome.probe.environment if outcome else None, results_dir)
+    for problem in store.problems:
+        warn(f"results file rejected: {problem}", "results", location=str(problem.path))
+    script_sha = {
+        c.id: hashlib.sha256((root / c.script).read_bytes()).hexdigest()
+        for c in claims.executable()
+        if (root / c.script).is_file()
+    }
+    setattr(app, _STATE_ATTRIBUTE, BuildState(root, claims, store, gallery_dir, float(config.torchclaims_max_age_days), outcome, script_sha))
+
+
+def setup_state(app: Sphinx) -> None:
+    app.add_config_value("torchclaims_backend", "cpu", "env", str)
+    app.add_config_value("torchclaims_timeout", 300, "", (int, float))
+    app.add_config_value("torchclaims_parallel", 2, "", int)
+    app.add_config_value("torchclaims_force", False, "", bool)
+    app.add_config_value("torchclaims_execute", True, "", bool)
+    app.add_config_value("torchclaims_claims_dir", "claims", "env", str)
+    app.add_config_value("torchclaims_results_dir", "results", "env", str)
+    app.add_config_value("torchclaims_gallery_output", "docs/auto_gallery", "env", str)
+    app.add_config_value("torchclaims_max_age_days", 90, "env", (int, float))
+    app.connect("builder-inited", prepare, priority=400)

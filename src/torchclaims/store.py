@@ -1,0 +1,119 @@
+"""The results store: this build's records merged with committed results files.
+
+Everything a page shows about verdicts comes from here. A claim with no entry
+is "not run"; nothing is ever inferred from the absence of an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from .backends import all_backends
+from .errors import InvalidFileError, Problem
+from .records import Environment, ResultRecord, record_json
+from .results import read_results
+
+THIS_BUILD = "this build"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A record and where it came from."""
+
+    record: ResultRecord
+    origin: str  # THIS_BUILD or the results file name
+    label: str = ""
+
+    @property
+    def backend(self) -> str:
+        return self.record.environment.backend
+
+    @property
+    def column(self) -> str:
+        """The matrix column: backend plus the version that matters for it."""
+        return column_label(self.record.environment)
+
+
+def column_label(env: Environment) -> str:
+    backend = all_backends().get(env.backend)
+    package = backend.primary_package if backend else "torch"
+    version = env.torch if package == "torch" else env.packages.get(package, "?")
+    return f"{env.backend} · {package} {version.split('+')[0]}"
+
+
+@dataclass
+class Store:
+    entries: dict[str, list[Entry]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    build_environment: Environment | None = None
+
+    def add(self, entry: Entry) -> None:
+        same = [e for e in self.entries.get(entry.record.claim_id, []) if _identity(e.record) == _identity(entry.record)]
+        if not same:
+            self.entries.setdefault(entry.record.claim_id, []).append(entry)
+
+    def history(self, claim_id: str) -> list[Entry]:
+        """Every entry for a claim, newest first."""
+        return sorted(self.entries.get(claim_id, []), key=lambda e: e.record.started_at, reverse=True)
+
+    def latest_by_column(self, claim_id: str) -> dict[str, Entry]:
+        latest: dict[str, Entry] = {}
+        for entry in self.history(claim_id):
+            latest.setdefault(entry.column, entry)
+        return latest
+
+    def columns(self) -> list[str]:
+        """Matrix columns: this build's first, then the others by name."""
+        build = column_label(self.build_environment) if self.build_environment else None
+        names = {e.column for entries in self.entries.values() for e in entries}
+        return sorted(names, key=lambda c: (c != build, c))
+
+    def digest(self, claim_ids: list[str]) -> str:
+        """Changes whenever anything shown about these claims changes."""
+        h = hashlib.sha256()
+        for claim_id in sorted(claim_ids):
+            for entry in self.history(claim_id):
+                h.update(f"{claim_id}|{entry.origin}|".encode() + record_json(entry.record).encode())
+        if self.build_environment is not None:
+            h.update(self.build_environment.model_dump_json().encode())
+        return h.hexdigest()
+
+    def stale_reason(self, entry: Entry, script_sha: str | None, max_age_days: float, today: datetime | None = None) -> str:
+        """Why a verdict may no longer describe the current versions ('' if current)."""
+        today = today or datetime.now(timezone.utc)
+        reasons = []
+        age = today - entry.record.started_at
+        if age > timedelta(days=max_age_days):
+            reasons.append(f"verified {age.days} days ago (limit {max_age_days:g})")
+        if script_sha and entry.record.script.sha256 and entry.record.script.sha256 != script_sha:
+            reasons.append("the verification script changed since")
+        build = self.build_environment
+        if build is not None and entry.origin != THIS_BUILD and entry.backend == build.backend:
+            moved = [k for k, _ in build.differences(entry.record.environment).items() if k.startswith(("torch", "packages."))]
+            if moved:
+                reasons.append("versions differ from this build: " + ", ".join(moved))
+        return "; ".join(reasons)
+
+
+def _identity(record: ResultRecord) -> tuple:
+    return (record.claim_id, record.environment.backend, record.started_at, record.cache_key)
+
+
+def load_store(build_records: dict[str, ResultRecord], build_environment: Environment | None, results_dir: Path | None) -> Store:
+    """Merge this build's records with every valid results file in ``results_dir``."""
+    store = Store(build_environment=build_environment)
+    for record in build_records.values():
+        store.add(Entry(record, THIS_BUILD))
+    if results_dir is not None and results_dir.is_dir():
+        for path in sorted(results_dir.glob("*.json")):
+            try:
+                results = read_results(path)
+            except InvalidFileError as exc:
+                store.problems.extend(exc.problems)
+                continue
+            for record in results.records:
+                store.add(Entry(record, path.name, results.label))
+    return store
