@@ -14,7 +14,7 @@ from pathlib import Path
 from .cache import Staleness, cache_key, script_inputs, staleness
 from .claims import Claim
 from .errors import InvalidFileError
-from .records import ResultRecord, now, read_record, write_record
+from .records import ResultRecord, Verdict, now, read_record, write_record
 from .runner import Job, Probe, Runner, error_record, unverified_record
 from ._child import GalleryTarget
 
@@ -43,6 +43,16 @@ class Outcome:
 
 def record_path(settings: Settings, backend: str, claim_id: str) -> Path:
     return settings.records_root() / backend / f"{claim_id}.json"
+
+
+def history_dir(settings: Settings) -> Path:
+    """Superseded records of earlier builds, kept so the changes page can compare."""
+    return settings.records_root() / "history"
+
+
+def archive(record: ResultRecord, settings: Settings) -> None:
+    stamp = record.started_at.strftime("%Y%m%dT%H%M%S")
+    write_record(history_dir(settings) / record.environment.backend / f"{record.claim_id}-{stamp}.json", record)
 
 
 def previous_record(path: Path, warn: Callable[[str], None]) -> ResultRecord | None:
@@ -90,6 +100,8 @@ def verify(
             records[claim.id] = previous
             continue
         stale[claim.id] = Staleness(tuple(dict.fromkeys(reasons)))
+        if previous is not None and previous.verdict is not Verdict.ERROR:
+            archive(previous, settings)
         if probe.unavailable is not None:
             record = unverified_record(job, environment, f"backend {probe.backend} is not usable here: {probe.unavailable}")
             write_record(path, record)

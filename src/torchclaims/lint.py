@@ -81,6 +81,20 @@ def check_script(path: Path, rel: str) -> tuple[list[str | None], list[Problem]]
     return [c for c, _ in calls], problems
 
 
+def _placeholders(path: Path, claim) -> list[Problem]:
+    """Template text left in a record (see torchclaims new)."""
+    found = []
+    for name, value in claim.model_dump(mode="json").items():
+        items = value if isinstance(value, list) else [value]
+        for index, item in enumerate(items):
+            fields = item.items() if isinstance(item, dict) else [("", item)]
+            for key, text in fields:
+                where = ".".join(str(p) for p in (name, index if isinstance(value, list) else None, key) if p not in (None, ""))
+                if isinstance(text, str) and ("TODO" in text or "example.org" in text):
+                    found.append(Problem(path, where, "still holds template text (TODO / example.org); replace it"))
+    return found
+
+
 def cross_check(root: Path, claims: ClaimSet) -> list[Problem]:
     """Records against scripts and against each other."""
     problems: list[Problem] = []
@@ -95,6 +109,7 @@ def cross_check(root: Path, claims: ClaimSet) -> list[Problem]:
     statements: dict[str, str] = {}
     for claim_id, claim in sorted(claims.claims.items()):
         path = claims.paths[claim_id]
+        problems.extend(_placeholders(path, claim))
         key = " ".join(claim.statement.lower().split())
         if key in statements:
             problems.append(Problem(path, "statement", f"same statement as claim {statements[key]!r}; merge the records"))

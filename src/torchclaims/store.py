@@ -13,10 +13,11 @@ from pathlib import Path
 
 from .backends import all_backends
 from .errors import InvalidFileError, Problem
-from .records import Environment, ResultRecord, record_json
+from .records import Environment, ResultRecord, read_record, record_json
 from .results import read_results
 
 THIS_BUILD = "this build"
+EARLIER_BUILD = "an earlier build"
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,22 @@ def _identity(record: ResultRecord) -> tuple:
     return (record.claim_id, record.environment.backend, record.started_at, record.cache_key)
 
 
-def load_store(build_records: dict[str, ResultRecord], build_environment: Environment | None, results_dir: Path | None) -> Store:
-    """Merge this build's records with every valid results file in ``results_dir``."""
+def load_store(
+    build_records: dict[str, ResultRecord],
+    build_environment: Environment | None,
+    results_dir: Path | None,
+    history_dir: Path | None = None,
+) -> Store:
+    """Merge this build's records, earlier builds' superseded records and every
+    valid results file in ``results_dir``."""
     store = Store(build_environment=build_environment)
     for record in build_records.values():
         store.add(Entry(record, THIS_BUILD))
+    for path in sorted(history_dir.rglob("*.json")) if history_dir and history_dir.is_dir() else []:
+        try:
+            store.add(Entry(read_record(path), EARLIER_BUILD))
+        except InvalidFileError as exc:
+            store.problems.extend(exc.problems)
     if results_dir is not None and results_dir.is_dir():
         for path in sorted(results_dir.glob("*.json")):
             try:

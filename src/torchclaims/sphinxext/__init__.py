@@ -14,6 +14,7 @@ from .. import __version__
 
 
 def setup(app: Sphinx) -> dict:
+    from .changes_page import setup_changes
     from .claim import setup_claim
     from .matrix import setup_matrix
     from .state import setup_state
@@ -23,6 +24,7 @@ def setup(app: Sphinx) -> dict:
     setup_tracking(app)  # re-read pages whose evidence changed
     setup_claim(app)  # claim, topic-claims, claim-verdict
     setup_matrix(app)  # claims-matrix
+    setup_changes(app)  # claims-changes
     app.connect("builder-inited", _add_static)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
 

@@ -55,7 +55,7 @@ def attributed_badge() -> nodes.inline:
     return badge("❝ attributed — no verdict", "attributed")
 
 
-def _paragraph(*children) -> nodes.paragraph:
+def paragraph(*children) -> nodes.paragraph:
     para = nodes.paragraph()
     for child in children:
         para += nodes.Text(child) if isinstance(child, str) else child
@@ -81,7 +81,7 @@ def _bullets(items: list[nodes.Node]) -> nodes.bullet_list:
     return bullets
 
 
-def _table(headers: list[str], rows: list[list[nodes.Node | str]], classes: list[str]) -> nodes.table:
+def table(headers: list[str], rows: list[list[nodes.Node | str]], classes: list[str]) -> nodes.table:
     table = nodes.table(classes=classes)
     group = nodes.tgroup(cols=len(headers))
     table += group
@@ -101,7 +101,7 @@ def _row(cells: list[nodes.Node | str]) -> nodes.row:
     row = nodes.row()
     for cell in cells:
         entry = nodes.entry()
-        entry += cell if isinstance(cell, nodes.Element) and not isinstance(cell, nodes.inline) else _paragraph(cell)
+        entry += cell if isinstance(cell, nodes.Element) and not isinstance(cell, nodes.inline) else paragraph(cell)
         row += entry
     return row
 
@@ -112,11 +112,11 @@ def _measurements(check: CheckResult) -> nodes.Node:
         unit = f" {m.unit}" if m.unit else ""
         judged = f" ({m.tolerance})" if m.tolerance else ""
         value = f"{m.value:.4g}" if isinstance(m.value, float) else str(m.value)
-        lines.append(_paragraph(nodes.literal("", f"{m.name} = {value}{unit}{judged}")))
+        lines.append(paragraph(nodes.literal("", f"{m.name} = {value}{unit}{judged}")))
     if check.detail:
-        lines.append(_paragraph(check.detail))
+        lines.append(paragraph(check.detail))
     container = nodes.container(classes=["tc-measurements"])
-    container.extend(lines or [_paragraph("—")])
+    container.extend(lines or [paragraph("—")])
     return container
 
 
@@ -125,15 +125,15 @@ def evidence(state: BuildState, claim: Claim, entry: Entry) -> list[nodes.Node]:
     record, env = entry.record, entry.record.environment
     out: list[nodes.Node] = []
     stale = state.store.stale_reason(entry, state.script_sha.get(claim.id), state.max_age_days)
-    head = _paragraph(nodes.strong("", entry.column), " ", verdict_badge(entry, stale), " ", freshness_text(entry))
+    head = paragraph(nodes.strong("", entry.column), " ", verdict_badge(entry, stale), " ", freshness_text(entry))
     out.append(head)
     if record.reason:
-        out.append(_paragraph(nodes.emphasis("", "Reason: "), record.reason))
+        out.append(paragraph(nodes.emphasis("", "Reason: "), record.reason))
     if stale:
-        out.append(_paragraph(nodes.emphasis("", "Stale: "), stale))
+        out.append(paragraph(nodes.emphasis("", "Stale: "), stale))
     if record.checks:
         rows = [[c.name, badge(f"{SYMBOLS[c.outcome]} {c.outcome.value}", c.outcome.value), _measurements(c)] for c in record.checks]
-        out.append(_table(["Check", "Outcome", "Measurements"], rows, ["tc-checks"]))
+        out.append(table(["Check", "Outcome", "Measurements"], rows, ["tc-checks"]))
     facts = [f"{k}: {v}" for k, v in record.conditions.items()]
     facts.append(f"device: {env.device} ({env.device_name})")
     facts.append("software: " + ", ".join(f"{k} {v}" for k, v in sorted(env.packages.items())))
@@ -144,7 +144,7 @@ def evidence(state: BuildState, claim: Claim, entry: Entry) -> list[nodes.Node]:
         facts.append("environment variables: " + ", ".join(f"{k}={v}" for k, v in env.env_vars.items()))
     facts.append(f"duration {record.duration_s:.2f} s; script {record.script.path} (sha256 {record.script.sha256[:12]})")
     details = nodes.container(classes=["tc-environment"])
-    details += _bullets([_paragraph(f) for f in facts])
+    details += _bullets([paragraph(f) for f in facts])
     out.append(details)
     if record.log_tail and record.verdict is Verdict.ERROR:
         out.append(nodes.literal_block(record.log_tail, record.log_tail, classes=["tc-log"]))
@@ -156,7 +156,7 @@ def history(state: BuildState, claim: Claim) -> nodes.Node | None:
     if len(entries) < 2:
         return None
     rows = [[e.record.date, e.column, verdict_badge(e), e.origin] for e in entries]
-    return _table(["Date", "Backend and version", "Verdict", "From"], rows, ["tc-history"])
+    return table(["Date", "Backend and version", "Verdict", "From"], rows, ["tc-history"])
 
 
 def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.section:
@@ -174,9 +174,9 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
         badges += nodes.Text(" ")
     section += badges
     statement = nodes.block_quote(classes=["tc-statement"])
-    statement += _paragraph(claim.statement)
+    statement += paragraph(claim.statement)
     section += statement
-    section += _paragraph(
+    section += paragraph(
         nodes.emphasis("", "Claimed by "), claim.made_by, f" · topic: {TOPICS[claim.topic]} · about: {', '.join(claim.backends)} · id: ",
         nodes.literal("", claim.id),
     )
@@ -187,32 +187,33 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
             parts.append(badge("unconfirmed", "unconfirmed"))
         if source.note:
             parts.append(f" {source.note}")
-        sources.append(_paragraph(*parts))
+        sources.append(paragraph(*parts))
     section += nodes.rubric("", "Sources")
     section += _bullets(sources)
     if claim.caveats:
         section += nodes.rubric("", "Caveats")
-        section += _bullets([_paragraph(c) for c in claim.caveats])
+        section += _bullets([paragraph(c) for c in claim.caveats])
     if claim.executable:
         section += nodes.rubric("", "Evidence")
         if not latest:
-            section += _paragraph("No result record exists for this claim yet, so there is no verdict.")
+            section += paragraph("No result record exists for this claim yet, so there is no verdict.")
         for entry in latest.values():
             section.extend(evidence(state, claim, entry))
         table = history(state, claim)
         if table is not None:
             section += nodes.rubric("", "History across versions")
             section += table
-        section += _paragraph("Verification script: ", _doc_link(claim.script, state.example_docname(claim)))
+        section += paragraph("Verification script: ", _doc_link(claim.script, state.example_docname(claim)))
     if claim.see_also:
-        links = [_doc_link_to_claim(other) for other in claim.see_also]
-        section += _paragraph("See also: ", *_join(links))
+        links = [claim_ref(other, nodes.literal("", other)) for other in claim.see_also]
+        section += paragraph("See also: ", *_join(links))
     return section
 
 
-def _doc_link_to_claim(claim_id: str) -> nodes.Node:
+def claim_ref(claim_id: str, child: nodes.Node) -> addnodes.pending_xref:
+    """A link to the section that shows the claim (wherever it is)."""
     ref = addnodes.pending_xref("", refdomain="std", reftype="ref", reftarget=f"claim-{claim_id}", refexplicit=True, refwarn=True)
-    ref += nodes.literal("", claim_id)
+    ref += child
     return ref
 
 

@@ -12,20 +12,13 @@ from __future__ import annotations
 import html
 
 from docutils import nodes
-from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
 from ..records import Verdict
 from ..topics import TOPICS
-from .claim import NOT_RUN, SYMBOLS, attributed_badge, badge
+from .claim import NOT_RUN, SYMBOLS, attributed_badge, badge, claim_ref
 from .state import get_state
 from .tracking import ALL_CLAIMS, note_shown
-
-
-def _ref(claim_id: str, child: nodes.Node) -> addnodes.pending_xref:
-    ref = addnodes.pending_xref("", refdomain="std", reftype="ref", reftarget=f"claim-{claim_id}", refexplicit=True, refwarn=True)
-    ref += child
-    return ref
 
 
 def _cell(content: nodes.Node, classes: list[str]) -> nodes.entry:
@@ -85,7 +78,7 @@ class ClaimsMatrixDirective(SphinxDirective):
             body += topic_row
             for claim in topic_claims:
                 row = nodes.row(classes=["tc-claim-row", f"tc-topic-{topic}"])
-                row += _cell(_ref(claim.id, nodes.inline("", claim.title)), ["tc-claim-title"])
+                row += _cell(claim_ref(claim.id, nodes.inline("", claim.title)), ["tc-claim-title"])
                 latest = store.latest_by_column(claim.id)
                 for i, column in enumerate(columns):
                     entry = latest.get(column)
@@ -99,7 +92,7 @@ class ClaimsMatrixDirective(SphinxDirective):
                         content = nodes.inline()
                         content += badge(f"{SYMBOLS[entry.record.verdict]} {kind}", kind)
                         content += nodes.inline("", f" {entry.record.date}" + (" (stale)" if stale else ""), classes=["tc-date"])
-                        content = _ref(claim.id, content)
+                        content = claim_ref(claim.id, content)
                     counts[column][kind] = counts[column].get(kind, 0) + 1
                     row += _cell(content, [f"tc-col-{i}", f"tc-verdict-{kind}"])
                 body += row

@@ -17,13 +17,17 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from ..claims import Claim, ClaimSet, load_claims
-from ..execution import Outcome, Settings, verify
+from ..execution import Outcome, Settings, history_dir, verify
+from ..errors import InvalidFileError
 from ..lint import cross_check
+from ..records import read_record
+from ..results import build_results, write_results
 from ..store import Store, load_store
 from .._child import GalleryTarget
 
 logger = logging.getLogger(__name__)
 WARNING_TYPE = "torchclaims"
+RESULTS_DOWNLOAD = "torchclaims-results.json"  # this build's results file, in the site root
 
 
 def warn(message: str, subtype: str, location=None) -> None:
@@ -89,6 +93,29 @@ def _page_missing(app: Sphinx, gallery_dir: str):
     return reasons
 
 
+def _existing_records(settings: Settings) -> dict:
+    """With execution off, show the records the last build left (never invent any)."""
+    records = {}
+    for path in sorted((settings.records_root() / settings.backend).glob("*.json")):
+        try:
+            record = read_record(path)
+        except InvalidFileError as exc:
+            warn(f"unreadable record ignored: {exc}", "record", location=str(path))
+            continue
+        records[record.claim_id] = record
+    return records
+
+
+def export_results(app: Sphinx, exception) -> None:
+    """build-finished: publish this build's records as a results file beside the site."""
+    state = get_state(app)
+    if exception is not None or state.outcome is None or app.builder.format != "html":
+        return
+    records = [r for r in state.outcome.records.values()]
+    results = build_results(records, state.outcome.probe.environment, label="site build")
+    write_results(Path(app.outdir) / RESULTS_DOWNLOAD, results)
+
+
 def prepare(app: Sphinx) -> None:
     """builder-inited: load claims, verify the stale ones, load the results store."""
     config = app.config
@@ -119,8 +146,11 @@ def prepare(app: Sphinx) -> None:
         for claim_id, record in sorted(outcome.records.items()):
             if record.verdict.value == "error":
                 warn(f"claim {claim_id} could not be verified: {record.reason}", "error")
+    else:
+        build_records = _existing_records(Settings(root=root, backend=config.torchclaims_backend))
     results_dir = root / config.torchclaims_results_dir if config.torchclaims_results_dir else None
-    store = load_store(build_records, outcome.probe.environment if outcome else None, results_dir)
+    history = history_dir(Settings(root=root))
+    store = load_store(build_records, outcome.probe.environment if outcome else None, results_dir, history)
     for problem in store.problems:
         warn(f"results file rejected: {problem}", "results", location=str(problem.path))
     script_sha = {
@@ -142,3 +172,4 @@ def setup_state(app: Sphinx) -> None:
     app.add_config_value("torchclaims_gallery_output", "docs/auto_gallery", "env", str)
     app.add_config_value("torchclaims_max_age_days", 90, "env", (int, float))
     app.connect("builder-inited", prepare, priority=400)
+    app.connect("build-finished", export_results)
