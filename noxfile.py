@@ -40,7 +40,7 @@ def install(session: nox.Session, torch_requirement: str, extras: str) -> None:
 def docs(session: nox.Session) -> None:
     """Build the site into _build/html, verifying every claim on the backend."""
     opts = options(session)
-    install(session, opts.torch, "docs,hf")
+    install(session, opts.torch, "docs,claims")
     env = {"TORCHCLAIMS_BACKEND": opts.backend, "TORCHCLAIMS_FORCE": "1" if opts.force else "0"}
     session.run("sphinx-build", "-b", "html", "-q", ".", "_build/html", *opts.rest, env=env)
     session.log("site: _build/html/index.html")
@@ -50,7 +50,7 @@ def docs(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (includes every real claim on the CPU)."""
     opts = options(session)
-    install(session, opts.torch, "docs,hf,test")
+    install(session, opts.torch, "docs,claims,test")
     session.run("pytest", *opts.rest)
 
 
@@ -65,7 +65,7 @@ def lint(session: nox.Session) -> None:
 def verify(session: nox.Session) -> None:
     """Verify claims without building the site; writes a results file."""
     opts = options(session)
-    install(session, opts.torch, "hf")
+    install(session, opts.torch, "claims")
     session.run("torchclaims", "verify", "--backend", opts.backend, *opts.rest, env={"TORCHCLAIMS_BACKEND": opts.backend})
 
 
@@ -73,7 +73,7 @@ def verify(session: nox.Session) -> None:
 def xla(session: nox.Session) -> None:
     """Verify every claim on torch_xla (XLA on the CPU) into results/."""
     session.install(*XLA_REQUIREMENTS)
-    session.install("-e", ".[hf]", *XLA_REQUIREMENTS)
+    session.install("-e", ".[claims]", *XLA_REQUIREMENTS)
     session.run(
         "torchclaims", "verify", "--backend", "xla", "--output", "results", "--records-dir", "_build/records-xla",
         "--label", "torch_xla on the CPU (PJRT_DEVICE=CPU)", *session.posargs,

@@ -39,7 +39,6 @@ def train_step(model, inputs, targets, device):
     loss.backward()
     grads = [p.grad.detach().clone() for p in model.parameters()]
     optimizer.step()
-    v.sync()
     return logits, grads, [p.detach() for p in model.parameters()]
 
 
@@ -60,14 +59,27 @@ with v.check("the model moves to the device and runs forward") as check:
     logits, grads, weights = train_step(copy.deepcopy(model), inputs, targets, v.device)
     check.equal(logits.device.type, v.device.type, "device type of the output")
 
+# %%
+# On the CPU backend the step above ran on the reference device itself, so the
+# comparisons below would compare the CPU with itself: they are reported as
+# unverified there, and the verdict comes from runs on other backends.
+
+SAME_DEVICE = "the configured backend is the CPU reference itself; the comparison needs another device"
+
 with v.check("forward output matches the CPU reference") as check:
+    if v.on_reference:
+        check.unsupported(SAME_DEVICE)
     check.close(logits, reference[0], rtol=1e-4, atol=1e-5, what="logits")
 
 with v.check("gradients match the CPU reference") as check:
+    if v.on_reference:
+        check.unsupported(SAME_DEVICE)
     for i, (g, ref) in enumerate(zip(grads, reference[1])):
         check.close(g, ref, rtol=1e-4, atol=1e-5, what=f"grad {i}")
 
 with v.check("weights after one SGD step match the CPU reference") as check:
+    if v.on_reference:
+        check.unsupported(SAME_DEVICE)
     for i, (w, ref) in enumerate(zip(weights, reference[2])):
         check.close(w, ref, rtol=1e-4, atol=1e-5, what=f"weight {i}")
 

@@ -14,6 +14,7 @@ from .. import __version__
 
 
 def setup(app: Sphinx) -> dict:
+    from .backends_table import setup_backends_table
     from .changes_page import setup_changes
     from .claim import setup_claim
     from .matrix import setup_matrix
@@ -25,6 +26,7 @@ def setup(app: Sphinx) -> dict:
     setup_claim(app)  # claim, topic-claims, claim-verdict
     setup_matrix(app)  # claims-matrix
     setup_changes(app)  # claims-changes
+    setup_backends_table(app)  # backend-descriptors
     app.connect("builder-inited", _add_static)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
 

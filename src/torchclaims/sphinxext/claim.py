@@ -101,7 +101,7 @@ def _row(cells: list[nodes.Node | str]) -> nodes.row:
     row = nodes.row()
     for cell in cells:
         entry = nodes.entry()
-        entry += cell if isinstance(cell, nodes.Element) and not isinstance(cell, nodes.inline) else paragraph(cell)
+        entry += cell if isinstance(cell, nodes.Body) else paragraph(cell)
         row += entry
     return row
 
@@ -203,7 +203,10 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
         if table is not None:
             section += nodes.rubric("", "History across versions")
             section += table
-        section += paragraph("Verification script: ", _doc_link(claim.script, state.example_docname(claim)))
+        if claim.id in state.script_sha:
+            section += paragraph("Verification script: ", _doc_link(claim.script, state.example_docname(claim)))
+        else:
+            section += paragraph("Verification script: ", nodes.literal("", claim.script), " (missing: the claim cannot be verified)")
     if claim.see_also:
         links = [claim_ref(other, nodes.literal("", other)) for other in claim.see_also]
         section += paragraph("See also: ", *_join(links))
