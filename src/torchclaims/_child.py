@@ -58,7 +58,9 @@ def _run_gallery(job: ChildJob) -> None:
     from sphinx_gallery.utils import get_md5sum
 
     target = job.gallery
-    conf = dict(target.gallery_conf, filename_pattern=".*", plot_gallery=True, abort_on_example_error=False)
+    # The parent decided this script must run: execute it even if sphinx-gallery's
+    # own checksum says the page is current.
+    conf = dict(target.gallery_conf, filename_pattern=".*", plot_gallery=True, run_stale_examples=True, abort_on_example_error=False)
     _, _, _, out_vars = generate_file_rst(target.fname, target.target_dir, target.src_dir, conf)
     # sphinx-gallery skips the checksum when a block raised; write it anyway so the
     # page (with its traceback) is kept: re-running is torchclaims' decision.

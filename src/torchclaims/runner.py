@@ -158,7 +158,10 @@ class Runner:
                     record = None
         if record is None:
             record = error_record(item.job, environment, cause, item.started_at, duration, _tail(Path(child.log_path)))
-        record = record.model_copy(update={"cache_key": item.job.cache_key, "inputs": item.job.inputs})
+        # The parent knows the script's project path and content for sure (in the
+        # child, sphinx-gallery changes the working directory).
+        script = ScriptInfo(path=item.job.script_rel, sha256=_sha256(item.job.script))
+        record = record.model_copy(update={"cache_key": item.job.cache_key, "inputs": item.job.inputs, "script": script})
         write_record(item.job.record_path, record)
         return record
 

@@ -169,12 +169,16 @@ class Verification:
         self._checks.append(result)
         print(f"[{result.outcome.value:>10}] {result.name}" + (f": {result.detail}" if result.detail else ""))
 
-    def finish(self) -> ResultRecord:
-        """Derive the verdict, print the summary and write the result record."""
+    def finish(self) -> None:
+        """Derive the verdict, print the summary and write the result record.
+
+        Returns nothing, so that a gallery page shows the summary rather than
+        the record's repr; the record is on disk and in ``self.record``.
+        """
         from .fingerprint import collect
 
         if self._finished is not None:
-            return self._finished
+            return
         verdict = combine([c.outcome for c in self._checks])
         record = ResultRecord(
             claim_id=self.claim_id,
@@ -190,7 +194,11 @@ class Verification:
         write_record(_record_path(self.claim_id, self.backend.name), record)
         self._finished = record
         print(summary(record))
-        return record
+
+    @property
+    def record(self) -> ResultRecord | None:
+        """The result record, once finish() has run."""
+        return self._finished
 
 
 def _reason(verdict: Verdict, checks: list[CheckResult]) -> str:

@@ -31,7 +31,7 @@ RESULTS_DOWNLOAD = "torchclaims-results.json"  # this build's results file, in t
 
 
 def warn(message: str, subtype: str, location=None) -> None:
-    logger.warning(f"{message} [{WARNING_TYPE}.{subtype}]", type=WARNING_TYPE, subtype=subtype, location=location)
+    logger.warning(message, type=WARNING_TYPE, subtype=subtype, location=location)
 
 
 @dataclass

@@ -1,0 +1,166 @@
+"""A small knowledge base on disk, for tests that run scripts or build a site."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+RECORD = """\
+id = "{id}"
+title = "Claim {id}"
+statement = "The statement of claim {id}, which is checked by its script."
+kind = "{kind}"
+topic = "{topic}"
+backends = ["cpu"]
+made_by = "Tests"
+{script_line}
+caveats = ["A caveat of {id}."]
+
+[[sources]]
+url = "https://docs.pytorch.org/{id}"
+quote = "A verbatim quote for {id}"
+publisher = "PyTorch documentation"
+date = "2026-10"
+"""
+
+HEADER = '''"""
+Claim {id}
+================
+
+:claim-verdict:`{id}`
+
+Checks claim {id}.
+"""
+import torch
+from torchclaims.verify import verification
+v = verification("{id}", model="a tensor of three ones")
+'''
+
+# Bodies of scripts, by how they end. Each one is a complete gallery script.
+BODIES = {
+    "holds": """
+with v.check("addition on the device") as check:
+    check.close(torch.ones(3, device=v.device) * 2, torch.full((3,), 2.0), rtol=0, atol=0, what="sum")
+v.finish()
+""",
+    "refuted": """
+with v.check("one equals two") as check:
+    check.equal(1, 2, "one")
+v.finish()
+""",
+    "unverified": """
+with v.check("needs an accelerator") as check:
+    check.unsupported("no accelerator on this machine")
+v.finish()
+""",
+    "raise": """
+raise ValueError("boom from the script")
+""",
+    "exit": """
+import sys
+sys.exit(3)
+""",
+    "os_exit": """
+import os
+os._exit(7)
+""",
+    "segfault": """
+import ctypes
+ctypes.string_at(0)
+""",
+    "hang": """
+import time
+time.sleep(3600)
+""",
+    "no_finish": """
+with v.check("runs") as check:
+    pass
+""",
+}
+
+
+def write_claim(root: Path, claim_id: str, body: str | None, topic: str = "device-switch") -> None:
+    """A record and (for executable claims) a script whose behaviour is ``body``."""
+    script = f"gallery/{claim_id.replace('-', '_')}.py"
+    kind = "executable" if body is not None else "attributed"
+    script_line = f'script = "{script}"' if body is not None else ""
+    (root / "claims").mkdir(parents=True, exist_ok=True)
+    (root / "claims" / f"{claim_id}.toml").write_text(
+        RECORD.format(id=claim_id, kind=kind, topic=topic, script_line=script_line)
+    )
+    if body is not None:
+        (root / "gallery").mkdir(parents=True, exist_ok=True)
+        (root / script).write_text(HEADER.format(id=claim_id) + BODIES.get(body, body))
+
+
+CONF = '''
+import os, sys
+extensions = ["myst_parser", "sphinx_gallery.gen_gallery", "torchclaims.sphinxext"]
+exclude_patterns = ["_build", ".*", "**/.*", "gallery", "claims", "results"]
+include_patterns = ["index.md", "docs/**"]
+html_theme = "alabaster"
+sphinx_gallery_conf = {
+    "examples_dirs": ["gallery"],
+    "gallery_dirs": ["docs/auto_gallery"],
+    "filename_pattern": r"(?!)",
+    "ignore_pattern": r"(/|\\\\)_",
+    "write_computation_times": False,
+    "download_all_examples": False,
+}
+torchclaims_timeout = float(os.environ.get("TORCHCLAIMS_TIMEOUT", "20"))
+torchclaims_parallel = 2
+'''
+
+INDEX = """\
+# Fixture knowledge base
+
+```{toctree}
+docs/topic
+docs/matrix
+docs/changes
+docs/auto_gallery/index
+```
+"""
+
+
+def write_site(root: Path) -> None:
+    (root / "conf.py").write_text(CONF)
+    (root / "index.md").write_text(INDEX)
+    docs = root / "docs"
+    docs.mkdir(exist_ok=True)
+    (docs / "topic.md").write_text("# Topic\n\n```{topic-claims} device-switch\n```\n")
+    (docs / "matrix.md").write_text("# Matrix\n\n```{claims-matrix}\n```\n")
+    (docs / "changes.md").write_text("# Changes\n\n```{claims-changes}\n```\n")
+    (root / "gallery").mkdir(exist_ok=True)
+    (root / "gallery" / "GALLERY_HEADER.rst").write_text("Scripts\n=======\n")
+
+
+def build(root: Path, **env: str) -> subprocess.CompletedProcess:
+    """Build the site in a separate process, as a user would."""
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]), **env)
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", str(root), str(root / "_build" / "html")],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=600,
+    )
+
+
+def page_text(path: Path) -> str:
+    """Visible text of an HTML page, whitespace folded."""
+    import html
+    import re
+
+    raw = path.read_text(encoding="utf-8")
+    raw = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", raw, flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", raw)).split())
+
+
+def dedent(text: str) -> str:
+    return textwrap.dedent(text)

@@ -1,0 +1,268 @@
+"""Claim records: loading, validation problems (file + field) and the JSON schema."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from factories import claim_fields, default_source, write_claim
+
+from torchclaims.backends import BACKEND_NAMES
+from torchclaims.claims import MAX_QUOTE_WORDS, ClaimKind, claim_json_schema, load_claim, load_claims
+from torchclaims.errors import InvalidFileError
+from torchclaims.topics import TOPICS
+
+
+def problems_of(path):
+    with pytest.raises(InvalidFileError) as info:
+        load_claim(path)
+    problems = info.value.problems
+    assert problems, "an InvalidFileError must carry at least one problem"
+    assert all(p.path == path for p in problems), "every problem names the file"
+    return problems
+
+
+def fields_of(problems):
+    return {p.field for p in problems}
+
+
+def test_valid_record_loads_with_its_values(tmp_path):
+    path = write_claim(
+        tmp_path,
+        "matmul-parity",
+        topic="compile",
+        backends=["cuda", "cpu"],
+        caveats=["Only float32 was checked."],
+        see_also=["other-claim"],
+    )
+    claim = load_claim(path)
+    assert claim.id == "matmul-parity"
+    assert claim.kind is ClaimKind.EXECUTABLE
+    assert claim.executable
+    assert claim.topic == "compile"
+    assert claim.backends == ["cuda", "cpu"]
+    assert claim.script == "gallery/matmul_parity.py"
+    assert claim.caveats == ["Only float32 was checked."]
+    assert claim.see_also == ["other-claim"]
+    assert claim.sources[0].publisher == "PyTorch documentation"
+    assert claim.sources[0].confirmed is True
+
+
+def test_attributed_record_without_script_loads(tmp_path):
+    claim = load_claim(write_claim(tmp_path, "vendor-says-fast", kind="attributed", topic="status"))
+    assert claim.kind is ClaimKind.ATTRIBUTED
+    assert not claim.executable
+    assert claim.script is None
+
+
+@pytest.mark.parametrize("topic", list(TOPICS))
+def test_every_known_topic_is_accepted(tmp_path, topic):
+    assert load_claim(write_claim(tmp_path, "some-claim", topic=topic)).topic == topic
+
+
+def test_every_builtin_backend_name_is_accepted(tmp_path):
+    claim = load_claim(write_claim(tmp_path, "all-backends", backends=list(BACKEND_NAMES)))
+    assert claim.backends == list(BACKEND_NAMES)
+
+
+@pytest.mark.parametrize("field", ["title", "statement", "kind", "topic", "backends", "made_by", "sources"])
+def test_missing_required_field_is_named(tmp_path, field):
+    path = write_claim(tmp_path, "a-claim", **{field: None})
+    problems = problems_of(path)
+    assert field in fields_of(problems)
+    message = next(p.message for p in problems if p.field == field)
+    assert "required" in message.lower()
+
+
+def test_missing_source_field_is_named_with_its_position(tmp_path):
+    source = default_source()
+    del source["publisher"]
+    path = write_claim(tmp_path, "a-claim", sources=[default_source(), source])
+    assert "sources.1.publisher" in fields_of(problems_of(path))
+
+
+def test_unknown_key_is_named(tmp_path):
+    path = write_claim(tmp_path, "a-claim", verdict="holds")
+    problems = problems_of(path)
+    assert fields_of(problems) == {"verdict"}
+    assert str(problems[0]).startswith(f"{path} [verdict]: ")
+
+
+def test_unknown_key_inside_a_source_is_named(tmp_path):
+    path = write_claim(tmp_path, "a-claim", sources=[default_source(author="someone")])
+    assert "sources.0.author" in fields_of(problems_of(path))
+
+
+def test_bad_topic_is_named_and_lists_the_choices(tmp_path):
+    path = write_claim(tmp_path, "a-claim", topic="speed")
+    problems = problems_of(path)
+    assert fields_of(problems) == {"topic"}
+    assert "'speed'" in problems[0].message
+    assert "numerics" in problems[0].message and "compile" in problems[0].message
+
+
+def test_unknown_backend_is_named_and_lists_the_choices(tmp_path):
+    path = write_claim(tmp_path, "a-claim", backends=["cpu", "gaudi"])
+    problems = problems_of(path)
+    assert fields_of(problems) == {"backends"}
+    assert "gaudi" in problems[0].message
+    assert "cuda" in problems[0].message
+
+
+def test_empty_backend_list_is_rejected(tmp_path):
+    assert "backends" in fields_of(problems_of(write_claim(tmp_path, "a-claim", backends=[])))
+
+
+def test_id_not_equal_to_file_name(tmp_path):
+    path = write_claim(tmp_path, "file-name", id="other-name")
+    problems = problems_of(path)
+    assert fields_of(problems) == {"id"}
+    assert "other-name" in problems[0].message and "file-name" in problems[0].message
+
+
+@pytest.mark.parametrize("bad_id", ["Bad-Id", "snake_case", "trailing-", "two--dashes", "white space"])
+def test_malformed_id(tmp_path, bad_id):
+    path = write_claim(tmp_path, bad_id, script="gallery/some_script.py")
+    assert "id" in fields_of(problems_of(path))
+
+
+@pytest.mark.parametrize("date", ["2025", "2025-03", "2025-03-14"])
+def test_source_dates_at_year_month_or_day_precision(tmp_path, date):
+    claim = load_claim(write_claim(tmp_path, "a-claim", sources=[default_source(date=date)]))
+    assert claim.sources[0].date == date
+
+
+@pytest.mark.parametrize("date", ["March 2025", "14/03/2025", "25-03", "2025-3"])
+def test_bad_source_date(tmp_path, date):
+    path = write_claim(tmp_path, "a-claim", sources=[default_source(date=date)])
+    assert fields_of(problems_of(path)) == {"sources.0.date"}
+
+
+def test_source_url_must_be_http(tmp_path):
+    path = write_claim(tmp_path, "a-claim", sources=[default_source(url="ftp://host/file")])
+    assert fields_of(problems_of(path)) == {"sources.0.url"}
+
+
+def test_quote_too_long_is_named_with_the_limit(tmp_path):
+    quote = " ".join(["word"] * (MAX_QUOTE_WORDS + 5))
+    path = write_claim(tmp_path, "a-claim", sources=[default_source(quote=quote)])
+    problems = problems_of(path)
+    assert fields_of(problems) == {"sources.0.quote"}
+    assert str(MAX_QUOTE_WORDS) in problems[0].message
+
+
+def test_quote_just_under_the_limit_is_accepted(tmp_path):
+    quote = " ".join(["word"] * (MAX_QUOTE_WORDS - 1))
+    assert load_claim(write_claim(tmp_path, "a-claim", sources=[default_source(quote=quote)])).sources[0].quote == quote
+
+
+def test_quote_of_exactly_the_limit_is_rejected(tmp_path):
+    # The model, the field description and the error message all say "under 40 words".
+    quote = " ".join(["word"] * MAX_QUOTE_WORDS)
+    path = write_claim(tmp_path, "a-claim", sources=[default_source(quote=quote)])
+    assert fields_of(problems_of(path)) == {"sources.0.quote"}
+
+
+def test_executable_claim_without_script_names_the_script_field(tmp_path):
+    path = write_claim(tmp_path, "a-claim", kind="executable", script=None)
+    problems = problems_of(path)
+    assert any("script" in p.message for p in problems)
+    assert "script" in fields_of(problems)
+
+
+def test_attributed_claim_with_script_names_the_script_field(tmp_path):
+    path = write_claim(tmp_path, "a-claim", kind="attributed", script="gallery/a_claim.py")
+    problems = problems_of(path)
+    assert any("must not name a script" in p.message for p in problems)
+    assert "script" in fields_of(problems)
+
+
+@pytest.mark.parametrize("script", ["a_claim.py", "gallery/A-Claim.py", "gallery/sub/a_claim.py", "gallery/a_claim.txt"])
+def test_script_path_outside_the_gallery_convention(tmp_path, script):
+    path = write_claim(tmp_path, "a-claim", script=script)
+    assert fields_of(problems_of(path)) == {"script"}
+
+
+def test_invalid_toml_names_the_file(tmp_path):
+    path = tmp_path / "a-claim.toml"
+    path.write_text('id = "a-claim\ntitle = ', encoding="utf-8")
+    problems = problems_of(path)
+    assert len(problems) == 1
+    assert "not valid TOML" in problems[0].message
+    assert str(path) in str(problems[0])
+
+
+def test_several_wrong_fields_in_one_record_are_all_reported(tmp_path):
+    path = write_claim(tmp_path, "a-claim", title=None, topic="speed", backends=["gaudi"], extra="x")
+    assert {"title", "topic", "backends", "extra"} <= fields_of(problems_of(path))
+
+
+def test_id_mismatch_is_reported_together_with_other_field_problems(tmp_path):
+    # load_claim promises "InvalidFileError listing every problem": a contributor should
+    # not discover the id problem only after fixing the others.
+    path = write_claim(tmp_path, "file-name", id="other-name", topic="speed")
+    assert {"topic", "id"} <= fields_of(problems_of(path))
+
+
+def test_load_claims_reports_every_broken_file_and_keeps_the_good_one(tmp_path):
+    good = write_claim(tmp_path, "good-claim")
+    broken = {
+        write_claim(tmp_path, "no-title", title=None): "title",
+        write_claim(tmp_path, "bad-topic", topic="speed"): "topic",
+        write_claim(tmp_path, "bad-backend", backends=["gaudi"]): "backends",
+        write_claim(tmp_path, "wrong-name", id="right-name"): "id",
+        write_claim(tmp_path, "bad-date", sources=[default_source(date="soon")]): "sources.0.date",
+    }
+    invalid = tmp_path / "not-toml.toml"
+    invalid.write_text("= nothing", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("not a record", encoding="utf-8")
+
+    result = load_claims(tmp_path)
+
+    assert list(result.claims) == ["good-claim"]
+    assert result.paths["good-claim"] == good
+    reported = {(p.path, p.field) for p in result.problems}
+    for path, field in broken.items():
+        assert (path, field) in reported
+    assert any(p.path == invalid for p in result.problems)
+    assert not any(p.path.name == "notes.txt" for p in result.problems)
+
+
+def test_load_claims_on_an_empty_directory(tmp_path):
+    result = load_claims(tmp_path)
+    assert result.claims == {} and result.problems == []
+
+
+def test_claim_set_groups_by_topic_and_lists_executables(tmp_path):
+    write_claim(tmp_path, "b-claim", topic="compile")
+    write_claim(tmp_path, "a-claim", topic="compile")
+    write_claim(tmp_path, "said-so", topic="status", kind="attributed")
+    result = load_claims(tmp_path)
+    grouped = result.by_topic()
+    assert list(grouped) == list(TOPICS)
+    assert [c.id for c in grouped["compile"]] == ["a-claim", "b-claim"]
+    assert [c.id for c in grouped["status"]] == ["said-so"]
+    assert [c.id for c in result.executable()] == ["a-claim", "b-claim"]
+
+
+def test_claim_json_schema_is_a_json_schema_requiring_id():
+    schema = claim_json_schema()
+    assert isinstance(schema, dict)
+    json.loads(json.dumps(schema))  # serialisable as-is
+    assert schema["$schema"].startswith("https://json-schema.org/")
+    assert schema["type"] == "object"
+    assert "id" in schema["required"]
+    assert {"id", "title", "statement", "kind", "topic", "backends", "sources"} <= set(schema["required"])
+    assert re.fullmatch(schema["properties"]["id"]["pattern"], "a-valid-id")
+    assert not re.fullmatch(schema["properties"]["id"]["pattern"], "Not_Valid")
+    assert schema["additionalProperties"] is False
+    # every local reference resolves
+    text = json.dumps(schema)
+    for ref in re.findall(r'"\$ref": "#/\$defs/([^"]+)"', text):
+        assert ref in schema["$defs"]
+
+
+def test_claim_json_schema_matches_the_fields_a_record_may_hold(tmp_path):
+    schema = claim_json_schema()
+    assert set(claim_fields("x", caveats=[], see_also=[])) <= set(schema["properties"])

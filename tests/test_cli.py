@@ -1,0 +1,229 @@
+"""The command line, run in-process: exit codes and what it prints."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from factories import STARTED, make_environment, make_kb, make_record, write_claim, write_results_file
+
+from torchclaims.claims import claim_json_schema, load_claim
+from torchclaims.cli import main
+from torchclaims.results import read_results
+
+
+def results_pair(tmp_path, new_verdicts: dict, old_verdicts: dict | None = None, new_torch="2.14.1"):
+    old_verdicts = old_verdicts or {"a-claim": "holds", "b-claim": "holds", "c-claim": "refuted"}
+    old_env = make_environment(torch="2.13.0")
+    new_env = make_environment(torch=new_torch)
+    old = write_results_file(tmp_path / "old.json", [make_record(c, v, environment=old_env) for c, v in old_verdicts.items()])
+    new = write_results_file(
+        tmp_path / "new.json",
+        [make_record(c, v, environment=new_env, started_at=STARTED + timedelta(days=7)) for c, v in new_verdicts.items()],
+        created=STARTED + timedelta(days=7),
+    )
+    return str(old), str(new)
+
+
+# -- diff ------------------------------------------------------------------------------
+
+
+def test_diff_reports_a_regression_and_fails(tmp_path, capsys):
+    old, new = results_pair(tmp_path, {"a-claim": "refuted", "b-claim": "holds", "c-claim": "holds"})
+    assert main(["diff", old, new]) == 1
+    out = capsys.readouterr().out
+    assert "REGRESSION a-claim: holds -> refuted" in out
+    assert "c-claim: refuted -> holds" in out and "REGRESSION c-claim" not in out
+    assert "b-claim" not in out  # unchanged
+    assert "versions: torch 2.13.0 -> 2.14.1" in out
+
+
+def test_diff_prints_the_new_reason(tmp_path, capsys):
+    old, new = results_pair(tmp_path, {"a-claim": "unverified", "b-claim": "holds", "c-claim": "refuted"})
+    main(["diff", old, new])
+    assert "now: unverified for a test reason" in capsys.readouterr().out
+
+
+def test_diff_regression_passes_with_no_gate(tmp_path, capsys):
+    old, new = results_pair(tmp_path, {"a-claim": "error", "b-claim": "holds", "c-claim": "refuted"})
+    assert main(["diff", old, new, "--no-gate"]) == 0
+    assert "REGRESSION a-claim: holds -> error" in capsys.readouterr().out
+
+
+def test_diff_claim_no_longer_checked_is_a_regression(tmp_path, capsys):
+    old, new = results_pair(tmp_path, {"b-claim": "holds", "c-claim": "refuted"})
+    assert main(["diff", old, new]) == 1
+    assert "REGRESSION a-claim: holds -> not run" in capsys.readouterr().out
+
+
+def test_diff_without_regression_succeeds(tmp_path, capsys):
+    old, new = results_pair(tmp_path, {"a-claim": "holds", "b-claim": "holds", "c-claim": "holds", "d-claim": "refuted"})
+    assert main(["diff", old, new]) == 0
+    out = capsys.readouterr().out
+    assert "REGRESSION" not in out
+    assert "c-claim: refuted -> holds" in out
+    assert "d-claim: not run -> refuted" in out
+
+
+def test_diff_with_nothing_moved(tmp_path, capsys):
+    old, new = results_pair(tmp_path, {"a-claim": "holds", "b-claim": "holds", "c-claim": "refuted"}, new_torch="2.13.0")
+    assert main(["diff", old, new]) == 0
+    out = capsys.readouterr().out
+    assert "no verdict changed" in out
+    assert "no package versions differ" in out
+
+
+def test_diff_of_an_invalid_file_is_invalid_input(tmp_path, capsys):
+    old, _ = results_pair(tmp_path, {"a-claim": "holds"})
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    assert main(["diff", old, str(broken)]) == 3
+    assert str(broken) in capsys.readouterr().err
+
+
+# -- merge -----------------------------------------------------------------------------
+
+
+def test_merge_copies_a_valid_file(tmp_path, capsys):
+    source = write_results_file(tmp_path / "mine.json", [make_record("a-claim")])
+    into = tmp_path / "results"
+    assert main(["merge", str(source), "--into", str(into)]) == 0
+    (merged,) = into.iterdir()
+    assert merged.name == "cpu-torch2.13.0-20260301T120000.json"
+    assert read_results(merged) == read_results(source)
+    assert str(merged) in capsys.readouterr().out
+
+
+def test_merge_rejects_a_broken_file_and_still_merges_the_valid_one(tmp_path, capsys):
+    good = write_results_file(tmp_path / "good.json", [make_record("a-claim")])
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"format": "torchclaims-results", "schema_version": 1, "records": "none"}))
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text("[]")
+    into = tmp_path / "results"
+    assert main(["merge", str(broken), str(good), str(foreign), "--into", str(into)]) == 3
+    assert [p.name for p in into.iterdir()] == ["cpu-torch2.13.0-20260301T120000.json"]
+    err = capsys.readouterr().err
+    assert "rejected" in err and str(broken) in err and str(foreign) in err
+
+
+# -- show ------------------------------------------------------------------------------
+
+
+def test_show_prints_verdicts_per_column(tmp_path, capsys):
+    make_kb(tmp_path, "a-claim", "b-claim")
+    write_claim(tmp_path / "claims", "said-so", kind="attributed", topic="status")
+    (tmp_path / "results").mkdir()
+    write_results_file(tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted")])
+    assert main(["show", "--root", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "cpu · torch 2.13.0" in lines[0]
+    row = {line.split()[0]: line for line in lines[1:]}
+    assert "refuted 2026-03-01" in row["a-claim"]
+    assert "not run" in row["b-claim"]
+    assert "attributed" in row["said-so"]
+
+
+def test_show_reports_a_rejected_results_file(tmp_path, capsys):
+    make_kb(tmp_path, "a-claim")
+    (tmp_path / "results").mkdir()
+    write_results_file(tmp_path / "results" / "good.json", [make_record("a-claim")])
+    (tmp_path / "results" / "bad.json").write_text("{")
+    assert main(["show", "--root", str(tmp_path)]) == 3
+    captured = capsys.readouterr()
+    assert "bad.json" in captured.err
+    assert "holds" in captured.out
+
+
+# -- lint ------------------------------------------------------------------------------
+
+
+def test_lint_clean_knowledge_base_exits_zero(tmp_path, capsys):
+    make_kb(tmp_path, "a-claim")
+    assert main(["lint", "--root", str(tmp_path)]) == 0
+    assert "no problems" in capsys.readouterr().out
+
+
+def test_lint_with_problems_exits_one_and_prints_them(tmp_path, capsys):
+    make_kb(tmp_path, "a-claim")
+    write_claim(tmp_path / "claims", "b-claim", topic="speed")
+    write_claim(tmp_path / "claims", "c-claim")  # no script
+    assert main(["lint", "--root", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "b-claim.toml [topic]" in captured.out
+    assert "c-claim.toml [script]" in captured.out
+    assert "2 problem(s)" in captured.err
+
+
+# -- new -------------------------------------------------------------------------------
+
+
+def test_new_creates_a_loadable_record_and_a_script(tmp_path, capsys):
+    assert main(["new", "my-new-claim", "--topic", "compile", "--root", str(tmp_path)]) == 0
+    record = tmp_path / "claims" / "my-new-claim.toml"
+    script = tmp_path / "gallery" / "my_new_claim.py"
+    assert record.is_file() and script.is_file()
+    claim = load_claim(record)
+    assert claim.topic == "compile" and claim.script == "gallery/my_new_claim.py"
+    assert 'verification(\n    "my-new-claim"' in script.read_text()
+    compile(script.read_text(), str(script), "exec")
+    out = capsys.readouterr().out
+    assert str(record) in out and str(script) in out
+
+
+def test_new_claim_is_flagged_by_lint_until_the_template_text_is_replaced(tmp_path, capsys):
+    main(["new", "my-new-claim", "--root", str(tmp_path)])
+    assert main(["lint", "--root", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "template text" in out
+    assert "literal device" not in out and "never calls" not in out
+
+
+def test_new_refuses_an_existing_id(tmp_path, capsys):
+    write_claim(tmp_path / "claims", "taken-claim", title="The original title")
+    assert main(["new", "taken-claim", "--root", str(tmp_path)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert load_claim(tmp_path / "claims" / "taken-claim.toml").title == "The original title"
+    assert not (tmp_path / "gallery" / "taken_claim.py").exists()
+
+
+def test_new_refuses_when_the_script_exists(tmp_path, capsys):
+    (tmp_path / "gallery").mkdir()
+    (tmp_path / "gallery" / "fresh_claim.py").write_text("# mine\n")
+    assert main(["new", "fresh-claim", "--root", str(tmp_path)]) == 2
+    assert not (tmp_path / "claims" / "fresh-claim.toml").exists()
+    assert (tmp_path / "gallery" / "fresh_claim.py").read_text() == "# mine\n"
+
+
+@pytest.mark.parametrize("claim_id", ["Bad_Id", "trailing-", "with space"])
+def test_new_refuses_a_malformed_id(tmp_path, capsys, claim_id):
+    assert main(["new", claim_id, "--root", str(tmp_path)]) == 2
+    assert "malformed" in capsys.readouterr().err
+    assert not (tmp_path / "claims").exists()
+
+
+def test_new_refuses_an_unknown_topic(tmp_path, capsys):
+    assert main(["new", "good-id", "--topic", "speed", "--root", str(tmp_path)]) == 2
+    assert "unknown topic" in capsys.readouterr().err
+
+
+# -- schema ----------------------------------------------------------------------------
+
+
+def test_schema_output_writes_the_json_schema(tmp_path, capsys):
+    target = tmp_path / "claim.schema.json"
+    assert main(["schema", "--output", str(target)]) == 0
+    assert json.loads(target.read_text()) == claim_json_schema()
+    assert str(target) in capsys.readouterr().out
+
+
+def test_schema_to_stdout(capsys):
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out)["required"] == claim_json_schema()["required"]
+
+
+def test_unknown_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["frobnicate"])
+    assert info.value.code == 2

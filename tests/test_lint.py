@@ -1,0 +1,242 @@
+"""Lint: every cross-file problem of a knowledge base, each with file, field or line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from factories import default_source, make_kb, script_text, write_claim, write_script
+
+from torchclaims.lint import lint
+
+
+def where(problem) -> str:
+    """The problem's file as a project-relative posix path."""
+    parts = Path(problem.path).parts
+    for anchor in ("claims", "gallery"):
+        if anchor in parts:
+            return "/".join(parts[parts.index(anchor):])
+    return Path(problem.path).as_posix()
+
+
+def about(problems, file: str):
+    return [p for p in problems if where(p) == file]
+
+
+def only(problems, file: str):
+    found = about(problems, file)
+    assert len(found) == 1, f"expected one problem for {file}, got {[str(p) for p in problems]}"
+    return found[0]
+
+
+def line_of(path: Path, text: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if text in line:
+            return number
+    raise AssertionError(f"{text!r} not in {path}")
+
+
+@pytest.fixture
+def kb(tmp_path):
+    """A clean knowledge base with two claims (tests then break one thing)."""
+    return make_kb(tmp_path, "first-claim", "second-claim")
+
+
+def test_clean_knowledge_base_has_no_problems(kb):
+    write_claim(kb / "claims", "vendor-testimony", kind="attributed", topic="status", see_also=["first-claim"])
+    (kb / "gallery" / "_helper.py").write_text("def shared():\n    return 1\n")  # helpers are not scripts
+    (kb / "gallery" / "GALLERY_HEADER.rst").write_text("Gallery\n=======\n")
+    assert lint(kb) == []
+
+
+def test_knowledge_base_without_gallery_reports_missing_scripts_only(tmp_path):
+    write_claim(tmp_path / "claims", "lonely-claim")
+    problems = lint(tmp_path)
+    assert [(where(p), p.field) for p in problems] == [("claims/lonely-claim.toml", "script")]
+
+
+def test_schema_problems_of_records_are_included(kb):
+    write_claim(kb / "claims", "bad-topic", topic="speed")
+    problem = only(lint(kb), "claims/bad-topic.toml")
+    assert problem.field == "topic"
+
+
+def test_executable_claim_whose_script_is_missing(kb):
+    write_claim(kb / "claims", "no-script")
+    problem = only(lint(kb), "claims/no-script.toml")
+    assert problem.field == "script"
+    assert "gallery/no_script.py" in problem.message
+    assert "does not exist" in problem.message
+    assert "torchclaims new" in problem.message  # says how to fix it
+
+
+def test_script_verifying_an_unknown_claim(kb):
+    script = write_script(kb, "ghost-claim")
+    problem = only(lint(kb), "gallery/ghost_claim.py")
+    assert "'ghost-claim'" in problem.message
+    assert "no record" in problem.message and "claims/" in problem.message
+
+
+def test_script_verifying_a_claim_whose_record_names_another_script(kb):
+    write_claim(kb / "claims", "third-claim")
+    write_script(kb, "first-claim", name="third_claim.py")  # verifies the wrong claim
+    problems = lint(kb)
+    problem = only(problems, "gallery/third_claim.py")
+    assert "'first-claim'" in problem.message
+    assert "gallery/first_claim.py" in problem.message
+
+
+@pytest.mark.parametrize("verified, script_name", [("ghost-claim", "ghost_claim.py"), ("first-claim", "third_claim.py")])
+def test_wrong_claim_id_in_a_script_names_the_verification_line(kb, verified, script_name):
+    # The id is judged at the verification("...") call; the problem should point there,
+    # as it does for a non-literal id.
+    write_claim(kb / "claims", "third-claim")
+    script = write_script(kb, verified, name=script_name)
+    problem = only(lint(kb), f"gallery/{script_name}")
+    assert problem.line == line_of(script, f'verification("{verified}"')
+
+
+def test_script_that_never_calls_verification(kb):
+    write_script(kb, "x", name="no_verification.py", text='"""\nTitle\n=====\n"""\nimport torch\n\nx = torch.ones(2)\n')
+    problem = only(lint(kb), "gallery/no_verification.py")
+    assert "never calls" in problem.message
+    assert 'verification("<claim-id>")' in problem.message
+
+
+def test_verification_with_a_non_literal_id(kb):
+    text = script_text("first-claim").replace('verification("first-claim"', 'verification(CLAIM')
+    text = text.replace("import torch\n", 'import torch\n\nCLAIM = "first-claim"\n', 1)
+    script = write_script(kb, "first-claim", text=text)
+    problem = only(lint(kb), "gallery/first_claim.py")
+    assert "string literal" in problem.message
+    assert problem.line == line_of(script, "verification(CLAIM")
+
+
+def test_script_without_docstring(kb):
+    write_script(kb, "first-claim", text=script_text("first-claim", docstring=False))
+    problem = only(lint(kb), "gallery/first_claim.py")
+    assert "docstring" in problem.message
+    assert problem.line == 1
+
+
+def test_script_with_a_syntax_error_is_reported_with_its_line(kb):
+    script = write_script(kb, "first-claim", text=script_text("first-claim") + "\ndef broken(:\n")
+    problem = only(lint(kb), "gallery/first_claim.py")
+    assert "syntax error" in problem.message
+    assert problem.line == line_of(script, "def broken(")
+
+
+@pytest.mark.parametrize(
+    "code, literal",
+    [
+        ('y = x.to("cuda")', "cuda"),
+        ('y = x.to("cuda:1")', "cuda:1"),
+        ('y = torch.zeros(2, device="cpu")', "cpu"),
+        ('d = torch.device("xla")', "xla"),
+        ('state = torch.load("weights.pt", map_location="cpu")', "cpu"),
+        ('with torch.autocast(device_type="cuda"):\n    pass', "cuda"),
+        ('y = x.to(device="mps")', "mps"),
+    ],
+)
+def test_literal_device_strings_are_reported_with_their_line(kb, code, literal):
+    script = write_script(kb, "first-claim", text=script_text("first-claim", body=code + "\n"))
+    problem = only(lint(kb), "gallery/first_claim.py")
+    assert f"literal device {literal!r}" in problem.message
+    assert "v.device" in problem.message  # the fix
+    assert problem.line == line_of(script, code.splitlines()[0])
+
+
+def test_device_taken_from_the_verification_is_not_reported(kb):
+    body = "y = x.to(v.device)\nz = torch.zeros(2, device=v.reference_device)\nname = 'cuda'\n"
+    write_script(kb, "first-claim", text=script_text("first-claim", body=body))
+    assert lint(kb) == []
+
+
+def test_duplicate_statements_are_reported_on_the_later_record(kb):
+    write_claim(kb / "claims", "dup-a", statement="Both records say exactly the same thing here.")
+    write_claim(kb / "claims", "dup-b", statement="  both records say EXACTLY the same\nthing here. ")
+    write_script(kb, "dup-a")
+    write_script(kb, "dup-b")
+    problems = lint(kb)
+    assert about(problems, "claims/dup-a.toml") == []
+    problem = only(problems, "claims/dup-b.toml")
+    assert problem.field == "statement"
+    assert "'dup-a'" in problem.message and "merge" in problem.message
+
+
+def test_unknown_see_also_id(kb):
+    write_claim(kb / "claims", "first-claim", see_also=["second-claim", "nowhere-claim"])
+    problem = only(lint(kb), "claims/first-claim.toml")
+    assert problem.field == "see_also"
+    assert "'nowhere-claim'" in problem.message
+
+
+@pytest.mark.parametrize(
+    "fields, field",
+    [
+        ({"title": "TODO: a short title"}, "title"),
+        ({"made_by": "TODO: who makes the claim"}, "made_by"),
+        ({"caveats": ["Fine caveat.", "TODO: what a run can tell"]}, "caveats.1"),
+        ({"sources": [default_source(url="https://example.org/TODO")]}, "sources.0.url"),
+        ({"sources": [default_source(), default_source(publisher="TODO: who")]}, "sources.1.publisher"),
+    ],
+)
+def test_template_placeholders_name_the_field(kb, fields, field):
+    write_claim(kb / "claims", "first-claim", **fields)
+    problem = only(lint(kb), "claims/first-claim.toml")
+    assert problem.field == field
+    assert "template text" in problem.message and "replace" in problem.message
+
+
+def test_two_claims_sharing_one_script(kb):
+    write_claim(kb / "claims", "third-claim", script="gallery/first_claim.py")
+    problems = lint(kb)
+    problem = only(problems, "claims/third-claim.toml")
+    assert problem.field == "script"
+    assert "gallery/first_claim.py" in problem.message and "'first-claim'" in problem.message
+    assert about(problems, "claims/first-claim.toml") == []
+
+
+def test_every_problem_is_reported_in_one_call(kb):
+    claims = kb / "claims"
+    write_claim(claims, "no-script")
+    write_claim(claims, "bad-topic", topic="speed")
+    write_claim(claims, "sees-nothing", see_also=["nowhere-claim"])
+    write_claim(claims, "placeholder", title="TODO: title")
+    write_claim(claims, "third-copy", statement=(claims / "first-claim.toml").read_text().split('statement = "')[1].split('"')[0])
+    write_claim(claims, "sharer", script="gallery/second_claim.py")
+    for claim_id in ("sees-nothing", "placeholder", "third-copy"):
+        write_script(kb, claim_id)
+    write_script(kb, "ghost-claim")
+    write_script(kb, "x", name="never.py", text='"""\nT\n=\n"""\n')
+    write_script(kb, "first-claim", text=script_text("first-claim", body='y = x.to("cuda")\n', docstring=False))
+
+    found = {(where(p), p.field) for p in lint(kb)}
+    expected = {
+        ("claims/no-script.toml", "script"),
+        ("claims/bad-topic.toml", "topic"),
+        ("claims/sees-nothing.toml", "see_also"),
+        ("claims/placeholder.toml", "title"),
+        ("claims/third-copy.toml", "statement"),
+        ("claims/sharer.toml", "script"),
+        ("gallery/ghost_claim.py", ""),
+        ("gallery/never.py", ""),
+        ("gallery/first_claim.py", ""),
+    }
+    assert expected <= found
+    messages = [p.message for p in lint(kb) if where(p) == "gallery/first_claim.py"]
+    assert any("docstring" in m for m in messages) and any("literal device" in m for m in messages)
+
+
+def test_problem_string_shows_file_field_and_line(kb):
+    write_claim(kb / "claims", "first-claim", see_also=["nowhere-claim"])
+    write_script(kb, "second-claim", text=script_text("second-claim", body='y = x.to("cuda")\n'))
+    texts = [str(p) for p in lint(kb)]
+    assert any(t.endswith("first-claim.toml [see_also]: no claim with id 'nowhere-claim'") for t in texts)
+    assert any(t.startswith("gallery/second_claim.py:") and "literal device 'cuda'" in t for t in texts)
+
+
+def test_lint_reads_records_from_another_claims_directory(tmp_path):
+    write_claim(tmp_path / "records", "first-claim", topic="speed")
+    problems = lint(tmp_path, claims_dir="records")
+    assert [(p.path.name, p.field) for p in problems] == [("first-claim.toml", "topic")]

@@ -1,0 +1,115 @@
+"""Isolation, timeouts, parallelism and the environment-keyed cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kb import write_claim
+from torchclaims.cache import cache_key
+from torchclaims.claims import load_claims
+from torchclaims.execution import Settings, history_dir, verify
+from torchclaims.records import Environment, Verdict, read_record
+
+CASES = {
+    "kb-holds": ("holds", Verdict.HOLDS, ""),
+    "kb-refuted": ("refuted", Verdict.REFUTED, ""),
+    "kb-unverified": ("unverified", Verdict.UNVERIFIED, "no accelerator on this machine"),
+    "kb-raise": ("raise", Verdict.ERROR, "ValueError: boom from the script"),
+    "kb-exit": ("exit", Verdict.ERROR, "sys.exit(3)"),
+    "kb-os-exit": ("os_exit", Verdict.ERROR, "exited with code 7"),
+    "kb-segfault": ("segfault", Verdict.ERROR, "SIGSEGV"),
+    "kb-hang": ("hang", Verdict.ERROR, "timed out after 6s"),
+    "kb-no-finish": ("no_finish", Verdict.ERROR, "without calling finish()"),
+}
+
+
+def run(root: Path, **settings):
+    claims = load_claims(root / "claims")
+    assert not claims.problems
+    messages: list[str] = []
+    outcome = verify(claims.executable(), Settings(root=root, timeout=6, parallel=2, **settings), log=messages.append, warn=messages.append)
+    return outcome, messages
+
+
+@pytest.fixture(scope="module")
+def isolated(tmp_path_factory):
+    root = tmp_path_factory.mktemp("kb")
+    for claim_id, (body, _, _) in CASES.items():
+        write_claim(root, claim_id, body)
+    outcome, _ = run(root)
+    return root, outcome
+
+
+@pytest.mark.parametrize("claim_id", sorted(CASES))
+def test_each_way_a_script_can_end_gives_its_record(isolated, claim_id):
+    root, outcome = isolated
+    _, verdict, cause = CASES[claim_id]
+    record = outcome.records[claim_id]
+    assert record.verdict is verdict
+    assert cause in record.reason
+    on_disk = read_record(root / "_build" / "records" / "cpu" / f"{claim_id}.json")
+    assert on_disk == record
+    assert record.environment.backend == "cpu"
+    assert record.cache_key and record.inputs[f"gallery/{claim_id.replace('-', '_')}.py"]
+
+
+def test_error_records_keep_the_output_of_the_failed_script(isolated):
+    _, outcome = isolated
+    assert "boom from the script" in outcome.records["kb-raise"].log_tail
+
+
+def test_a_holding_claim_records_its_checks_and_conditions(isolated):
+    _, outcome = isolated
+    record = outcome.records["kb-holds"]
+    assert [c.name for c in record.checks] == ["addition on the device"]
+    assert record.checks[0].measurements[0].name == "sum: max abs error"
+    assert record.conditions == {"model": "a tensor of three ones"}
+
+
+def test_second_run_with_nothing_changed_reruns_nothing(tmp_path):
+    for claim_id in ("kb-holds", "kb-refuted", "kb-unverified"):
+        write_claim(tmp_path, claim_id, CASES[claim_id][0])
+    first, _ = run(tmp_path)
+    assert set(first.reran) == {"kb-holds", "kb-refuted", "kb-unverified"}
+    second, _ = run(tmp_path)
+    assert second.reran == {}
+    assert second.records == first.records
+
+
+def test_changed_script_and_changed_environment_rerun_and_say_why(tmp_path):
+    write_claim(tmp_path, "kb-holds", "holds")
+    write_claim(tmp_path, "kb-refuted", "refuted")
+    run(tmp_path)
+    script = tmp_path / "gallery" / "kb_holds.py"
+    script.write_text(script.read_text() + "\n# edited\n")
+    # Pretend the earlier record of the other claim came from an older torch.
+    path = tmp_path / "_build" / "records" / "cpu" / "kb-refuted.json"
+    data = json.loads(path.read_text())
+    data["environment"]["torch"] = "2.12.0"
+    data["cache_key"] = cache_key(data["inputs"], Environment.model_validate(data["environment"]))
+    path.write_text(json.dumps(data))
+    outcome, messages = run(tmp_path)
+    assert "changed: gallery/kb_holds.py" in str(outcome.reran["kb-holds"])
+    assert "environment changed: torch 2.12.0 -> " in str(outcome.reran["kb-refuted"])
+    assert any("running kb-refuted (environment changed: torch 2.12.0" in m for m in messages)
+    archived = list((history_dir(Settings(root=tmp_path)) / "cpu").glob("kb-refuted-*.json"))
+    assert len(archived) == 1 and read_record(archived[0]).environment.torch == "2.12.0"
+
+
+def test_force_reruns_current_records(tmp_path):
+    write_claim(tmp_path, "kb-holds", "holds")
+    run(tmp_path)
+    outcome, _ = run(tmp_path, force=True)
+    assert "--force" in str(outcome.reran["kb-holds"])
+
+
+def test_unusable_backend_gives_unverified_records_without_running_scripts(tmp_path):
+    write_claim(tmp_path, "kb-holds", "holds")
+    outcome, _ = run(tmp_path, backend="cuda")
+    record = outcome.records["kb-holds"]
+    assert record.verdict is Verdict.UNVERIFIED
+    assert "backend cuda is not usable here" in record.reason
+    assert record.checks == []

@@ -1,0 +1,123 @@
+"""A small knowledge base built with Sphinx, and its HTML asserted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kb import build, page_text, write_claim, write_site
+from torchclaims.results import build_results, write_results
+from torchclaims.records import Environment, Verdict, read_record
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    write_site(root)
+    write_claim(root, "kb-holds", "holds")
+    write_claim(root, "kb-refuted", "refuted")
+    write_claim(root, "kb-unverified", "unverified")
+    write_claim(root, "kb-raise", "raise")
+    write_claim(root, "kb-exit", "exit")
+    write_claim(root, "kb-said", None)  # attributed: no script, no verdict
+    first = build(root)
+    assert first.returncode == 0, first.stderr[-3000:]
+    # A results file from another backend, as a team with hardware would send.
+    record = read_record(root / "_build" / "records" / "cpu" / "kb-holds.json")
+    xla_env = Environment.model_validate(
+        {**record.environment.model_dump(), "backend": "xla", "device": "xla:0", "torch": "2.9.0",
+         "packages": {"torch": "2.9.0", "torch_xla": "2.9.0"}}
+    )
+    xla_record = record.model_copy(update={"environment": xla_env, "verdict": Verdict.REFUTED, "reason": ""})
+    (root / "results").mkdir()
+    write_results(root / "results" / "xla-run.json", build_results([xla_record], xla_env, label="xla box"))
+    (root / "results" / "broken.json").write_text("{not json")
+    second = build(root)
+    assert second.returncode == 0, second.stderr[-3000:]
+    return root, first, second
+
+
+def html(root: Path, page: str) -> str:
+    return page_text(root / "_build" / "html" / f"{page}.html")
+
+
+def test_topic_page_shows_each_verdict_with_evidence_and_environment(site):
+    root, _, _ = site
+    text = html(root, "docs/topic")
+    assert "The statement of claim kb-holds, which is checked by its script." in text
+    assert "“A verbatim quote for kb-holds” — PyTorch documentation (2026-10)" in text
+    for badge in ("✔ holds", "✘ refuted", "? unverified", "⚠ error", "❝ attributed — no verdict"):
+        assert badge in text
+    assert "verified on cpu, torch 2.13" in text
+    assert "sum: max abs error = 0" in text
+    assert "no accelerator on this machine" in text
+    assert "ValueError: boom from the script" in text
+    assert "the script called sys.exit(3)" in text
+    assert "model: a tensor of three ones" in text
+
+
+def test_attributed_claim_never_shows_a_verdict(site):
+    root, _, _ = site
+    text = html(root, "docs/topic")
+    said = text[text.index("Claim kb-said"):]
+    said = said[: said.index("Claim kb-", 10)] if "Claim kb-" in said[10:] else said
+    assert "❝ attributed — no verdict" in said
+    assert "holds" not in said and "Evidence" not in said
+
+
+def test_matrix_merges_the_committed_results_file(site):
+    root, _, _ = site
+    text = html(root, "docs/matrix")
+    assert "cpu · torch 2.13.0" in text and "xla · torch_xla 2.9.0" in text
+    assert "xla · torch_xla 2.9.0: 0 holds, 1 refuted" in text
+    assert "∅ not run" in text  # the other claims have no xla record
+    topic = html(root, "docs/topic")
+    assert "verified on xla, torch 2.9.0" in topic and "xla-run.json" in topic
+
+
+def test_broken_results_file_is_reported_and_harms_nothing(site):
+    root, _, second = site
+    assert "broken.json" in second.stderr and "not valid JSON" in second.stderr
+    assert "verified on xla" in html(root, "docs/topic")
+
+
+def test_gallery_page_shows_code_output_and_verdict(site):
+    root, _, _ = site
+    text = html(root, "docs/auto_gallery/kb_holds")
+    assert "from torchclaims . verify import verification" in text  # the code, highlighted
+    assert "Claim kb-holds: HOLDS" in text  # the script's printed summary
+    assert "✔ holds verified on cpu" in text
+
+
+def test_second_build_reruns_nothing(site):
+    _, first, second = site
+    assert "torchclaims: running kb-holds" in first.stdout
+    assert "torchclaims: running kb-holds" not in second.stdout
+    # errors are not evidence, so they are tried again
+    assert "torchclaims: running kb-raise (the earlier run was an error)" in second.stdout
+
+
+def test_this_build_is_published_as_a_results_file(site):
+    root, _, _ = site
+    data = json.loads((root / "_build" / "html" / "torchclaims-results.json").read_text())
+    assert data["format"] == "torchclaims-results"
+    assert {r["claim_id"] for r in data["records"]} >= {"kb-holds", "kb-refuted"}
+
+
+def test_changed_result_rerenders_page_and_appears_on_changes_page(tmp_path):
+    write_site(tmp_path)
+    write_claim(tmp_path, "kb-flip", "holds")
+    assert build(tmp_path).returncode == 0
+    assert "✔ holds" in html(tmp_path, "docs/topic")
+    script = tmp_path / "gallery" / "kb_flip.py"
+    script.write_text(script.read_text().replace("torch.full((3,), 2.0)", "torch.full((3,), 3.0)"))
+    rebuilt = build(tmp_path)
+    assert rebuilt.returncode == 0
+    assert "running kb-flip (changed: gallery/kb_flip.py" in rebuilt.stdout
+    topic = html(tmp_path, "docs/topic")
+    assert "✘ refuted" in topic and "sum: max abs error = 1" in topic
+    changes = html(tmp_path, "docs/changes")
+    assert "1 of them changed verdict" in changes
+    assert "kb-flip" in changes and "an earlier build" in changes

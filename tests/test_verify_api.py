@@ -1,0 +1,252 @@
+"""The verification API used in-process, on the CPU backend, writing to a temporary record."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+
+import pytest
+import torch
+
+from torchclaims.errors import UsageError
+from torchclaims.records import Verdict, read_record
+from torchclaims.verify import RECORD_PATH_ENV, SCRIPT_ENV, summary, verification
+
+
+@pytest.fixture
+def record_path(tmp_path, monkeypatch):
+    path = tmp_path / "records" / "record.json"
+    script = tmp_path / "gallery" / "the_claim.py"
+    script.parent.mkdir()
+    script.write_text('"""The claim\'s script."""\n', encoding="utf-8")
+    monkeypatch.setenv(RECORD_PATH_ENV, str(path))
+    monkeypatch.setenv(SCRIPT_ENV, str(script))
+    monkeypatch.setenv("TORCHCLAIMS_BACKEND", "cpu")
+    return path
+
+
+def outcomes(record):
+    return {c.name: c.outcome for c in record.checks}
+
+
+def test_checks_that_hold(record_path):
+    v = verification("the-claim", model="MLP", inputs="batch of 8")
+    assert v.device == torch.device("cpu")
+    assert v.on_reference
+    with v.check("close") as check:
+        check.close(torch.ones(3) + 1e-7, torch.ones(3), rtol=1e-5, atol=1e-6, what="ones")
+    with v.check("equal tensors") as check:
+        check.equal(torch.arange(4), torch.arange(4), what="arange")
+    with v.check("equal values") as check:
+        check.equal(3, 3, what="count")
+    with v.check("expect") as check:
+        check.expect(True, "never shown")
+    record = v.finish()
+    assert record.verdict is Verdict.HOLDS
+    assert record.reason == ""
+    assert set(outcomes(record).values()) == {Verdict.HOLDS}
+    assert record.conditions == {"model": "MLP", "inputs": "batch of 8"}
+
+
+def test_close_outside_tolerance_refutes_and_records_the_measurement(record_path):
+    v = verification("the-claim")
+    with v.check("forward matches") as check:
+        check.close(torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), rtol=1e-4, atol=1e-5, what="logits")
+    record = v.finish()
+    assert record.verdict is Verdict.REFUTED
+    (result,) = record.checks
+    assert result.outcome is Verdict.REFUTED
+    assert "logits" in result.detail and "exceeds" in result.detail
+    error = next(m for m in result.measurements if m.name == "logits: max abs error")
+    assert error.value == pytest.approx(0.5)
+    assert "1e-05" in error.tolerance and "0.0001" in error.tolerance
+
+
+def test_close_with_different_shapes_refutes(record_path):
+    v = verification("the-claim")
+    with v.check("shapes") as check:
+        check.close(torch.ones(2, 3), torch.ones(3, 2), rtol=1e-4, atol=1e-5, what="output")
+    (result,) = v.finish().checks
+    assert result.outcome is Verdict.REFUTED
+    assert "shape" in result.detail
+
+
+def test_close_with_nan_refutes_and_keeps_the_record_valid(record_path):
+    v = verification("the-claim")
+    with v.check("nan") as check:
+        check.close(torch.tensor([float("nan")]), torch.tensor([1.0]), rtol=1e-4, atol=1e-5, what="loss")
+    record = v.finish()
+    assert record.verdict is Verdict.REFUTED
+    assert read_record(record_path) == record  # a non-finite measurement survives JSON
+
+
+def test_equal_mismatch_refutes_with_what_was_seen(record_path):
+    v = verification("the-claim")
+    with v.check("same count") as check:
+        check.equal(3, 4, what="graph breaks")
+    with v.check("same tensor") as check:
+        check.equal(torch.tensor([1, 2]), torch.tensor([1, 3]), what="indices")
+    record = v.finish()
+    assert record.verdict is Verdict.REFUTED
+    count, tensor = record.checks
+    assert count.outcome is Verdict.REFUTED and "got 3, expected 4" in count.detail
+    assert count.measurements[0].value == 3 and count.measurements[0].tolerance == "== 4"
+    assert tensor.outcome is Verdict.REFUTED and "indices" in tensor.detail
+    assert tensor.measurements[0].value is False and tensor.measurements[0].tolerance == "== True"
+
+
+def test_expect_false_refutes_with_the_failure_text(record_path):
+    v = verification("the-claim")
+    with v.check("no recompilation") as check:
+        check.expect(False, "recompiled 3 times")
+    (result,) = v.finish().checks
+    assert result.outcome is Verdict.REFUTED
+    assert result.detail == "recompiled 3 times"
+
+
+def test_measure_converts_tensors_and_non_finite_values(record_path):
+    v = verification("the-claim")
+    with v.check("measures") as check:
+        assert check.measure("peak", torch.tensor(2.5), unit="MiB") == 2.5
+        check.measure("overflow", float("inf"))
+        check.note("measured after warm-up")
+    record = v.finish()
+    (result,) = record.checks
+    assert [(m.name, m.value, m.unit) for m in result.measurements] == [("peak", 2.5, "MiB"), ("overflow", "inf", "")]
+    assert result.outcome is Verdict.HOLDS
+    assert "measured after warm-up" in result.detail
+    assert read_record(record_path) == record
+
+
+def test_unsupported_makes_the_claim_unverified_with_the_reason(record_path):
+    v = verification("the-claim")
+    with v.check("fine") as check:
+        check.expect(True, "")
+    with v.check("needs fp8") as check:
+        check.unsupported("float8 matmul is not implemented on this backend")
+        raise AssertionError("not reached")
+    record = v.finish()
+    assert record.verdict is Verdict.UNVERIFIED
+    assert outcomes(record) == {"fine": Verdict.HOLDS, "needs fp8": Verdict.UNVERIFIED}
+    assert record.reason == "needs fp8: float8 matmul is not implemented on this backend"
+
+
+def test_an_exception_is_an_error_and_later_checks_still_run(record_path, capsys):
+    v = verification("the-claim")
+    with v.check("crashes"):
+        raise RuntimeError("kernel not found")
+    with v.check("runs after") as check:
+        check.expect(True, "")
+    record = v.finish()
+    assert record.verdict is Verdict.ERROR
+    assert outcomes(record) == {"crashes": Verdict.ERROR, "runs after": Verdict.HOLDS}
+    assert record.reason == "crashes: RuntimeError: kernel not found"
+    assert "RuntimeError: kernel not found" in capsys.readouterr().err  # the traceback
+
+
+def test_error_outranks_refuted_and_unverified(record_path):
+    v = verification("the-claim")
+    with v.check("refuted") as check:
+        check.expect(False, "no")
+    with v.check("unsupported") as check:
+        check.unsupported("missing op")
+    with v.check("broken"):
+        raise ValueError("bad input")
+    record = v.finish()
+    assert record.verdict is Verdict.ERROR
+    assert record.reason == "broken: ValueError: bad input"
+
+
+def test_system_exit_inside_a_check_is_not_swallowed(record_path):
+    v = verification("the-claim")
+    with pytest.raises(SystemExit):
+        with v.check("exits"):
+            raise SystemExit(3)
+
+
+def test_no_checks_is_an_error_with_a_reason(record_path):
+    record = verification("the-claim").finish()
+    assert record.verdict is Verdict.ERROR
+    assert record.checks == []
+    assert "without running any check" in record.reason
+
+
+def test_finish_writes_the_record_with_environment_and_script(record_path, capsys):
+    script = record_path.parent.parent / "gallery" / "the_claim.py"
+    v = verification("the-claim", dtype="float32")
+    with v.check("holds") as check:
+        check.equal(1, 1, what="one")
+    record = v.finish()
+
+    assert read_record(record_path) == record
+    assert record.claim_id == "the-claim"
+    env = record.environment
+    assert env.backend == "cpu"
+    assert env.device == "cpu"
+    assert env.torch == torch.__version__
+    assert env.packages["torch"] == importlib.metadata.version("torch")
+    assert record.script.path == str(script)
+    assert record.script.sha256 == hashlib.sha256(script.read_bytes()).hexdigest()
+    assert record.conditions == {"dtype": "float32"}
+    assert record.duration_s >= 0
+    out = capsys.readouterr().out
+    assert "Claim the-claim: HOLDS" in out
+    assert "on cpu" in out
+
+
+def test_conditions_are_stored_as_text(record_path):
+    record = verification("the-claim", batch=8, seed=0).finish()
+    assert record.conditions == {"batch": "8", "seed": "0"}
+
+
+def test_finish_twice_returns_the_same_record(record_path):
+    v = verification("the-claim")
+    with v.check("holds") as check:
+        check.expect(True, "")
+    first = v.finish()
+    mtime = record_path.stat().st_mtime_ns
+    assert v.finish() is first
+    assert record_path.stat().st_mtime_ns == mtime
+
+
+def test_opening_a_check_after_finish_raises(record_path):
+    v = verification("the-claim")
+    v.finish()
+    with pytest.raises(UsageError, match="after finish"):
+        v.check("too late")
+
+
+def test_records_dir_is_used_when_no_record_path_is_set(tmp_path, monkeypatch):
+    monkeypatch.delenv(RECORD_PATH_ENV, raising=False)
+    monkeypatch.setenv("TORCHCLAIMS_RECORDS_DIR", str(tmp_path / "records"))
+    monkeypatch.setenv("TORCHCLAIMS_BACKEND", "cpu")
+    monkeypatch.setenv(SCRIPT_ENV, str(tmp_path / "missing.py"))
+    record = verification("the-claim").finish()
+    assert read_record(tmp_path / "records" / "cpu" / "the-claim.json") == record
+    assert record.script.sha256 == ""  # an unreadable script has no digest
+
+
+def test_unknown_backend_is_a_usage_error(monkeypatch, tmp_path):
+    monkeypatch.setenv(RECORD_PATH_ENV, str(tmp_path / "r.json"))
+    monkeypatch.setenv("TORCHCLAIMS_BACKEND", "warp-drive")
+    with pytest.raises(UsageError, match="warp-drive"):
+        verification("the-claim")
+
+
+def test_unavailable_backend_is_a_usage_error_naming_why(monkeypatch, tmp_path):
+    monkeypatch.setenv(RECORD_PATH_ENV, str(tmp_path / "r.json"))
+    monkeypatch.setenv("TORCHCLAIMS_BACKEND", "tpu")  # needs torch_tpu, absent here
+    with pytest.raises(UsageError, match="tpu is not usable here"):
+        verification("the-claim")
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_summary_shows_verdict_reason_and_measurements(record_path):
+    v = verification("the-claim")
+    with v.check("forward") as check:
+        check.measure("latency", 1.5, unit="ms", tolerance="<= 2")
+        check.unsupported("no fp8")
+    text = summary(v.finish())
+    assert text.splitlines()[0] == "Claim the-claim: UNVERIFIED"
+    assert "reason: forward: no fp8" in text
+    assert "latency = 1.5 ms  (<= 2)" in text
