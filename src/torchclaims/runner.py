@@ -58,11 +58,11 @@ class Probe:
 class Runner:
     """Owns the fork server; runs jobs ``parallel`` at a time."""
 
-    def __init__(self, backend: str, *, parallel: int, base_env: dict[str, str], cwd: Path, extra_preload: tuple[str, ...] = ()):
+    def __init__(self, backend: str, *, parallel: int, extra_preload: tuple[str, ...] = ()):
         self.backend = backend
         self.parallel = max(1, parallel)
-        self.cwd = cwd
-        self.env = {"MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", **base_env, "TORCHCLAIMS_BACKEND": backend}
+        # Scripts draw figures off-screen and never reach the Hugging Face Hub.
+        self.env = {"MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TORCHCLAIMS_BACKEND": backend}
         self._ctx = multiprocessing.get_context("forkserver")
         preload = [m for m in PRELOAD + extra_preload if importlib.util.find_spec(m.split(".")[0])]
         self._ctx.set_forkserver_preload(preload)
