@@ -166,7 +166,7 @@ def test_new_creates_a_loadable_record_and_a_script(tmp_path, capsys):
     assert record.is_file() and script.is_file()
     claim = load_claim(record)
     assert claim.topic == "compile" and claim.script == "gallery/my_new_claim.py"
-    assert 'verification(\n    "my-new-claim"' in script.read_text()
+    assert '"my-new-claim"' in script.read_text()
     compile(script.read_text(), str(script), "exec")
     out = capsys.readouterr().out
     assert str(record) in out and str(script) in out

@@ -61,6 +61,15 @@ def test_schema_problems_of_records_are_included(kb):
     assert problem.field == "topic"
 
 
+def test_script_of_an_invalid_record_is_not_said_to_have_no_record(kb):
+    # claims/first-claim.toml exists but fails validation: the contributor must be sent
+    # to that record's problem, not told that the record does not exist.
+    write_claim(kb / "claims", "first-claim", topic="speed")
+    problems = lint(kb)
+    assert only(problems, "claims/first-claim.toml").field == "topic"
+    assert not any("no record" in p.message for p in problems), [str(p) for p in problems]
+
+
 def test_executable_claim_whose_script_is_missing(kb):
     write_claim(kb / "claims", "no-script")
     problem = only(lint(kb), "claims/no-script.toml")

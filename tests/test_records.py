@@ -104,6 +104,25 @@ def test_write_if_changed_leaves_no_temporary_file_when_writing_fails(tmp_path, 
     assert leftovers(tmp_path) == []
 
 
+def test_write_if_changed_gives_the_permissions_of_an_ordinary_write(tmp_path):
+    # Records and results files (including the results download written into the HTML
+    # output) must be readable like any other file the build writes, not owner-only.
+    old_umask = os.umask(0o022)
+    try:
+        plain = tmp_path / "plain.json"
+        plain.write_text("x\n")
+        created = tmp_path / "created.json"
+        write_if_changed(created, "x\n")
+        replaced = tmp_path / "replaced.json"
+        replaced.write_text("old\n")
+        write_if_changed(replaced, "new\n")
+    finally:
+        os.umask(old_umask)
+    expected = plain.stat().st_mode & 0o777
+    assert oct(created.stat().st_mode & 0o777) == oct(expected)
+    assert oct(replaced.stat().st_mode & 0o777) == oct(expected)
+
+
 # -- write_record / read_record --------------------------------------------------------
 
 
@@ -211,6 +230,14 @@ def test_read_record_names_the_bad_field(tmp_path, field, value, named):
     data[field] = value
     problems = invalid(write_json(tmp_path, data))
     assert named in {p.field for p in problems}
+
+
+def test_read_record_rejects_another_schema_version(tmp_path):
+    # A record carries schema_version like a results file does; a record written by a
+    # future format must be refused by name, not read as if it were version 1.
+    data = json.loads(record_json(make_record("a-claim")))
+    data["schema_version"] = 2
+    assert "schema_version" in {p.field for p in invalid(write_json(tmp_path, data))}
 
 
 def test_read_record_names_a_missing_field(tmp_path):

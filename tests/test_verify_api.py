@@ -25,6 +25,14 @@ def record_path(tmp_path, monkeypatch):
     return path
 
 
+def finish(v):
+    """Finish a verification and return the record it wrote (also kept as ``v.record``)."""
+    assert v.record is None
+    v.finish()
+    assert v.record is not None
+    return v.record
+
+
 def outcomes(record):
     return {c.name: c.outcome for c in record.checks}
 
@@ -41,7 +49,7 @@ def test_checks_that_hold(record_path):
         check.equal(3, 3, what="count")
     with v.check("expect") as check:
         check.expect(True, "never shown")
-    record = v.finish()
+    record = finish(v)
     assert record.verdict is Verdict.HOLDS
     assert record.reason == ""
     assert set(outcomes(record).values()) == {Verdict.HOLDS}
@@ -52,7 +60,7 @@ def test_close_outside_tolerance_refutes_and_records_the_measurement(record_path
     v = verification("the-claim")
     with v.check("forward matches") as check:
         check.close(torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), rtol=1e-4, atol=1e-5, what="logits")
-    record = v.finish()
+    record = finish(v)
     assert record.verdict is Verdict.REFUTED
     (result,) = record.checks
     assert result.outcome is Verdict.REFUTED
@@ -66,7 +74,7 @@ def test_close_with_different_shapes_refutes(record_path):
     v = verification("the-claim")
     with v.check("shapes") as check:
         check.close(torch.ones(2, 3), torch.ones(3, 2), rtol=1e-4, atol=1e-5, what="output")
-    (result,) = v.finish().checks
+    (result,) = finish(v).checks
     assert result.outcome is Verdict.REFUTED
     assert "shape" in result.detail
 
@@ -75,7 +83,7 @@ def test_close_with_nan_refutes_and_keeps_the_record_valid(record_path):
     v = verification("the-claim")
     with v.check("nan") as check:
         check.close(torch.tensor([float("nan")]), torch.tensor([1.0]), rtol=1e-4, atol=1e-5, what="loss")
-    record = v.finish()
+    record = finish(v)
     assert record.verdict is Verdict.REFUTED
     assert read_record(record_path) == record  # a non-finite measurement survives JSON
 
@@ -86,7 +94,7 @@ def test_equal_mismatch_refutes_with_what_was_seen(record_path):
         check.equal(3, 4, what="graph breaks")
     with v.check("same tensor") as check:
         check.equal(torch.tensor([1, 2]), torch.tensor([1, 3]), what="indices")
-    record = v.finish()
+    record = finish(v)
     assert record.verdict is Verdict.REFUTED
     count, tensor = record.checks
     assert count.outcome is Verdict.REFUTED and "got 3, expected 4" in count.detail
@@ -99,7 +107,7 @@ def test_expect_false_refutes_with_the_failure_text(record_path):
     v = verification("the-claim")
     with v.check("no recompilation") as check:
         check.expect(False, "recompiled 3 times")
-    (result,) = v.finish().checks
+    (result,) = finish(v).checks
     assert result.outcome is Verdict.REFUTED
     assert result.detail == "recompiled 3 times"
 
@@ -110,7 +118,7 @@ def test_measure_converts_tensors_and_non_finite_values(record_path):
         assert check.measure("peak", torch.tensor(2.5), unit="MiB") == 2.5
         check.measure("overflow", float("inf"))
         check.note("measured after warm-up")
-    record = v.finish()
+    record = finish(v)
     (result,) = record.checks
     assert [(m.name, m.value, m.unit) for m in result.measurements] == [("peak", 2.5, "MiB"), ("overflow", "inf", "")]
     assert result.outcome is Verdict.HOLDS
@@ -125,7 +133,7 @@ def test_unsupported_makes_the_claim_unverified_with_the_reason(record_path):
     with v.check("needs fp8") as check:
         check.unsupported("float8 matmul is not implemented on this backend")
         raise AssertionError("not reached")
-    record = v.finish()
+    record = finish(v)
     assert record.verdict is Verdict.UNVERIFIED
     assert outcomes(record) == {"fine": Verdict.HOLDS, "needs fp8": Verdict.UNVERIFIED}
     assert record.reason == "needs fp8: float8 matmul is not implemented on this backend"
@@ -137,7 +145,7 @@ def test_an_exception_is_an_error_and_later_checks_still_run(record_path, capsys
         raise RuntimeError("kernel not found")
     with v.check("runs after") as check:
         check.expect(True, "")
-    record = v.finish()
+    record = finish(v)
     assert record.verdict is Verdict.ERROR
     assert outcomes(record) == {"crashes": Verdict.ERROR, "runs after": Verdict.HOLDS}
     assert record.reason == "crashes: RuntimeError: kernel not found"
@@ -152,7 +160,7 @@ def test_error_outranks_refuted_and_unverified(record_path):
         check.unsupported("missing op")
     with v.check("broken"):
         raise ValueError("bad input")
-    record = v.finish()
+    record = finish(v)
     assert record.verdict is Verdict.ERROR
     assert record.reason == "broken: ValueError: bad input"
 
@@ -165,7 +173,7 @@ def test_system_exit_inside_a_check_is_not_swallowed(record_path):
 
 
 def test_no_checks_is_an_error_with_a_reason(record_path):
-    record = verification("the-claim").finish()
+    record = finish(verification("the-claim"))
     assert record.verdict is Verdict.ERROR
     assert record.checks == []
     assert "without running any check" in record.reason
@@ -176,7 +184,7 @@ def test_finish_writes_the_record_with_environment_and_script(record_path, capsy
     v = verification("the-claim", dtype="float32")
     with v.check("holds") as check:
         check.equal(1, 1, what="one")
-    record = v.finish()
+    record = finish(v)
 
     assert read_record(record_path) == record
     assert record.claim_id == "the-claim"
@@ -195,23 +203,25 @@ def test_finish_writes_the_record_with_environment_and_script(record_path, capsy
 
 
 def test_conditions_are_stored_as_text(record_path):
-    record = verification("the-claim", batch=8, seed=0).finish()
+    record = finish(verification("the-claim", batch=8, seed=0))
     assert record.conditions == {"batch": "8", "seed": "0"}
 
 
-def test_finish_twice_returns_the_same_record(record_path):
+def test_finish_twice_keeps_the_first_record(record_path):
     v = verification("the-claim")
     with v.check("holds") as check:
         check.expect(True, "")
-    first = v.finish()
+    first = finish(v)
     mtime = record_path.stat().st_mtime_ns
-    assert v.finish() is first
+    v.finish()
+    assert v.record is first
     assert record_path.stat().st_mtime_ns == mtime
+    assert read_record(record_path) == first
 
 
 def test_opening_a_check_after_finish_raises(record_path):
     v = verification("the-claim")
-    v.finish()
+    finish(v)
     with pytest.raises(UsageError, match="after finish"):
         v.check("too late")
 
@@ -221,7 +231,7 @@ def test_records_dir_is_used_when_no_record_path_is_set(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHCLAIMS_RECORDS_DIR", str(tmp_path / "records"))
     monkeypatch.setenv("TORCHCLAIMS_BACKEND", "cpu")
     monkeypatch.setenv(SCRIPT_ENV, str(tmp_path / "missing.py"))
-    record = verification("the-claim").finish()
+    record = finish(verification("the-claim"))
     assert read_record(tmp_path / "records" / "cpu" / "the-claim.json") == record
     assert record.script.sha256 == ""  # an unreadable script has no digest
 
@@ -246,7 +256,7 @@ def test_summary_shows_verdict_reason_and_measurements(record_path):
     with v.check("forward") as check:
         check.measure("latency", 1.5, unit="ms", tolerance="<= 2")
         check.unsupported("no fp8")
-    text = summary(v.finish())
+    text = summary(finish(v))
     assert text.splitlines()[0] == "Claim the-claim: UNVERIFIED"
     assert "reason: forward: no fp8" in text
     assert "latency = 1.5 ms  (<= 2)" in text

@@ -14,7 +14,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .backends import BACKEND_NAMES
 from .errors import InvalidFileError, Problem, problems_from_validation
@@ -47,7 +47,7 @@ class Source(BaseModel):
     @field_validator("quote")
     @classmethod
     def _short_quote(cls, quote: str) -> str:
-        if len(quote.split()) > MAX_QUOTE_WORDS:
+        if len(quote.split()) >= MAX_QUOTE_WORDS:
             raise ValueError(f"a quote must be under {MAX_QUOTE_WORDS} words; cut it to the key sentence")
         return quote
 
@@ -65,7 +65,7 @@ class Claim(BaseModel):
     backends: list[str] = Field(min_length=1, description="Backends the claim speaks about")
     made_by: Annotated[str, Field(min_length=1, description="Who makes the claim")]
     sources: list[Source] = Field(min_length=1)
-    script: str | None = Field(None, description="gallery/<name>.py verifying an executable claim")
+    script: str | None = Field(None, validate_default=True, description="gallery/<name>.py verifying an executable claim")
     caveats: list[str] = Field(default_factory=list)
     see_also: list[str] = Field(default_factory=list)
 
@@ -86,18 +86,15 @@ class Claim(BaseModel):
 
     @field_validator("script")
     @classmethod
-    def _script_in_gallery(cls, script: str | None) -> str | None:
+    def _script_matches_kind(cls, script: str | None, info: ValidationInfo) -> str | None:
+        kind = info.data.get("kind")  # absent when kind itself is invalid
+        if kind is ClaimKind.EXECUTABLE and script is None:
+            raise ValueError("an executable claim needs `script = \"gallery/<name>.py\"`")
+        if kind is ClaimKind.ATTRIBUTED and script is not None:
+            raise ValueError("an attributed claim carries no verdict, so it must not name a script")
         if script is not None and not re.fullmatch(r"gallery/[a-z0-9_]+\.py", script):
             raise ValueError("expected a path like gallery/<snake_case_name>.py")
         return script
-
-    @model_validator(mode="after")
-    def _script_matches_kind(self) -> Claim:
-        if self.kind is ClaimKind.EXECUTABLE and self.script is None:
-            raise ValueError("an executable claim needs `script = \"gallery/<name>.py\"`")
-        if self.kind is ClaimKind.ATTRIBUTED and self.script is not None:
-            raise ValueError("an attributed claim carries no verdict, so it must not name a script")
-        return self
 
     @property
     def executable(self) -> bool:
@@ -111,6 +108,7 @@ class ClaimSet:
     claims: dict[str, Claim] = field(default_factory=dict)
     paths: dict[str, Path] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    broken: set[str] = field(default_factory=set)  # ids (file names) of records that failed to load
 
     def by_topic(self) -> dict[str, list[Claim]]:
         grouped: dict[str, list[Claim]] = {topic: [] for topic in TOPICS}
@@ -131,12 +129,15 @@ def load_claim(path: Path) -> Claim:
         raise InvalidFileError([Problem(path, "", f"not valid TOML: {exc}")]) from None
     except OSError as exc:
         raise InvalidFileError([Problem(path, "", f"cannot be read: {exc.strerror}")]) from None
+    problems = []
+    if data.get("id") != path.stem:
+        problems.append(Problem(path, "id", f"id {data.get('id')!r} must equal the file name {path.stem!r}"))
     try:
         claim = Claim.model_validate(data)
     except ValidationError as exc:
-        raise InvalidFileError(problems_from_validation(path, exc)) from None
-    if claim.id != path.stem:
-        raise InvalidFileError([Problem(path, "id", f"id {claim.id!r} must equal the file name {path.stem!r}")])
+        problems = problems_from_validation(path, exc) + problems
+    if problems:
+        raise InvalidFileError(problems)
     return claim
 
 
@@ -148,6 +149,7 @@ def load_claims(claims_dir: Path) -> ClaimSet:
             claim = load_claim(path)
         except InvalidFileError as exc:
             result.problems.extend(exc.problems)
+            result.broken.add(path.stem)
             continue
         result.claims[claim.id] = claim
         result.paths[claim.id] = path

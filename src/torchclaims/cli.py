@@ -122,6 +122,10 @@ def cmd_merge(args) -> ExitCode:
             status = ExitCode.INVALID_INPUT
             continue
         destination = target / default_name(results)
+        if destination.exists() and destination.read_bytes() != path.read_bytes():
+            print(f"rejected: {path}: {destination} exists with other content; rename one of them", file=sys.stderr)
+            status = ExitCode.INVALID_INPUT
+            continue
         shutil.copyfile(path, destination)
         print(f"merged {path} -> {destination} ({results.backend}, {len(results.records)} records)")
     return status

@@ -40,16 +40,20 @@ def _device_literals(tree: ast.AST) -> list[tuple[str, int]]:
         if not isinstance(node, ast.Call):
             continue
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name == "cuda" and isinstance(node.func, ast.Attribute) and not node.args:
+            found.append(("cuda", node.lineno))  # model.cuda() names a device without a string
         candidates = [kw.value for kw in node.keywords if kw.arg in ("device", "map_location", "device_type")]
-        if name in ("to", "device", "autocast", "cuda") or name == "load":
-            candidates += node.args[:1] if name != "load" else []
+        if name in ("to", "device", "autocast", "cuda"):
+            candidates += node.args[:1]
+        elif name == "load":
+            candidates += node.args[1:2]  # torch.load(f, map_location)
         for value in candidates:
             if isinstance(value, ast.Constant) and isinstance(value.value, str) and _DEVICE_LITERAL.match(value.value):
                 found.append((value.value, value.lineno))
     return found
 
 
-def check_script(path: Path, rel: str) -> tuple[list[str | None], list[Problem]]:
+def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], list[Problem]]:
     """Problems inside one gallery script, and the claim ids it verifies."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -78,7 +82,7 @@ def check_script(path: Path, rel: str) -> tuple[list[str | None], list[Problem]]
                 line,
             )
         )
-    return [c for c, _ in calls], problems
+    return calls, problems
 
 
 def _placeholders(path: Path, claim) -> list[Problem]:
@@ -124,12 +128,14 @@ def cross_check(root: Path, claims: ClaimSet) -> list[Problem]:
         rel = script.relative_to(root).as_posix()
         ids, script_problems = check_script(script, rel)
         problems.extend(script_problems)
-        for claim_id in filter(None, ids):
-            claim = claims.claims.get(claim_id)
+        for claim_id, line in ids:
+            claim = claims.claims.get(claim_id) if claim_id else None
+            if claim_id is None or claim_id in claims.broken:
+                continue  # reported already: a non-literal id, or a record that failed to load
             if claim is None:
-                problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, which has no record in claims/"))
+                problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, which has no record in claims/", line))
             elif claim.script != rel:
-                problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, whose record names script {claim.script}"))
+                problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, whose record names script {claim.script}", line))
     return problems
 
 

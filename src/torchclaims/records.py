@@ -149,11 +149,18 @@ def write_if_changed(path: Path, text: str) -> bool:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes files private; readers (web servers) need access
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def record_json(record: ResultRecord) -> str:
@@ -172,6 +179,9 @@ def read_record(path: Path) -> ResultRecord:
         raise InvalidFileError([Problem(path, "", f"cannot be read: {exc}")]) from None
     except json.JSONDecodeError as exc:
         raise InvalidFileError([Problem(path, "", f"not valid JSON: {exc}")]) from None
+    if isinstance(data, dict) and data.get("schema_version") != RECORD_SCHEMA_VERSION:
+        found = data.get("schema_version")
+        raise InvalidFileError([Problem(path, "schema_version", f"version {found!r} is not supported (expected {RECORD_SCHEMA_VERSION})")])
     try:
         return ResultRecord.model_validate(data)
     except ValidationError as exc:

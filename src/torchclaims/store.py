@@ -99,8 +99,9 @@ class Store:
         return "; ".join(reasons)
 
 
-def _identity(record: ResultRecord) -> tuple:
-    return (record.claim_id, record.environment.backend, record.started_at, record.cache_key)
+def _identity(record: ResultRecord) -> str:
+    """The same run seen twice (e.g. this build and its own exported file)."""
+    return record_json(record)
 
 
 def load_store(
