@@ -1,0 +1,260 @@
+"""Run a small job in 2 worker processes joined in a torch.distributed process group.
+
+Shared by the distributed claim scripts. sphinx-gallery executes a script
+without a module file, so functions defined in the script cannot be sent to a
+worker started with ``spawn``; the worker entry point and the jobs live here.
+
+Workers are started with ``spawn``: the claim script itself runs in a child of
+a fork server that has torch imported (with its thread pools), and a fresh
+interpreter is the start method that does not inherit that state. Every wait
+has a deadline (the process group's timeout, then a join deadline after which
+the workers are killed). Any failure (a worker that raised, crashed, was
+killed by a signal or hung) raises :class:`DistributedRunFailed` with the exit
+codes and the tail of every worker's log, so a check that calls :func:`run`
+ends as an ``error``, never as evidence about the claim.
+"""
+
+from __future__ import annotations
+
+import datetime
+import multiprocessing
+import os
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+START_METHOD = "spawn"
+LOG_TAIL = 1500  # characters of each worker's log kept in a failure message
+
+
+class DistributedRunFailed(RuntimeError):
+    """The distributed job did not complete on every rank."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    job: str  # name of a job function in JOBS
+    backend: str  # torchclaims backend name: each worker resolves its device from it
+    dist_backend: str
+    init_method: str
+    world_size: int
+    timeout_s: float
+    outdir: str
+    env: dict = field(default_factory=dict)
+    kwargs: dict = field(default_factory=dict)
+
+
+# -- the jobs --------------------------------------------------------------------------
+
+
+def make_model() -> torch.nn.Module:
+    """The model every job and every reference starts from (seed 0)."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+
+
+def make_batch(size: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """The whole batch (inputs, targets); rank r of W trains on the r-th of W equal slices."""
+    generator = torch.Generator().manual_seed(1)
+    return torch.randn(size, 8, generator=generator), torch.randn(size, 1, generator=generator)
+
+
+def shard(tensor: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
+    n = tensor.shape[0] // world_size
+    return tensor[rank * n : (rank + 1) * n]
+
+
+def sgd_step(model, forward, inputs, targets, lr: float = 0.1):
+    """One SGD step with a mean-reduced MSE loss; returns the output and the loss."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    output = forward(inputs)
+    loss = torch.nn.functional.mse_loss(output, targets)  # reduction="mean"
+    loss.backward()
+    optimizer.step()
+    return output, loss
+
+
+def allreduce_job(rank: int, world_size: int, device: torch.device) -> dict:
+    """Each rank contributes (rank + 1) * [1, 2, 3, 4]; after all_reduce(SUM) every rank holds the sum."""
+    tensor = (rank + 1) * torch.arange(1, 5, dtype=torch.float32).to(device)
+    torch.distributed.all_reduce(tensor, op=torch.distributed.ReduceOp.SUM)
+    return {"allreduce": tensor.cpu(), "result_device": tensor.device.type}
+
+
+def ddp_job(rank: int, world_size: int, device: torch.device) -> dict:
+    """One DistributedDataParallel step on this rank's slice of the batch."""
+    model = make_model().to(device)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    inputs, targets = make_batch()
+    output, loss = sgd_step(model, ddp, shard(inputs, rank, world_size).to(device), shard(targets, rank, world_size).to(device))
+    return {
+        "output": output.detach().cpu(),
+        "loss": loss.detach().cpu(),
+        "grads": {name: p.grad.detach().cpu() for name, p in model.named_parameters()},
+        "params": {name: p.detach().cpu() for name, p in model.named_parameters()},
+        "result_device": output.device.type,
+    }
+
+
+def parity_job(rank: int, world_size: int, device: torch.device) -> dict:
+    """The job compared rank by rank against CPU/gloo: an all_reduce, then one DDP step."""
+    return {**allreduce_job(rank, world_size, device), **ddp_job(rank, world_size, device)}
+
+
+JOBS = {"allreduce": allreduce_job, "ddp": ddp_job, "parity": parity_job}
+
+
+# -- the worker ------------------------------------------------------------------------
+
+
+def _rank_device(device: torch.device, rank: int) -> torch.device:
+    """One device per rank where the accelerator has several; otherwise the backend's device."""
+    accelerator = torch.accelerator.current_accelerator(check_available=True)
+    if device.type == "cpu" or accelerator is None or accelerator.type != device.type:
+        return device
+    index = rank % max(1, torch.accelerator.device_count())
+    torch.accelerator.set_device_index(index)
+    return torch.device(device.type, index)
+
+
+def _worker(rank: int, launch: Launch) -> None:
+    log = os.open(os.path.join(launch.outdir, f"rank{rank}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)  # C++ messages (gloo, nccl) too
+    os.dup2(log, 2)
+    os.close(log)
+    os.environ.update(launch.env)
+    torch.set_num_threads(1)
+    from torchclaims.backends import resolve_backend
+
+    backend, _ = resolve_backend(launch.backend)
+    backend.import_modules()
+    device = _rank_device(backend.device(), rank)
+    torch.distributed.init_process_group(
+        launch.dist_backend,
+        init_method=launch.init_method,
+        rank=rank,
+        world_size=launch.world_size,
+        timeout=datetime.timedelta(seconds=launch.timeout_s),
+    )
+    try:
+        result = JOBS[launch.job](rank, launch.world_size, device, **launch.kwargs)
+        result["device"] = str(device)
+        path = os.path.join(launch.outdir, f"rank{rank}.pt")
+        torch.save(result, path + ".part")
+        os.replace(path + ".part", path)
+        torch.distributed.barrier()  # nobody leaves while a peer may still need it
+    finally:
+        torch.distributed.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+# -- the launcher ----------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago (the OS picks it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def loopback_interface() -> str | None:
+    """The name of the loopback network interface ('lo' on Linux, 'lo0' on macOS)."""
+    for _, name in socket.if_nameindex():
+        try:
+            with open(f"/sys/class/net/{name}/flags") as handle:
+                if int(handle.read(), 16) & 0x8:  # IFF_LOOPBACK
+                    return name
+        except OSError:
+            if name.startswith("lo"):
+                return name
+    return None
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return "(no log)"
+    return text[-LOG_TAIL:].strip() or "(empty log)"
+
+
+def run(
+    job: str,
+    *,
+    backend,
+    world_size: int = 2,
+    timeout_s: float = 60.0,
+    startup_s: float = 90.0,
+) -> list[dict]:
+    """Run ``JOBS[job]`` on ``world_size`` ranks; return each rank's result (CPU tensors), rank by rank.
+
+    ``backend`` is a torchclaims backend descriptor: it names the device each
+    worker uses, the process-group backend and the init method (None: env://
+    on the loopback address). Raises DistributedRunFailed unless every rank
+    finished and wrote its result.
+    """
+    dist_backend, init_method = backend.dist_backend, backend.dist_init_method
+    env = {}
+    if init_method is None:
+        init_method = "env://"
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    if dist_backend == "gloo":
+        interface = loopback_interface()
+        if interface:
+            env["GLOO_SOCKET_IFNAME"] = interface
+    context = multiprocessing.get_context(START_METHOD)
+    with tempfile.TemporaryDirectory(prefix="torchclaims-dist-") as outdir:
+        launch = Launch(job, backend.name, dist_backend, init_method, world_size, timeout_s, outdir, env)
+        workers = [context.Process(target=_worker, args=(rank, launch), name=f"{job}-rank{rank}") for rank in range(world_size)]
+        for worker in workers:
+            worker.start()
+        deadline = time.monotonic() + startup_s + timeout_s
+        for worker in workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        hung = [rank for rank, worker in enumerate(workers) if worker.is_alive()]
+        for rank in hung:
+            workers[rank].kill()
+        for worker in workers:
+            worker.join(10)
+        codes = [worker.exitcode for worker in workers]
+        paths = [os.path.join(outdir, f"rank{rank}.pt") for rank in range(world_size)]
+        missing = [rank for rank, path in enumerate(paths) if not os.path.exists(path)]
+        if hung or missing or any(code != 0 for code in codes):
+            logs = "\n".join(f"--- rank {rank} log:\n{_tail(os.path.join(outdir, f'rank{rank}.log'))}" for rank in range(world_size))
+            raise DistributedRunFailed(
+                f"{job} on {world_size} ranks ({dist_backend}, {init_method}) did not complete: exit codes {codes}"
+                + (f", killed after {startup_s + timeout_s:g}s: ranks {hung}" if hung else "")
+                + (f", no result from ranks {missing}" if missing else "")
+                + "\n"
+                + logs
+            )
+        return [torch.load(path, weights_only=True) for path in paths]
+
+
+def unavailable(backend, world_size: int = 2) -> str | None:
+    """Why a world_size-rank job cannot run for this backend here, or None."""
+    import torch.distributed as dist
+
+    dist_backend = backend.dist_backend
+    if dist_backend is None:
+        return f"backend {backend.name} names no process-group backend"
+    if not dist.is_available():
+        return "torch.distributed is not available in this torch build"
+    if not dist.is_backend_available(dist_backend):
+        return (
+            f"the {dist_backend!r} process-group backend is not available here "
+            f"(torch.distributed.is_backend_available({dist_backend!r}) is False after importing the backend's modules)"
+        )
+    accelerator = torch.accelerator.current_accelerator(check_available=True)
+    if backend.device_type != "cpu" and accelerator is not None and accelerator.type == backend.device_type:
+        count = torch.accelerator.device_count()
+        if count < world_size:
+            return f"{world_size} ranks need {world_size} {backend.device_type} devices, one each; this machine has {count}"
+    return None
