@@ -9,6 +9,7 @@ import pytest
 from factories import STARTED, make_environment, make_kb, make_record, write_claim, write_results_file
 
 from torchclaims.claims import claim_json_schema, load_claim
+from torchclaims.records import write_record
 from torchclaims.cli import main
 from torchclaims.results import read_results
 
@@ -51,10 +52,13 @@ def test_diff_regression_passes_with_no_gate(tmp_path, capsys):
     assert "REGRESSION a-claim: holds -> error" in capsys.readouterr().out
 
 
-def test_diff_claim_no_longer_checked_is_a_regression(tmp_path, capsys):
-    old, new = results_pair(tmp_path, {"b-claim": "holds", "c-claim": "refuted"})
-    assert main(["diff", old, new]) == 1
-    assert "REGRESSION a-claim: holds -> not run" in capsys.readouterr().out
+def test_diff_lists_claims_checked_in_one_run_only_without_calling_them_regressions(tmp_path, capsys):
+    old, new = results_pair(tmp_path, {"b-claim": "holds", "c-claim": "refuted", "d-claim": "holds"})
+    assert main(["diff", old, new]) == 0
+    out = capsys.readouterr().out
+    assert "only in old (not compared): a-claim" in out
+    assert "only in new (not compared): d-claim" in out
+    assert "REGRESSION" not in out
 
 
 def test_diff_without_regression_succeeds(tmp_path, capsys):
@@ -63,14 +67,14 @@ def test_diff_without_regression_succeeds(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "REGRESSION" not in out
     assert "c-claim: refuted -> holds" in out
-    assert "d-claim: not run -> refuted" in out
+    assert "only in new (not compared): d-claim" in out
 
 
 def test_diff_with_nothing_moved(tmp_path, capsys):
     old, new = results_pair(tmp_path, {"a-claim": "holds", "b-claim": "holds", "c-claim": "refuted"}, new_torch="2.13.0")
     assert main(["diff", old, new]) == 0
     out = capsys.readouterr().out
-    assert "no verdict changed" in out
+    assert "3 claims compared, 0 changed verdict" in out
     assert "no package versions differ" in out
 
 
@@ -123,6 +127,21 @@ def test_show_prints_verdicts_per_column(tmp_path, capsys):
     assert "refuted 2026-03-01" in row["a-claim"]
     assert "not run" in row["b-claim"]
     assert "attributed" in row["said-so"]
+
+
+def test_show_with_claim_ids_prints_every_record_in_full(tmp_path, capsys):
+    make_kb(tmp_path, "a-claim", "b-claim")
+    (tmp_path / "results").mkdir()
+    write_results_file(tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted")])
+    local = tmp_path / "_build" / "records" / "cpu"
+    local.mkdir(parents=True)
+    write_record(local / "a-claim.json", make_record("a-claim", "holds", started_at=STARTED + timedelta(days=1)))
+    assert main(["show", "a-claim", "b-claim", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "a-claim: 2 record(s)" in out and "b-claim: 0 record(s) (not run)" in out
+    assert out.index("[this machine]") < out.index("[cpu.json]")  # newest first
+    assert "Claim a-claim: HOLDS" in out and "Claim a-claim: REFUTED" in out
+    assert main(["show", "no-such-claim", "--root", str(tmp_path)]) == 2
 
 
 def test_show_reports_a_rejected_results_file(tmp_path, capsys):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchclaims.coverage import CoverageReport, Evidence, ItemResult, Outcome, Unsupported, run_items
+from torchclaims.coverage import CoverageReport, Evidence, ItemResult, NoReference, Outcome, Unsupported, run_items
 
 
 class FakeClock:
@@ -35,6 +35,7 @@ def test_each_outcome_is_counted_once():
         ("bool-wrong", clock.item(1, False)),
         ("raises", clock.item(1, RuntimeError("kernel missing\nsecond line"))),
         ("lacks", clock.item(1, Unsupported("no fp64 on this device"))),
+        ("cpu-broke", clock.item(1, NoReference("CPU reference raised"))),
     ]
     report = run_items(items, budget_s=None, clock=clock)
     counts = report.counts()
@@ -43,6 +44,7 @@ def test_each_outcome_is_counted_once():
         Outcome.MISMATCH: 2,
         Outcome.FAILS: 1,
         Outcome.UNSUPPORTED: 1,
+        Outcome.NO_REFERENCE: 1,
         Outcome.NOT_REACHED: 0,
     }
     assert [r.name for r in report.results] == [name for name, _ in items]
@@ -52,7 +54,8 @@ def test_each_outcome_is_counted_once():
     assert by_name["lacks"].detail == "Unsupported: no fp64 on this device"
     assert by_name["good"].values == {"max_err": 0.0}
     assert by_name["good"].duration_s == 1.0
-    assert report.elapsed_s == 6.0
+    assert by_name["cpu-broke"].detail == "NoReference: CPU reference raised"
+    assert report.elapsed_s == 7.0
     assert report.complete
 
 
@@ -92,6 +95,17 @@ def test_budget_exhaustion_marks_the_rest_not_reached_never_passing():
     assert report.share == 0.5
     assert report.elapsed_s == 4.0  # overshoot by at most the item that was running
     assert all("budget" in r.detail for r in report.results if r.outcome is Outcome.NOT_REACHED)
+
+
+def test_no_reference_counts_against_share_but_not_judged_share():
+    clock = FakeClock()
+    items = [("a", clock.item(0, True)), ("b", clock.item(0, False)), ("c", clock.item(0, NoReference("x")))]
+    # NoReference wins even when the caller lists a broader exception type as unsupported
+    report = run_items(items, clock=clock, unsupported=(Exception,))
+    assert report.counts()[Outcome.NO_REFERENCE] == 1
+    assert report.share == pytest.approx(1 / 3)
+    assert report.judged_share == pytest.approx(1 / 2)
+    assert "1 no reference" in report.summary()
 
 
 def test_zero_budget_reaches_nothing():

@@ -249,3 +249,19 @@ def test_lint_reads_records_from_another_claims_directory(tmp_path):
     write_claim(tmp_path / "records", "first-claim", topic="speed")
     problems = lint(tmp_path, claims_dir="records")
     assert [(p.path.name, p.field) for p in problems] == [("first-claim.toml", "topic")]
+
+
+def test_script_template_leftovers_missing_badge_and_missing_finish_are_reported(tmp_path):
+    make_kb(tmp_path, "a-claim")
+    write_script(
+        tmp_path,
+        "a-claim",
+        '"""\nTODO: the title\n===============\n"""\n'
+        "from torchclaims.verify import verification\n"
+        'v = verification("a-claim")\n',
+    )
+    messages = [p.message for p in lint(tmp_path)]
+    assert any("template text (TODO)" in m for m in messages)
+    assert any(":claim-verdict:`a-claim`" in m for m in messages)
+    assert any("never calls v.finish()" in m for m in messages)
+

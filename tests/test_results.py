@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from factories import STARTED, make_environment, make_record, make_results, write_results_file
 
-from torchclaims.changes import describe, verdict_changes, version_differences
+from torchclaims.changes import describe, only_in, verdict_changes, version_differences
 from torchclaims.errors import InvalidFileError
 from torchclaims.records import Verdict, record_json, write_record
 from torchclaims.results import build_results, default_name, read_results, write_results
@@ -293,13 +293,17 @@ def test_verdict_changes_lists_moved_claims_in_id_order():
     old = runs(c_claim="holds", a_claim="holds", b_claim="refuted", same="unverified", gone="error")
     new = runs(c_claim="refuted", a_claim="unverified", b_claim="holds", same="unverified", added="holds")
     changes = verdict_changes(old, new)
-    assert [(c.claim_id, c.old_verdict, c.new_verdict) for c in changes] == [
+    assert [(c.claim_id, c.old.verdict.value, c.new.verdict.value) for c in changes] == [
         ("a-claim", "holds", "unverified"),
-        ("added", "not run", "holds"),
         ("b-claim", "refuted", "holds"),
         ("c-claim", "holds", "refuted"),
-        ("gone", "error", "not run"),
     ]
+
+
+def test_claims_in_only_one_run_are_listed_apart_not_as_changes():
+    old, new = runs(a="holds", gone="holds"), runs(a="holds", added="refuted")
+    assert verdict_changes(old, new) == []
+    assert only_in(old, new) == ["gone"] and only_in(new, old) == ["added"]
 
 
 def test_no_changes_between_identical_runs():
@@ -312,17 +316,13 @@ def test_no_changes_between_identical_runs():
         ("holds", "refuted", True),
         ("holds", "error", True),
         ("holds", "unverified", True),
-        ("holds", None, True),  # no longer checked
         ("refuted", "holds", False),
         ("error", "refuted", False),
-        (None, "refuted", False),
         ("unverified", "error", False),
     ],
 )
 def test_change_regression(old, new, regression):
-    before = runs(a=old) if old else {}
-    after = runs(a=new) if new else {}
-    (change,) = verdict_changes(before, after)
+    (change,) = verdict_changes(runs(a=old), runs(a=new))
     assert change.regression is regression
 
 

@@ -10,31 +10,30 @@ from .records import Environment, ResultRecord, Verdict
 @dataclass(frozen=True)
 class Change:
     claim_id: str
-    old: ResultRecord | None
-    new: ResultRecord | None
-
-    @property
-    def old_verdict(self) -> str:
-        return self.old.verdict.value if self.old else "not run"
-
-    @property
-    def new_verdict(self) -> str:
-        return self.new.verdict.value if self.new else "not run"
+    old: ResultRecord
+    new: ResultRecord
 
     @property
     def regression(self) -> bool:
-        """A claim that held no longer does (including: it is no longer checked)."""
-        return self.old is not None and self.old.verdict is Verdict.HOLDS and (self.new is None or self.new.verdict is not Verdict.HOLDS)
+        """A claim that held no longer does."""
+        return self.old.verdict is Verdict.HOLDS and self.new.verdict is not Verdict.HOLDS
 
 
 def verdict_changes(old: dict[str, ResultRecord], new: dict[str, ResultRecord]) -> list[Change]:
-    """Every claim whose verdict differs between two runs, in id order."""
-    changes = []
-    for claim_id in sorted(set(old) | set(new)):
-        before, after = old.get(claim_id), new.get(claim_id)
-        if (before.verdict if before else None) != (after.verdict if after else None):
-            changes.append(Change(claim_id, before, after))
-    return changes
+    """Every claim checked in both runs whose verdict differs, in id order.
+
+    Claims present in only one run are not changes (a run of a few claims is not
+    a regression of the others); :func:`only_in` lists them.
+    """
+    return [
+        Change(claim_id, old[claim_id], new[claim_id])
+        for claim_id in sorted(set(old) & set(new))
+        if old[claim_id].verdict is not new[claim_id].verdict
+    ]
+
+
+def only_in(first: dict[str, ResultRecord], second: dict[str, ResultRecord]) -> list[str]:
+    return sorted(set(first) - set(second))
 
 
 def version_differences(old: Environment, new: Environment) -> dict[str, tuple[str, str]]:

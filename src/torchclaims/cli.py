@@ -16,10 +16,10 @@ from enum import IntEnum
 from pathlib import Path
 
 from .backends import BACKEND_ENV_VAR, requested_backend
-from .changes import describe, verdict_changes
+from .changes import describe, only_in, verdict_changes
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, TorchclaimsError, UsageError
-from .records import Verdict
+from .records import Verdict, read_record
 from .results import build_results, default_name, read_results, write_results
 
 
@@ -94,15 +94,20 @@ def cmd_lint(args) -> ExitCode:
 
 def cmd_diff(args) -> ExitCode:
     old, new = read_results(Path(args.old)), read_results(Path(args.new))
-    changes = verdict_changes({r.claim_id: r for r in old.records}, {r.claim_id: r for r in new.records})
+    before, after = {r.claim_id: r for r in old.records}, {r.claim_id: r for r in new.records}
+    changes = verdict_changes(before, after)
     print(f"old: {args.old} ({old.backend}, torch {old.environment.torch}, {old.created:%Y-%m-%d})")
     print(f"new: {args.new} ({new.backend}, torch {new.environment.torch}, {new.created:%Y-%m-%d})")
+    if old.backend != new.backend:
+        print(f"note: the files come from different backends ({old.backend} and {new.backend})")
     print(f"versions: {describe(old.environment, new.environment)}")
-    if not changes:
-        print("no verdict changed")
+    for label, ids in (("only in old", only_in(before, after)), ("only in new", only_in(after, before))):
+        if ids:
+            print(f"{label} (not compared): {', '.join(ids)}")
+    print(f"{len(set(before) & set(after))} claims compared, {len(changes)} changed verdict")
     for change in changes:
         mark = "REGRESSION " if change.regression else ""
-        print(f"{mark}{change.claim_id}: {change.old_verdict} -> {change.new_verdict}")
+        print(f"{mark}{change.claim_id}: {change.old.verdict.value} -> {change.new.verdict.value}")
         if change.new is not None and change.new.reason:
             print(f"    now: {change.new.reason[:200]}")
     regressions = [c for c in changes if c.regression]
@@ -131,14 +136,38 @@ def cmd_merge(args) -> ExitCode:
     return status
 
 
+def _local_records(records_root: Path) -> list:
+    """Records this machine's runs left in _build/records (every backend)."""
+    records = []
+    for path in sorted(records_root.glob("*/*.json")):
+        try:
+            records.append(read_record(path))
+        except InvalidFileError as exc:
+            print(f"skipping: {exc}", file=sys.stderr)
+    return records
+
+
 def cmd_show(args) -> ExitCode:
-    from .store import load_store
+    from .store import Entry, load_store
+    from .verify import summary
 
     root = _root(args)
     store = load_store({}, None, root / args.results_dir)
     for problem in store.problems:
         print(f"rejected: {problem}", file=sys.stderr)
     claims = load_claims(root / "claims")
+    if args.claims:
+        unknown = sorted(set(args.claims) - set(claims.claims))
+        if unknown:
+            raise UsageError(f"unknown claim id(s): {', '.join(unknown)}")
+        for record in _local_records(root / "_build" / "records"):
+            store.add(Entry(record, "this machine"))
+        for claim_id in args.claims:
+            entries = store.history(claim_id)
+            print(f"{claim_id}: {len(entries)} record(s)" + ("" if entries else " (not run)"))
+            for entry in entries:
+                print(f"\n[{entry.origin}]\n{summary(entry.record)}")
+        return ExitCode.OK
     columns = store.columns()
     width = max([len(c) for c in claims.claims] + [5])
     print(f"{'claim':<{width}}  " + "  ".join(f"{c:<28}" for c in columns))
@@ -204,7 +233,8 @@ def parser() -> argparse.ArgumentParser:
     merge.add_argument("--into", default="results")
     merge.set_defaults(run=cmd_merge)
 
-    show = add("show", "print the claims x backends table of the committed results")
+    show = add("show", "print the claims x backends table of the committed results, or every record of some claims")
+    show.add_argument("claims", nargs="*", help="claim ids: print each record in full (also those of local runs)")
     show.add_argument("--results-dir", default="results")
     show.set_defaults(run=cmd_show)
 

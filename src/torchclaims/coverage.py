@@ -27,13 +27,19 @@ Every listed item ends with exactly one outcome (:class:`Outcome`):
 ``unsupported``
     it raised :class:`Unsupported` (or one of the exception types the caller
     passes as ``unsupported=``): the backend lacks what the item needs;
+``no reference``
+    it raised :class:`NoReference`: the reference it compares against could
+    not be computed (for example the CPU run itself raised), so the device
+    was never judged;
 ``not reached``
     the time budget ran out before the item was started.
 
 :attr:`CoverageReport.share` is ``match / all listed items``: the denominator
-is the whole documented list, so an item that failed, was unsupported or was
-never reached counts against the figure, never for it. "Could not check" is
-not passing.
+is the whole documented list, so an item that failed, was unsupported, had no
+reference or was never reached counts against the figure, never for it.
+"Could not check" is not passing. :attr:`CoverageReport.judged_share` leaves
+out only the ``no reference`` items, for readers who want the share among the
+items that could be compared at all; always state which one is shown.
 
 The budget is checked *between* items: an item that has started runs to the
 end (a Python callable cannot be interrupted safely, least of all inside a
@@ -51,7 +57,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-__all__ = ["CoverageReport", "Evidence", "ItemResult", "Outcome", "Unsupported", "run_items"]
+__all__ = ["CoverageReport", "Evidence", "ItemResult", "NoReference", "Outcome", "Unsupported", "run_items"]
 
 
 class Outcome(str, Enum):
@@ -61,11 +67,16 @@ class Outcome(str, Enum):
     MISMATCH = "mismatch"
     FAILS = "fails"
     UNSUPPORTED = "unsupported"
+    NO_REFERENCE = "no reference"
     NOT_REACHED = "not reached"
 
 
 class Unsupported(Exception):
     """Raised by an item when the backend lacks what the item needs."""
+
+
+class NoReference(Exception):
+    """Raised by an item when its reference (e.g. the CPU result) cannot be computed."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +151,12 @@ class CoverageReport:
         """``matched / total`` over *all* listed items (0.0 for an empty list)."""
         return self.matched / self.total if self.total else 0.0
 
+    @property
+    def judged_share(self) -> float:
+        """``matched / (total - no reference)``: the share among items that had a reference."""
+        judged = self.total - self.counts()[Outcome.NO_REFERENCE]
+        return self.matched / judged if judged else 0.0
+
     def summary(self) -> str:
         """One line: the share, its denominator, and the other outcomes."""
         counts = self.counts()
@@ -155,13 +172,13 @@ class CoverageReport:
         wanted = set(Outcome if outcomes is None else outcomes)
         rows = [r for r in self.results if r.outcome in wanted]
         width = max([len("item"), *(len(r.name) for r in rows)])
-        lines = [f"{'item':<{width}}  {'outcome':<11}  {'s':>6}  detail"]
+        lines = [f"{'item':<{width}}  {'outcome':<12}  {'s':>6}  detail"]
         for r in rows:
             extra = ", ".join(f"{k}={_fmt(v)}" for k, v in r.values.items())
             detail = "; ".join(filter(None, [extra, r.detail]))
             if len(detail) > detail_width:
                 detail = detail[: detail_width - 3] + "..."
-            lines.append(f"{r.name:<{width}}  {r.outcome.value:<11}  {r.duration_s:>6.2f}  {detail}")
+            lines.append(f"{r.name:<{width}}  {r.outcome.value:<12}  {r.duration_s:>6.2f}  {detail}")
         return "\n".join(lines)
 
 
@@ -193,6 +210,8 @@ def run_items(
     ``fails``; ``KeyboardInterrupt`` and ``SystemExit`` propagate. A callable
     that returns something other than :class:`Evidence` or ``bool`` is a bug in
     the script, not a device outcome: :class:`TypeError` is raised.
+    :class:`NoReference` counts as ``no reference`` (checked first, so it wins
+    even if listed in ``unsupported``).
     ``on_result`` is called with each result as soon as it is known (progress).
     """
     listed = list(items)
@@ -214,6 +233,8 @@ def run_items(
             began = clock()
             try:
                 evidence = run()
+            except NoReference as exc:
+                outcome, detail, values = Outcome.NO_REFERENCE, _first_line(exc), {}
             except unsupported_types as exc:
                 outcome, detail, values = Outcome.UNSUPPORTED, _first_line(exc), {}
             except Exception as exc:  # the item broke on the device: that is the finding

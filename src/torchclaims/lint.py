@@ -33,6 +33,13 @@ def _verification_ids(tree: ast.AST) -> list[tuple[str | None, int]]:
     return found
 
 
+def _calls_method(tree: ast.AST, name: str) -> bool:
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name
+        for node in ast.walk(tree)
+    )
+
+
 def _device_literals(tree: ast.AST) -> list[tuple[str, int]]:
     """Device strings written into code: .to("cuda"), device="cpu", torch.device("xla")."""
     found = []
@@ -70,8 +77,19 @@ def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], li
     for claim_id, line in calls:
         if claim_id is None:
             problems.append(Problem(Path(rel), "", "verification() must be given the claim id as a string literal", line))
-    if ast.get_docstring(tree) is None:
+    docstring = ast.get_docstring(tree)
+    if docstring is None:
         problems.append(Problem(Path(rel), "", "needs a module docstring: a reST title line and what the script checks", 1))
+    else:
+        if "TODO" in docstring:
+            problems.append(Problem(Path(rel), "", "the docstring still holds template text (TODO); describe the checks", 1))
+        for claim_id, _ in calls:
+            if claim_id and f":claim-verdict:`{claim_id}`" not in docstring:
+                problems.append(
+                    Problem(Path(rel), "", f"the docstring should show the verdict: add the line :claim-verdict:`{claim_id}`", 1)
+                )
+    if calls and not _calls_method(tree, "finish"):
+        problems.append(Problem(Path(rel), "", "never calls v.finish(), so no result record is written; end the script with it"))
     for literal, line in _device_literals(tree):
         problems.append(
             Problem(
