@@ -171,18 +171,28 @@ def write_record(path: Path, record: ResultRecord) -> bool:
     return write_if_changed(path, record_json(record))
 
 
-def read_record(path: Path) -> ResultRecord:
-    """Read and validate a record; InvalidFileError names the file and fields."""
+def load_versioned_json(path: Path, model: type[BaseModel], version: int, check=lambda data: None):
+    """Read a JSON file, check its schema version, validate it against ``model``.
+
+    Every failure is an InvalidFileError naming the file (and the field);
+    ``check`` may raise one first, e.g. for a file that is not of this kind.
+    """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidFileError([Problem(path, "", f"cannot be read: {exc}")]) from None
     except json.JSONDecodeError as exc:
         raise InvalidFileError([Problem(path, "", f"not valid JSON: {exc}")]) from None
-    if isinstance(data, dict) and data.get("schema_version") != RECORD_SCHEMA_VERSION:
+    check(data)
+    if isinstance(data, dict) and data.get("schema_version") != version:
         found = data.get("schema_version")
-        raise InvalidFileError([Problem(path, "schema_version", f"version {found!r} is not supported (expected {RECORD_SCHEMA_VERSION})")])
+        raise InvalidFileError([Problem(path, "schema_version", f"version {found!r} is not supported (expected {version})")])
     try:
-        return ResultRecord.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise InvalidFileError(problems_from_validation(path, exc)) from None
+
+
+def read_record(path: Path) -> ResultRecord:
+    """Read and validate a record; InvalidFileError names the file and fields."""
+    return load_versioned_json(path, ResultRecord, RECORD_SCHEMA_VERSION)

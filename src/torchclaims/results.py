@@ -12,10 +12,10 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .errors import InvalidFileError, Problem, problems_from_validation
-from .records import Environment, ResultRecord, now, write_if_changed
+from .errors import InvalidFileError, Problem
+from .records import Environment, ResultRecord, load_versioned_json, now, write_if_changed
 
 RESULTS_FORMAT = "torchclaims-results"
 RESULTS_SCHEMA_VERSION = 1
@@ -65,19 +65,9 @@ def write_results(path: Path, results: ResultsFile) -> None:
 
 def read_results(path: Path) -> ResultsFile:
     """Read and validate one results file; InvalidFileError names the file and fields."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidFileError([Problem(path, "", f"cannot be read: {exc}")]) from None
-    except json.JSONDecodeError as exc:
-        raise InvalidFileError([Problem(path, "", f"not valid JSON: {exc}")]) from None
-    if not isinstance(data, dict) or data.get("format") != RESULTS_FORMAT:
-        raise InvalidFileError([Problem(path, "format", f"not a torchclaims results file (expected format = {RESULTS_FORMAT!r})")])
-    if data.get("schema_version") != RESULTS_SCHEMA_VERSION:
-        raise InvalidFileError(
-            [Problem(path, "schema_version", f"version {data.get('schema_version')!r} is not supported (expected {RESULTS_SCHEMA_VERSION})")]
-        )
-    try:
-        return ResultsFile.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidFileError(problems_from_validation(path, exc)) from None
+
+    def is_results_file(data) -> None:
+        if not isinstance(data, dict) or data.get("format") != RESULTS_FORMAT:
+            raise InvalidFileError([Problem(path, "format", f"not a torchclaims results file (expected format = {RESULTS_FORMAT!r})")])
+
+    return load_versioned_json(path, ResultsFile, RESULTS_SCHEMA_VERSION, is_results_file)
