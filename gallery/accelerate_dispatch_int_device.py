@@ -51,7 +51,8 @@ print("accelerate", installed, "| statement is about", STATEMENT_VERSION)
 
 
 def dispatch(detected):
-    probes = {family: getattr(big_modeling, f"is_{family}_available") for family in FAMILIES}
+    missing = object()  # an older accelerate may lack some probes; they are removed again afterwards
+    probes = {family: getattr(big_modeling, f"is_{family}_available", missing) for family in FAMILIES}
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
     calls = []
@@ -83,7 +84,10 @@ def dispatch(detected):
     finally:
         sys.settrace(previous_trace)
         for family, probe in probes.items():
-            setattr(big_modeling, f"is_{family}_available", probe)
+            if probe is missing:
+                delattr(big_modeling, f"is_{family}_available")
+            else:
+                setattr(big_modeling, f"is_{family}_available", probe)
     return {
         "to_calls": calls,
         "device": settled.get("device"),
@@ -96,7 +100,8 @@ control = dispatch(None)
 runs = {family: dispatch(family) for family in FAMILIES}
 print(f"{'detected':<9} {'model.to calls':<16} {'device settled on':<18} hf_device_map  parameters on")
 for label, run in [("(none)", control), *runs.items()]:
-    print(f"{label:<9} {str(run['to_calls']):<16} {str(run['device']):<18} {str(run['hf_device_map']):<14} {run['parameter_devices']}")
+    calls, device, device_map = str(run["to_calls"]), str(run["device"]), str(run["hf_device_map"])
+    print(f"{label:<9} {calls:<16} {device:<18} {device_map:<14} {run['parameter_devices']}")
 
 # %%
 # The ordinary path moves the model

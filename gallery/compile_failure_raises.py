@@ -143,19 +143,21 @@ def g(x):
     return fragile(torch.sin(x)) * 2
 
 
-real_backend = torch._dynamo.lookup_backend(v.backend.compile_backend)
-
-
-def failing_real_backend(graph_module, example_inputs):
+def failing(real_backend):
     """The configured backend, with fragile raising while it compiles."""
-    injecting["on"] = True
-    try:
-        return real_backend(graph_module, example_inputs)
-    finally:
-        injecting["on"] = False
+
+    def backend(graph_module, example_inputs):
+        injecting["on"] = True
+        try:
+            return real_backend(graph_module, example_inputs)
+        finally:
+            injecting["on"] = False
+
+    return backend
 
 
 with v.check(f"when {v.backend.compile_backend!r} fails on a graph, the compiled call raises") as check:
+    failing_real_backend = failing(torch._dynamo.lookup_backend(v.backend.compile_backend))
     torch._dynamo.reset()
     result, exc = call(torch.compile(g, backend=failing_real_backend), x)
     real_failure = exc

@@ -21,6 +21,7 @@ import time
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.ticker import MaxNLocator
 from torch._dynamo.utils import counters
 
 from torchclaims.verify import verification
@@ -131,6 +132,7 @@ for name, (times_run, _) in runs.items():
     ax.plot(range(offset, offset + len(times_run)), [t * 1e3 for t in times_run], "o-", label=name)
     offset += len(times_run)
 ax.set_yscale("log")
+ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 ax.set_xlabel("call number")
 ax.set_ylabel("wall time (ms)")
 ax.set_title(f"torch.compile(backend={v.backend.compile_backend!r}) on {v.device.type}")

@@ -111,7 +111,7 @@ with v.check("gradients match eager within fp32 tolerance") as check:
 # per tensor, next to the tolerance at that tensor's scale. On the CPU with
 # inductor many of them are exactly zero (drawn at the bottom of the axis).
 
-names = ["logits", *compiled_grads]
+names = ["logits", *(f"grad {n}" for n in compiled_grads)]
 pairs = [(compiled_logits, eager_logits)] + [(compiled_grads[n], eager_grads[n]) for n in compiled_grads]
 errors = [(a.cpu().double() - b.cpu().double()).abs().max().item() for a, b in pairs]
 allowed = [ATOL + RTOL * b.cpu().double().abs().max().item() for _, b in pairs]

@@ -14,8 +14,9 @@ We register ``torchclaims::scale`` (multiply by a float) with a kernel for the
 configured device type only, plus a fake kernel and an autograd formula. We run
 opcheck, call it eagerly, and compile a small function around it with the
 backend's compile backend, recording the captured graph. Then we call a twin op
-whose only kernel is for the ``meta`` device type on the configured device, and
-(on an accelerator) the op itself on the CPU, where it has no kernel.
+whose only kernel is for another device type (the CPU, or ``meta`` when the
+configured device is the CPU) on the configured device, and (on an
+accelerator) the op itself on the CPU, where it has no kernel.
 """
 
 import torch
@@ -66,14 +67,25 @@ x_device = x.to(v.device)
 # opcheck tests the schema, the fake kernel, the autograd registration and
 # tracing with dynamic shapes on real inputs of the configured device.
 
+# Every test runs (``raise_exception=False``); a test that opcheck itself has
+# not implemented for this device type is reported as such, not as a failure.
+
 with v.check("torch.library.opcheck passes on the configured device") as check:
     try:
-        report = torch.library.opcheck(scale, (x_device.clone().requires_grad_(), 2.5))
+        report = torch.library.opcheck(scale, (x_device.clone().requires_grad_(), 2.5), raise_exception=False)
     except Exception as exc:  # OpCheckError: the evidence this check is about
-        report = {"opcheck": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
+        report = {"opcheck": exc}
+    not_implemented, failed = [], False
     for test, outcome in report.items():
-        check.measure(test, outcome, tolerance="SUCCESS")
-        check.expect(outcome == "SUCCESS", f"{test}: {outcome}")
+        cause = getattr(outcome, "__cause__", None) or outcome
+        text = outcome if isinstance(outcome, str) else f"{type(cause).__name__}: {str(cause).splitlines()[0][:300]}"
+        check.measure(test, text, tolerance="SUCCESS")
+        if isinstance(cause, NotImplementedError) and "NYI" in str(cause):
+            not_implemented.append(f"{test}: {text}")
+            continue
+        failed |= not check.expect(outcome == "SUCCESS", f"{test}: {text}")
+    if not_implemented and not failed:
+        check.unsupported("opcheck does not implement this test for the device type: " + "; ".join(not_implemented))
 
 with v.check("the op runs eagerly on the configured device and matches the CPU") as check:
     out = scale(x_device, 2.5)
@@ -127,17 +139,21 @@ with v.check("torch.compile(fullgraph=True) compiles it as one node with no grap
 # %%
 # A device type without a kernel
 # ------------------------------
-# The twin op has a kernel for ``meta`` only, so the configured device type has
-# none. On an accelerator, the op itself is also called on the CPU, where it has
-# none either.
+# The twin op has a kernel for one other device type only, so the configured
+# device type has none: the CPU on an accelerator, ``meta`` on the CPU itself
+# (torch 2.9 rejects a ``meta`` kernel for a custom op; that only matters on
+# the CPU). On an accelerator, the op itself is also called on the CPU,
+# where it has none either.
+
+OTHER = "meta" if v.on_reference else v.reference_device.type
 
 
-@torch.library.custom_op("torchclaims::scale_meta_only", mutates_args=(), device_types="meta")
-def scale_meta_only(x: torch.Tensor, factor: float) -> torch.Tensor:
+@torch.library.custom_op("torchclaims::scale_other_only", mutates_args=(), device_types=OTHER)
+def scale_other_only(x: torch.Tensor, factor: float) -> torch.Tensor:
     return x * factor
 
 
-@scale_meta_only.register_fake
+@scale_other_only.register_fake
 def _(x, factor):
     return torch.empty_like(x)
 
@@ -152,8 +168,8 @@ def raised(call):
 
 
 with v.check("calling the op on a device type without a kernel raises") as check:
-    outcome = raised(lambda: scale_meta_only(x_device, 2.5))
-    check.measure(f"meta-only op on {v.device.type}", outcome or "returned a result", tolerance="raises")
+    outcome = raised(lambda: scale_other_only(x_device, 2.5))
+    check.measure(f"{OTHER}-only op on {v.device.type}", outcome or "returned a result", tolerance="raises")
     check.expect(outcome is not None, f"an op with no {v.device.type} kernel ran on {v.device.type}")
     if not v.on_reference:
         outcome = raised(lambda: scale(x, 2.5))

@@ -19,14 +19,13 @@ the CPU the model lands on the CPU whatever the cause.
 """
 
 import ast
+import importlib
 import inspect
 import tempfile
 import textwrap
 
 import accelerate
-import accelerate.utils.modeling as accelerate_modeling
 import torch
-import transformers.integrations.accelerate as hf_accelerate
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
 
@@ -62,6 +61,13 @@ ENUMERATED = {  # device family -> the probe the statement says get_max_memory c
 IGNORED = ("neuron", "xla", "tpu", "privateuse")
 
 source = textwrap.dedent(inspect.getsource(accelerate.utils.get_max_memory))
+callers = []  # (module, name) in Transformers bound to accelerate's get_max_memory
+for module_name in ("transformers.integrations.accelerate", "transformers.modeling_utils"):
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        continue
+    callers += [(module, name) for name, value in vars(module).items() if value is accelerate.utils.get_max_memory]
 tree = ast.parse(source)
 words = set()
 for node in ast.walk(tree):
@@ -81,11 +87,9 @@ with v.check("get_max_memory probes the listed device families and none of Neuro
     check.expect("cuda" in words, "get_max_memory does not use torch.cuda")
     found = sorted(w for w in words if any(name in w.lower() for name in IGNORED))
     check.equal(", ".join(found) or "none", "none", "Neuron/XLA/TPU/PrivateUse1 names in get_max_memory")
-    # Transformers' device_map="auto" path calls accelerate's function through a thin wrapper
-    check.expect(
-        hf_accelerate.accelerate_max_memory is accelerate.utils.get_max_memory,
-        "transformers.integrations.accelerate does not use accelerate's get_max_memory",
-    )
+    # Transformers' device_map="auto" path imports accelerate's function (5.x: behind a thin wrapper)
+    check.measure("Transformers names bound to it", ", ".join(f"{m.__name__}.{a}" for m, a in callers) or "none")
+    check.expect(bool(callers), "Transformers does not import accelerate's get_max_memory")
 
 # %%
 # Where ``device_map="auto"`` puts the model
@@ -108,7 +112,7 @@ checkpoint = tempfile.TemporaryDirectory()
 LlamaForCausalLM(config).save_pretrained(checkpoint.name)
 
 budgets = []
-real_get_max_memory = hf_accelerate.accelerate_max_memory
+real_get_max_memory = accelerate.utils.get_max_memory
 
 
 def spy_get_max_memory(*args, **kwargs):
@@ -117,18 +121,21 @@ def spy_get_max_memory(*args, **kwargs):
     return result
 
 
-hf_accelerate.accelerate_max_memory = spy_get_max_memory
+for module, name in callers:
+    setattr(module, name, spy_get_max_memory)
 try:
     model = AutoModelForCausalLM.from_pretrained(checkpoint.name, device_map="auto")
 finally:
-    hf_accelerate.accelerate_max_memory = real_get_max_memory
+    for module, name in callers:
+        setattr(module, name, real_get_max_memory)
 placed_on = sorted({p.device.type for p in model.parameters()})
 print("get_max_memory devices (per call):", budgets)
 print("parameters on:", placed_on, "| hf_device_map:", getattr(model, "hf_device_map", "(not set: single device)"))
-print("get_max_memory() here:", {k: f"{v_ / 2**30:.1f} GiB" for k, v_ in accelerate_modeling.get_max_memory().items()})
+print("get_max_memory() here:", {key: f"{free / 2**30:.1f} GiB" for key, free in real_get_max_memory().items()})
 
 with v.check("with device_map='auto' the model lands where get_max_memory's branches predict") as check:
-    check.measure("get_max_memory devices seen by from_pretrained", "; ".join(", ".join(b) for b in budgets) or "not called")
+    seen = "; ".join(", ".join(b) for b in budgets) or "not called"
+    check.measure("get_max_memory devices seen by from_pretrained", seen)
     check.measure("parameter device types", ", ".join(placed_on))
     check.expect(bool(budgets), "from_pretrained(device_map='auto') never called accelerate's get_max_memory")
     if v.on_reference:

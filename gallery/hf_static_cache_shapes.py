@@ -101,7 +101,8 @@ for label, steps in (("dynamic", dynamic), ("static", static)):
     print(f"--- {label} cache ({steps[0]['cache'] if steps else 'no forward calls recorded'})")
     for i, step in enumerate(steps):
         inputs = ", ".join(f"{k} {s}" for k, s in step["inputs"])
-        print(f"step {i} ({'prefill' if i == 0 else 'decode'}): {inputs} | logits {step['logits']} | K layer 0 {step['kv'][0][0]}")
+        kind = "prefill" if i == 0 else "decode"
+        print(f"step {i} ({kind}): {inputs} | logits {step['logits']} | K layer 0 {step['kv'][0][0]}")
 print("generated tokens, dynamic:", dynamic_tokens[0, PROMPT_LENGTH:].tolist())
 print("generated tokens, static: ", static_tokens[0, PROMPT_LENGTH:].tolist())
 
@@ -122,7 +123,8 @@ with v.check("static cache: every layer's K/V cache has one shape at every decod
 with v.check("static cache: every decoding step feeds the model inputs of one fixed shape") as check:
     signatures = {(step["inputs"], step["logits"]) for step in static[1:]}
     check.measure("distinct input and logits shape sets over the decoding steps", len(signatures), tolerance="== 1")
-    check.measure("decoding-step tensor arguments", ", ".join(f"{k} {s}" for k, s in static[-1]["inputs"]) if static else "none")
+    last = ", ".join(f"{k} {s}" for k, s in static[-1]["inputs"]) if static else "none"
+    check.measure("decoding-step tensor arguments", last)
     check.expect(len(signatures) == 1, f"{len(signatures)} different input shape sets during decoding")
 
 with v.check("dynamic cache: the K/V cache grows by one position per decoding step") as check:
@@ -131,8 +133,8 @@ with v.check("dynamic cache: the K/V cache grows by one position per decoding st
     check.measure("layer 0 K length per call", str(lengths))
     growth = [b - a for a, b in zip(lengths, lengths[1:])]
     check.expect(all(g == 1 for g in growth), f"cache length changed by {growth} between steps, not by 1")
-    all_layers_equal = all(len({kv[0] for kv in step["kv"]}) == 1 and len({kv[1] for kv in step["kv"]}) == 1 for step in dynamic)
-    check.expect(all_layers_equal, "layers disagree on the K/V shape within a step")
+    layers_agree = all(len({kv for kv in step["kv"]}) == 1 for step in dynamic)
+    check.expect(layers_agree, "layers disagree on the K/V shapes within a step")
 
 # %%
 # How many shapes a shape-specialising compiler would see
