@@ -21,13 +21,13 @@ the CPU the model lands on the CPU whatever the cause.
 import ast
 import importlib
 import inspect
-import tempfile
 import textwrap
 
 import accelerate
-import torch
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+from transformers import AutoModelForCausalLM
 from transformers.utils import logging as hf_logging
+
+from _tiny_llama import tiny_llama_checkpoint
 
 from torchclaims.verify import verification
 
@@ -98,18 +98,7 @@ with v.check("get_max_memory probes the listed device families and none of Neuro
 # (transformers 5.x), so we read the parameters' devices. The spy wraps the
 # name Transformers calls and keeps the keys of each returned budget.
 
-config = LlamaConfig(
-    hidden_size=32,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    num_key_value_heads=2,
-    vocab_size=128,
-    max_position_embeddings=64,
-)
-torch.manual_seed(0)
-checkpoint = tempfile.TemporaryDirectory()
-LlamaForCausalLM(config).save_pretrained(checkpoint.name)
+checkpoint = tiny_llama_checkpoint()  # see gallery/_tiny_llama.py
 
 budgets = []
 real_get_max_memory = accelerate.utils.get_max_memory

@@ -22,13 +22,14 @@ with ``from_pretrained(tmpdir, device_map=...)``:
 """
 
 import importlib.util
-import tempfile
 import time
 
 import torch
 import transformers
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+from transformers import AutoModelForCausalLM
 from transformers.utils import logging as hf_logging
+
+from _tiny_llama import tiny_llama_checkpoint
 
 from torchclaims.verify import verification
 
@@ -47,18 +48,7 @@ v = verification(
 # ``from_pretrained`` needs a directory; a two-layer Llama with a 128-token
 # vocabulary takes a few kilobytes.
 
-config = LlamaConfig(
-    hidden_size=32,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    num_key_value_heads=2,
-    vocab_size=128,
-    max_position_embeddings=64,
-)
-torch.manual_seed(0)
-checkpoint = tempfile.TemporaryDirectory()
-LlamaForCausalLM(config).save_pretrained(checkpoint.name)
+checkpoint = tiny_llama_checkpoint()  # see gallery/_tiny_llama.py
 
 
 def load(device_map):

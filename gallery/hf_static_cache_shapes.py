@@ -19,8 +19,10 @@ precondition, not the compilation count.
 
 import matplotlib.pyplot as plt
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 from transformers.utils import logging as hf_logging
+
+from _tiny_llama import tiny_llama_config
 
 from torchclaims.verify import verification
 
@@ -43,14 +45,7 @@ v = verification(
 # The hook sees every forward call ``generate()`` makes: call 0 is the prompt
 # (prefill), calls 1.. are the decoding steps.
 
-config = LlamaConfig(
-    hidden_size=32,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    num_key_value_heads=2,
-    vocab_size=128,
-    max_position_embeddings=64,
+config = tiny_llama_config(  # see gallery/_tiny_llama.py
     pad_token_id=0,
     bos_token_id=None,
     eos_token_id=None,

@@ -25,13 +25,14 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import (
     AutoModelForCausalLM,
-    LlamaConfig,
     LlamaForCausalLM,
     PreTrainedTokenizerFast,
     TrainingArguments,
     pipeline,
 )
 from transformers.utils import logging as hf_logging
+
+from _tiny_llama import tiny_llama_config
 
 from torchclaims.verify import verification
 
@@ -69,14 +70,7 @@ with v.check("TrainingArguments(output_dir=...).device has the configured backen
 # are what inference code looks like when it does not name a device. The
 # tokenizer is a word-level vocabulary built in memory (no download).
 
-config = LlamaConfig(
-    hidden_size=32,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    num_key_value_heads=2,
-    vocab_size=128,
-    max_position_embeddings=64,
+config = tiny_llama_config(  # see gallery/_tiny_llama.py
     pad_token_id=0,
     bos_token_id=1,
     eos_token_id=2,

@@ -80,7 +80,7 @@ def test_executable_claim_whose_script_is_missing(kb):
 
 
 def test_script_verifying_an_unknown_claim(kb):
-    script = write_script(kb, "ghost-claim")
+    write_script(kb, "ghost-claim")
     problem = only(lint(kb), "gallery/ghost_claim.py")
     assert "'ghost-claim'" in problem.message
     assert "no record" in problem.message and "claims/" in problem.message

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
-import sys
 
 from . import __version__
 from .backends import Backend

@@ -161,7 +161,9 @@ class Runner:
         # The parent knows the script's project path and content for sure (in the
         # child, sphinx-gallery changes the working directory).
         script = ScriptInfo(path=item.job.script_rel, sha256=_sha256(item.job.script))
-        record = record.model_copy(update={"cache_key": item.job.cache_key, "inputs": item.job.inputs, "script": script})
+        # The duration is the child's wall time, imports included: what the claim costs a build.
+        update = {"cache_key": item.job.cache_key, "inputs": item.job.inputs, "script": script, "duration_s": duration}
+        record = record.model_copy(update=update)
         write_record(item.job.record_path, record)
         return record
 
