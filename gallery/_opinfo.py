@@ -13,6 +13,7 @@ script is not importable, so the per-operator method lives here.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import multiprocessing
 import os
@@ -27,6 +28,14 @@ import torch
 
 DTYPE = torch.float32
 REFERENCE = torch.device("cpu")  # where samples are generated and references computed
+
+
+def device_error(answer) -> Exception:
+    """The exception to raise in the claim script for a ``fails`` or ``unsupported`` answer."""
+    name = answer.get("error", "RuntimeError")
+    builtin = getattr(builtins, name, None)
+    kind = builtin if isinstance(builtin, type) and issubclass(builtin, Exception) else type(name, (RuntimeError,), {})
+    return kind(answer["detail"])
 
 
 class WorkerUnavailable(BaseException):
@@ -87,7 +96,7 @@ def compare(actual, expected, atol, rtol):
 
 def _first_line(exc):
     lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return lines[0] if lines else ""
 
 
 def check_operator(op, tolerance, device, sync, max_samples, per_op_s):
@@ -95,7 +104,8 @@ def check_operator(op, tolerance, device, sync, max_samples, per_op_s):
 
     ``kind`` is ``evidence`` (with ``match``), ``no reference``, ``unsupported``
     (NotImplementedError on the device) or ``fails`` (any other exception on the
-    device); ``samples`` holds one outcome per sample with a CPU reference.
+    device, named in ``error``); ``samples`` holds one outcome per sample with a
+    CPU reference.
     """
     begun = time.perf_counter()
     try:
@@ -110,20 +120,20 @@ def check_operator(op, tolerance, device, sync, max_samples, per_op_s):
         if compare(again.output_process_fn_grad(call(op, again, seed=1)), expected[0], 0.0, 0.0) is not None:
             return {"kind": "no reference", "detail": "CPU result changes with the random seed", "samples": []}
     except Exception as exc:
-        return {"kind": "no reference", "detail": f"CPU reference raised {_first_line(exc)}", "samples": []}
+        return {"kind": "no reference", "detail": f"CPU reference raised {type(exc).__name__}: {_first_line(exc)}", "samples": []}
     outcomes = ["not run"] * len(expected)
     mismatches = []
     for index, sample in enumerate(first_samples(op, len(expected))):
         if index and time.perf_counter() - begun > per_op_s:
             break  # per-operator bound: the remaining samples stay "not run"
-        moved = sample.transform(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t)
         try:
+            moved = sample.transform(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t)
             out = moved.output_process_fn_grad(call(op, moved))  # on the device, as test_compare_cpu does
             sync()
         except Exception as exc:
             outcomes[index] = "fails"
             kind = "unsupported" if isinstance(exc, NotImplementedError) else "fails"
-            return {"kind": kind, "detail": _first_line(exc), "samples": outcomes}
+            return {"kind": kind, "error": type(exc).__name__, "detail": _first_line(exc), "samples": outcomes}
         problem = compare(out, expected[index], *tolerance)
         outcomes[index] = "match" if problem is None else "mismatch"
         if problem is not None:
@@ -151,7 +161,12 @@ def _serve(conn, backend_name, max_samples, per_op_s):
         if request is None:
             break
         name, tolerance = request
-        conn.send(check_operator(ops[name], tolerance, device, backend.synchronize, max_samples, per_op_s))
+        try:
+            answer = check_operator(ops[name], tolerance, device, backend.synchronize, max_samples, per_op_s)
+        except Exception as exc:  # e.g. in compare(): counted as run_items counts an exception from an item
+            kind = "unsupported" if isinstance(exc, NotImplementedError) else "fails"
+            answer = {"kind": kind, "error": type(exc).__name__, "detail": _first_line(exc), "samples": []}
+        conn.send(answer)
     sys.stdout.flush()
     sys.stderr.flush()
 
@@ -222,18 +237,16 @@ class Worker:
         if self.process is None or not self.process.is_alive():
             self.start()
         self.conn.send((name, tolerance))
-        answered = self.conn.poll(self.op_timeout_s)
-        try:
-            if answered:
+        if self.conn.poll(self.op_timeout_s):
+            try:
                 return self.conn.recv()
-        except EOFError:
-            pass
+            except EOFError:  # the worker died: wait for its exit code
+                self.process.join(10)
         if self.process.is_alive():  # hung: no answer within the limit
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.join(5)
             detail = f"no answer within {self.op_timeout_s:g} s (the process was killed)"
         else:
-            self.process.join(5)
             detail = _died(self.process)
         self.process = self.conn = None
-        return {"kind": "fails", "detail": detail, "samples": ["fails"]}
+        return {"kind": "fails", "error": "WorkerDied", "detail": detail, "samples": ["fails"]}

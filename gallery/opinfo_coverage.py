@@ -148,10 +148,8 @@ def operator(op, tolerance):
         sample_outcomes[name] = answer["samples"]
         if answer["kind"] == "no reference":
             raise NoReference(answer["detail"])
-        if answer["kind"] == "unsupported":
-            raise NotImplementedError(answer["detail"])
-        if answer["kind"] == "fails":
-            raise RuntimeError(answer["detail"])
+        if answer["kind"] in ("unsupported", "fails"):
+            raise _opinfo.device_error(answer)  # the device's exception type and first line
         outcomes = answer["samples"]
         return Evidence(
             match=answer["match"],
