@@ -18,7 +18,7 @@ from .records import Environment
 # Variables that change what a claim script does, whatever the backend. The
 # runner's own TORCHCLAIMS_* variables differ per claim and say nothing about
 # the environment, so they are left out.
-COMMON_ENV_PREFIXES = ("CUBLAS_WORKSPACE_CONFIG", "HF_HUB_OFFLINE", "OMP_NUM_THREADS")
+COMMON_ENV_PREFIXES = ("CUBLAS_WORKSPACE_CONFIG", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "TORCHINDUCTOR_", "TORCHDYNAMO_")
 
 
 def package_versions(names: tuple[str, ...]) -> dict[str, str]:

@@ -62,7 +62,14 @@ class Runner:
         self.backend = backend
         self.parallel = max(1, parallel)
         # Scripts draw figures off-screen and never reach the Hugging Face Hub.
-        self.env = {"MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TORCHCLAIMS_BACKEND": backend}
+        # Inductor compiles in the child itself: a pool of compile workers would
+        # outlive the child's hard exit and leak its semaphores.
+        self.env = {
+            "MPLBACKEND": "Agg",
+            "HF_HUB_OFFLINE": "1",
+            "TORCHINDUCTOR_COMPILE_THREADS": "1",
+            "TORCHCLAIMS_BACKEND": backend,
+        }
         self._ctx = multiprocessing.get_context("forkserver")
         preload = [m for m in PRELOAD + extra_preload if importlib.util.find_spec(m.split(".")[0])]
         self._ctx.set_forkserver_preload(preload)
