@@ -41,7 +41,7 @@ sphinx_gallery_conf = {
     "examples_dirs": ["gallery"],
     "gallery_dirs": ["docs/auto_gallery"],
     "filename_pattern": r"(?!)",
-    "ignore_pattern": r"(/|\\)_",
+    "ignore_pattern": r"^_",  # matched against the file name: helper modules
     "remove_config_comments": True,
     "download_all_examples": False,
     "write_computation_times": False,

@@ -1,6 +1,6 @@
 """
 Each backend has a named torch.compile backend; Neuron ignores CUDA-oriented modes
-=================================================================================
+==================================================================================
 
 :claim-verdict:`compile-backend-and-modes`
 

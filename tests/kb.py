@@ -108,7 +108,7 @@ sphinx_gallery_conf = {
     "examples_dirs": ["gallery"],
     "gallery_dirs": ["docs/auto_gallery"],
     "filename_pattern": r"(?!)",
-    "ignore_pattern": r"(/|\\\\)_",
+    "ignore_pattern": r"^_",
     "write_computation_times": False,
     "download_all_examples": False,
 }
