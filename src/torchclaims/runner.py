@@ -169,7 +169,15 @@ class Runner:
         # child, sphinx-gallery changes the working directory).
         script = ScriptInfo(path=item.job.script_rel, sha256=_sha256(item.job.script))
         # The duration is the child's wall time, imports included: what the claim costs a build.
-        update = {"cache_key": item.job.cache_key, "inputs": item.job.inputs, "script": script, "duration_s": duration}
+        # The environment is the one the child was started in (the cache key's), not
+        # one the script may have changed (inductor sets its own variables, say).
+        update = {
+            "cache_key": item.job.cache_key,
+            "inputs": item.job.inputs,
+            "script": script,
+            "duration_s": duration,
+            "environment": environment,
+        }
         record = record.model_copy(update=update)
         write_record(item.job.record_path, record)
         return record

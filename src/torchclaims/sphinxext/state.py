@@ -80,6 +80,21 @@ def _gallery_target(app: Sphinx, root: Path, gallery_dir: str):
     return target
 
 
+def remove_orphan_pages(gallery_output: Path, src_dir: Path) -> list[str]:
+    """Delete generated example pages whose script is gone (sphinx-gallery keeps them)."""
+    removed = []
+    for page in sorted(gallery_output.glob("*.rst")):
+        script = src_dir / f"{page.stem}.py"
+        if page.name == "index.rst" or (script.is_file() and not page.name.startswith("_")):
+            continue
+        for generated in gallery_output.glob(f"{page.stem}.*"):
+            generated.unlink()
+        for image in gallery_output.glob(f"images/**/sphx_glr_{page.stem}_*"):
+            image.unlink()
+        removed.append(page.stem)
+    return removed
+
+
 def _page_missing(app: Sphinx, gallery_dir: str):
     from sphinx_gallery.utils import get_md5sum
 
@@ -124,6 +139,8 @@ def prepare(app: Sphinx) -> None:
     for problem in claims.problems + cross_check(root, claims):
         warn(str(problem), "claim", location=str(problem.path))
     gallery_dir = config.torchclaims_gallery_output
+    for stem in remove_orphan_pages(Path(app.srcdir, gallery_dir), root / "gallery"):
+        logger.info(f"torchclaims: removed the generated page of {stem}, whose script is gone")
     outcome = None
     build_records = {}
     if config.torchclaims_execute:
