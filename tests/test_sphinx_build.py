@@ -73,6 +73,9 @@ def test_matrix_merges_the_committed_results_file(site):
     assert "cpu · torch 2.13.0" in text and "xla · torch_xla 2.9.0" in text
     assert "xla · torch_xla 2.9.0: 0 holds, 1 refuted" in text
     assert "∅ not run" in text  # the other claims have no xla record
+    raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
+    # each cell links to the claim's evidence and keeps its badge
+    assert '<a class="reference internal" href="topic.html#claim-kb-holds"><span><span class="tc-badge tc-holds">' in raw
     topic = html(root, "docs/topic")
     assert "verified on xla, torch 2.9.0" in topic and "xla-run.json" in topic
 

@@ -6,6 +6,7 @@ its own module.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -28,7 +29,16 @@ def setup(app: Sphinx) -> dict:
     setup_changes(app)  # claims-changes
     setup_backends_table(app)  # backend-descriptors
     app.connect("builder-inited", _add_static)
-    return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
+    return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": _code_version()}
+
+
+def _code_version() -> int:
+    """Changes whenever the extension's code does, so Sphinx re-reads every page
+    (claims are not re-run for that: only their pages are rebuilt)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return int(digest.hexdigest()[:12], 16)
 
 
 def _add_static(app: Sphinx) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from docutils import nodes
 from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from ..claims import Claim
@@ -213,11 +214,33 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
     return section
 
 
-def claim_ref(claim_id: str, child: nodes.Node) -> addnodes.pending_xref:
-    """A link to the section that shows the claim (wherever it is)."""
-    ref = addnodes.pending_xref("", refdomain="std", reftype="ref", reftarget=f"claim-{claim_id}", refexplicit=True, refwarn=True)
-    ref += child
-    return ref
+class claim_link(nodes.Inline, nodes.Element):  # noqa: N801 (docutils node naming)
+    """A link to the section showing a claim, resolved once every page is read.
+
+    Sphinx's own ``ref`` resolution would flatten the children to text, losing
+    the verdict badges a matrix cell links with.
+    """
+
+
+def claim_ref(claim_id: str, child: nodes.Node) -> claim_link:
+    return claim_link("", child, claim_id=claim_id)
+
+
+class ResolveClaimLinks(SphinxPostTransform):
+    default_priority = 5  # before Sphinx resolves its own references
+
+    def run(self, **kwargs) -> None:
+        labels = self.env.get_domain("std").labels
+        for node in list(self.document.findall(claim_link)):
+            target = labels.get(f"claim-{node['claim_id']}")
+            if target is None:
+                warn(f"claim {node['claim_id']!r} is not shown on any page, so it cannot be linked", "link", location=node)
+                node.replace_self(node.children)
+                continue
+            docname, label, _ = target
+            uri = self.app.builder.get_relative_uri(self.env.docname, docname) + f"#{label}"
+            reference = nodes.reference("", "", *node.children, refuri=uri, internal=True)
+            node.replace_self(reference)
 
 
 def _join(items: list[nodes.Node]) -> list[nodes.Node | str]:
@@ -291,3 +314,5 @@ def setup_claim(app) -> None:
     app.add_directive("claim", ClaimDirective)
     app.add_directive("topic-claims", TopicClaimsDirective)
     app.add_role("claim-verdict", ClaimVerdictRole())
+    app.add_node(claim_link)
+    app.add_post_transform(ResolveClaimLinks)
