@@ -7,13 +7,17 @@ and the claim script, down with it. So the operators run one at a time in a
 spawned worker process: :class:`Worker` sends it an operator's name and waits
 for the answer; if the worker dies or hangs, that operator counts as failing on
 the device (with the signal or the time limit), and a fresh worker carries on
-with the next operator. A spawned worker imports what it runs, and a gallery
+with the next operator. A failure can also spoil the process for the operators
+after it (torch_xla: a tensor left over from a failed lowering makes every later
+``torch_xla.sync()`` fail), so after a failure the worker collects garbage and
+synchronizes, and is replaced if that raises. A spawned worker imports what it runs, and a gallery
 script is not importable, so the per-operator method lives here.
 """
 
 from __future__ import annotations
 
 import builtins
+import gc
 import itertools
 import multiprocessing
 import os
@@ -166,7 +170,19 @@ def _serve(conn, backend_name, max_samples, per_op_s):
         except Exception as exc:  # e.g. in compare(): counted as run_items counts an exception from an item
             kind = "unsupported" if isinstance(exc, NotImplementedError) else "fails"
             answer = {"kind": kind, "error": type(exc).__name__, "detail": _first_line(exc), "samples": []}
+        if answer["kind"] in ("fails", "unsupported"):
+            # A failed call can leave device tensors in reference cycles (the traceback's
+            # frames); a later synchronize would execute them and fail again, blaming the
+            # next operator. Collect them; if the device still cannot synchronize, this
+            # worker is spoilt and a fresh one takes the next operator.
+            gc.collect()
+            try:
+                backend.synchronize()
+            except Exception as exc:
+                answer["restart"] = f"synchronize() after the failure raised {type(exc).__name__}: {_first_line(exc)}"
         conn.send(answer)
+        if "restart" in answer:
+            break
     sys.stdout.flush()
     sys.stderr.flush()
 
@@ -201,6 +217,7 @@ class Worker:
         self.start_timeout_s, self.op_timeout_s = start_timeout_s, op_timeout_s
         self.process = self.conn = None
         self.starts = 0
+        self.restarts = []  # why a worker was replaced although it was alive
 
     def start(self):
         context = multiprocessing.get_context("spawn")
@@ -239,9 +256,15 @@ class Worker:
         self.conn.send((name, tolerance))
         if self.conn.poll(self.op_timeout_s):
             try:
-                return self.conn.recv()
+                answer = self.conn.recv()
             except EOFError:  # the worker died: wait for its exit code
                 self.process.join(10)
+            else:
+                if "restart" in answer:  # the worker stops after this answer
+                    self.process.join(10)
+                    self.stop()
+                    self.restarts.append(f"after {name}: {answer['restart']}")
+                return answer
         if self.process.is_alive():  # hung: no answer within the limit
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.join(5)

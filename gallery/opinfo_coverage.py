@@ -130,10 +130,13 @@ for name, why in sorted(excluded.items()):
 # .. literalinclude:: /gallery/_opinfo.py
 #    :pyobject: check_operator
 #
-# A device runtime can also kill the process instead of raising, so the
-# operators run one at a time in a separate worker process on the configured
-# backend: an operator that kills the worker, or gets no answer within 60 s,
-# counts as *fails* (with the signal), and a fresh worker takes the next one.
+# A device runtime can also kill the process instead of raising, or be left
+# unable to synchronize by a failed call, so the operators run one at a time in
+# a separate worker process on the configured backend: an operator that kills
+# the worker, or gets no answer within 60 s, counts as *fails* (with the
+# signal), and a fresh worker takes the next one; after a failure the worker
+# collects what the failed call left behind and must synchronize cleanly, or it
+# is replaced too.
 
 sample_outcomes = {}  # operator -> outcome of each sample with a CPU reference: match, mismatch, fails, not run
 worker = _opinfo.Worker(v.backend.name, MAX_SAMPLES, PER_OP_S)
@@ -167,6 +170,8 @@ report = run_items(
 )
 worker.stop()
 print(f"worker processes started: {worker.starts}")
+for why in worker.restarts:
+    print(f"  worker replaced {why}")
 counts = report.counts()
 
 all_samples = [outcome for outcomes in sample_outcomes.values() for outcome in outcomes]

@@ -348,3 +348,16 @@ def test_version_differences_include_packages_and_runtimes_but_not_host_details(
 
 def test_describe_with_no_version_difference():
     assert describe(make_environment(), make_environment(os="Linux 7")) == "no package versions differ"
+
+
+def test_a_new_run_supersedes_files_of_the_same_environment_only(tmp_path):
+    from torchclaims.results import superseded_by
+
+    same = write_results_file(tmp_path / "old-same.json", [make_record("a-claim")])
+    other_env = make_environment(torch="2.14.1")
+    other = write_results_file(tmp_path / "old-other.json", [make_record("a-claim", environment=other_env)], environment=other_env)
+    (tmp_path / "broken.json").write_text("{")
+    new = write_results_file(tmp_path / "new.json", [make_record("a-claim", "refuted")])
+    assert superseded_by(read_results(new), tmp_path, keep=new) == [same]
+    assert other.exists()
+

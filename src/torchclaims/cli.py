@@ -20,7 +20,7 @@ from .changes import describe, only_in, verdict_changes
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, TorchclaimsError, UsageError
 from .records import Verdict, read_record
-from .results import build_results, default_name, read_results, write_results
+from .results import build_results, default_name, read_results, superseded_by, write_results
 
 
 class ExitCode(IntEnum):
@@ -61,6 +61,10 @@ def cmd_verify(args) -> ExitCode:
     output = Path(args.output) if args.output else root / "_build" / "results"
     path = output / default_name(results) if output.suffix != ".json" else output
     write_results(path, results)
+    if output.suffix != ".json":
+        for old in superseded_by(results, output, keep=path):
+            old.unlink()
+            print(f"replaced {old} (same environment)")
     print_table(records)
     print(f"results file: {path}")
     errored = [r.claim_id for r in records if r.verdict is Verdict.ERROR]

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .backends import all_backends
 from .cache import Staleness, cache_key, script_inputs, staleness
 from .claims import Claim
 from .errors import InvalidFileError
@@ -76,11 +75,9 @@ def verify(
     warn: Callable[[str], None] = print,
 ) -> Outcome:
     """Bring the records of ``claims`` up to date on the configured backend."""
-    # A backend's plugin (torch_xla) is imported once in the fork server; importing
-    # it does not start its runtime, which must only start in the children.
-    descriptor = all_backends().get(settings.backend)
-    preload = descriptor.modules if descriptor else ()
-    runner = Runner(settings.backend, parallel=settings.parallel, extra_preload=preload)
+    # Backend plugins are imported in each child, not in the fork server: importing
+    # torch_xla there marks every forked child as a bad fork for torch.cuda calls.
+    runner = Runner(settings.backend, parallel=settings.parallel)
     probe = runner.probe()
     log(f"torchclaims: backend {probe.backend}: {probe.why}")
     environment = probe.environment

@@ -71,3 +71,21 @@ def read_results(path: Path) -> ResultsFile:
             raise InvalidFileError([Problem(path, "format", f"not a torchclaims results file (expected format = {RESULTS_FORMAT!r})")])
 
     return load_versioned_json(path, ResultsFile, RESULTS_SCHEMA_VERSION, is_results_file)
+
+
+def superseded_by(results: ResultsFile, directory: Path, keep: Path) -> list[Path]:
+    """Other results files in ``directory`` from the same environment (same backend,
+    versions, device and variables): a new run of that configuration replaces them,
+    while runs of other versions stay and make up the history."""
+    same = []
+    for path in sorted(directory.glob("*.json")):
+        if path == keep:
+            continue
+        try:
+            other = read_results(path)
+        except InvalidFileError:
+            continue  # not ours to delete; the site reports it
+        if other.environment.cache_identity() == results.environment.cache_identity():
+            same.append(path)
+    return same
+

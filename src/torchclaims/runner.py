@@ -58,7 +58,7 @@ class Probe:
 class Runner:
     """Owns the fork server; runs jobs ``parallel`` at a time."""
 
-    def __init__(self, backend: str, *, parallel: int, extra_preload: tuple[str, ...] = ()):
+    def __init__(self, backend: str, *, parallel: int):
         self.backend = backend
         self.parallel = max(1, parallel)
         # Scripts draw figures off-screen and never reach the Hugging Face Hub.
@@ -71,7 +71,7 @@ class Runner:
             "TORCHCLAIMS_BACKEND": backend,
         }
         self._ctx = multiprocessing.get_context("forkserver")
-        preload = [m for m in PRELOAD + extra_preload if importlib.util.find_spec(m.split(".")[0])]
+        preload = [m for m in PRELOAD if importlib.util.find_spec(m.split(".")[0])]
         self._ctx.set_forkserver_preload(preload)
         self.threads = max(1, (os.cpu_count() or 1) // self.parallel)
 
