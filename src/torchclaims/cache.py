@@ -17,6 +17,8 @@ from pathlib import Path
 from .records import Environment, ResultRecord, Verdict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+# The harness every script runs inside; a change to it may change any result.
+HARNESS = (PACKAGE_DIR / "_child.py", PACKAGE_DIR / "runner.py")
 
 
 def _module_file(name: str, search_dirs: list[Path]) -> Path | None:
@@ -55,7 +57,7 @@ def script_inputs(script: Path, root: Path) -> dict[str, str]:
     """sha256 of the script and of every project file it imports, transitively."""
     search_dirs = [script.parent]
     seen: dict[Path, str] = {}
-    queue = [script]
+    queue = [script, *HARNESS]
     while queue:
         path = queue.pop()
         if path in seen:
