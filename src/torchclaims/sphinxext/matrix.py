@@ -16,7 +16,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..records import Verdict
 from ..topics import TOPICS
-from .claim import NOT_RUN, SYMBOLS, attributed_badge, badge, claim_ref
+from .claim import NOT_RUN, SYMBOLS, badge, claim_ref
 from .state import get_state
 from .tracking import ALL_CLAIMS, note_shown
 
@@ -83,7 +83,7 @@ class ClaimsMatrixDirective(SphinxDirective):
                 for i, column in enumerate(columns):
                     entry = latest.get(column)
                     if not claim.executable:
-                        kind, content = "attributed", attributed_badge()
+                        kind, content = "attributed", badge("❝ attributed", "attributed")
                     elif entry is None:
                         kind, content = "notrun", badge(f"∅ {NOT_RUN}", "notrun")
                     else:
