@@ -30,12 +30,11 @@ import socket
 import sys
 import tempfile
 import time
-import types
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 import torch._dynamo  # noqa: F401  DDP's constructor imports it (~3 s); imported once here, forked workers inherit it
+from _spawn import main_module_hidden
 
 LOG_TAIL = 1500  # characters of each worker's log kept in a failure message
 
@@ -206,22 +205,6 @@ def loopback_interface() -> str | None:
     return None
 
 
-@contextmanager
-def _main_module_hidden():
-    """Start workers without running the claim script again inside them.
-
-    (Only matters for ``spawn``.) ``spawn`` re-imports the parent's ``__main__`` module in every child (so that
-    functions defined there can be found). Here ``__main__`` is the claim script,
-    which must not run again; the workers only need this module. While the
-    workers start, ``__main__`` is a blank module with no file and no spec.
-    """
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
 
 
 def _tail(path: str) -> str:
@@ -265,7 +248,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="torchclaims-dist-") as outdir:
         launch = Launch(job, backend.name, dist_backend, init_method, world_size, timeout_s, outdir, env)
         workers = [context.Process(target=_worker, args=(rank, launch), name=f"{job}-rank{rank}") for rank in range(world_size)]
-        with _main_module_hidden():
+        with main_module_hidden():
             for worker in workers:
                 worker.start()
         deadline = time.monotonic() + startup_s + timeout_s

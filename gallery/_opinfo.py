@@ -24,11 +24,10 @@ import os
 import signal
 import sys
 import time
-import types
 import warnings
-from contextlib import contextmanager
 
 import torch
+from _spawn import main_module_hidden
 
 DTYPE = torch.float32
 REFERENCE = torch.device("cpu")  # where samples are generated and references computed
@@ -187,16 +186,6 @@ def _serve(conn, backend_name, max_samples, per_op_s):
     sys.stderr.flush()
 
 
-@contextmanager
-def _main_module_hidden():
-    """``spawn`` re-imports the parent's ``__main__`` (the claim script) in the child; hide it while starting."""
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
 
 
 def _died(process) -> str:
@@ -223,7 +212,7 @@ class Worker:
         context = multiprocessing.get_context("spawn")
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_serve, args=(child, *self.args), daemon=True, name="opinfo-worker")
-        with _main_module_hidden():
+        with main_module_hidden():
             self.process.start()
         child.close()
         self.starts += 1
