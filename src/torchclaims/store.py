@@ -115,11 +115,6 @@ def load_store(
     store = Store(build_environment=build_environment)
     for record in build_records.values():
         store.add(Entry(record, THIS_BUILD))
-    for path in sorted(history_dir.rglob("*.json")) if history_dir and history_dir.is_dir() else []:
-        try:
-            store.add(Entry(read_record(path), EARLIER_BUILD))
-        except InvalidFileError as exc:
-            store.problems.extend(exc.problems)
     if results_dir is not None and results_dir.is_dir():
         for path in sorted(results_dir.glob("*.json")):
             try:
@@ -129,4 +124,10 @@ def load_store(
                 continue
             for record in results.records:
                 store.add(Entry(record, path.name, results.label))
+    # After the results files, so a record merged into results/ is named by its file.
+    for path in sorted(history_dir.rglob("*.json")) if history_dir and history_dir.is_dir() else []:
+        try:
+            store.add(Entry(read_record(path), EARLIER_BUILD))
+        except InvalidFileError as exc:
+            store.problems.extend(exc.problems)
     return store
