@@ -14,7 +14,7 @@ import os
 import runpy
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -38,7 +38,6 @@ class ChildJob:
     status_path: str
     threads: int
     gallery: GalleryTarget | None = None
-    preload: tuple[str, ...] = field(default=())
 
 
 def _redirect_output(log_path: str) -> None:

@@ -38,7 +38,6 @@ def warn(message: str, subtype: str, location=None) -> None:
 class BuildState:
     """What every directive of this build reads; set once per build."""
 
-    root: Path
     claims: ClaimSet
     store: Store
     gallery_dir: str  # docname prefix of the generated example pages
@@ -175,7 +174,7 @@ def prepare(app: Sphinx) -> None:
         for c in claims.executable()
         if (root / c.script).is_file()
     }
-    setattr(app, _STATE_ATTRIBUTE, BuildState(root, claims, store, gallery_dir, float(config.torchclaims_max_age_days), outcome, script_sha))
+    setattr(app, _STATE_ATTRIBUTE, BuildState(claims, store, gallery_dir, float(config.torchclaims_max_age_days), outcome, script_sha))
 
 
 def setup_state(app: Sphinx) -> None:
