@@ -48,6 +48,13 @@ with v.check("addition on the device") as check:
     check.close(torch.ones(3, device=v.device) * 2, torch.full((3,), 2.0), rtol=0, atol=0, what="sum")
 v.finish()
 """,
+    "figure": """
+import matplotlib.pyplot as plt
+plt.plot([1, 2, 3])
+with v.check("draws") as check:
+    check.expect(True, "")
+v.finish()
+""",
     "refuted": """
 with v.check("one equals two") as check:
     check.equal(1, 2, "one")

@@ -113,3 +113,18 @@ def test_unusable_backend_gives_unverified_records_without_running_scripts(tmp_p
     assert record.verdict is Verdict.UNVERIFIED
     assert "backend cuda is not usable here" in record.reason
     assert record.checks == []
+
+
+def test_verify_keeps_figures_with_the_record_and_the_results_file(tmp_path, capsys):
+    from torchclaims.cli import main
+    from torchclaims.results import read_results
+
+    write_claim(tmp_path, "kb-figure", "figure")
+    assert main(["verify", "--root", str(tmp_path), "--output", str(tmp_path / "out"), "--timeout", "60"]) == 0
+    (results_path,) = (tmp_path / "out").glob("*.json")
+    (record,) = read_results(results_path).records
+    assert record.figures == [f"figures/{results_path.stem}/kb-figure/figure-1.png"]
+    assert (tmp_path / "out" / record.figures[0]).read_bytes().startswith(b"\x89PNG")
+    beside_record = tmp_path / "_build" / "records" / "cpu" / "kb-figure" / "figure-1.png"
+    assert beside_record.is_file()
+

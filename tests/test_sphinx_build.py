@@ -30,13 +30,22 @@ def site(tmp_path_factory):
         {**record.environment.model_dump(), "backend": "xla", "device": "xla:0", "torch": "2.9.0",
          "packages": {"torch": "2.9.0", "torch_xla": "2.9.0"}}
     )
-    xla_record = record.model_copy(update={"environment": xla_env, "verdict": Verdict.REFUTED, "reason": ""})
-    (root / "results").mkdir()
+    figure = "figures/xla-run/kb-holds/figure-1.png"
+    xla_record = record.model_copy(update={"environment": xla_env, "verdict": Verdict.REFUTED, "reason": "", "figures": [figure]})
+    (root / "results" / figure).parent.mkdir(parents=True)
+    (root / "results" / figure).write_bytes(PNG)
     write_results(root / "results" / "xla-run.json", build_results([xla_record], xla_env, label="xla box"))
     (root / "results" / "broken.json").write_text("{not json")
     second = build(root)
     assert second.returncode == 0, second.stderr[-3000:]
     return root, first, second
+
+
+# The smallest valid PNG: one transparent pixel.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+)
 
 
 def html(root: Path, page: str) -> str:
@@ -78,6 +87,8 @@ def test_matrix_merges_the_committed_results_file(site):
     assert '<a class="reference internal" href="topic.html#claim-kb-holds"><span><span class="tc-badge tc-holds">' in raw
     topic = html(root, "docs/topic")
     assert "verified on xla, torch 2.9.0" in topic and "xla-run.json" in topic
+    raw = (root / "_build" / "html" / "docs" / "topic.html").read_text()
+    assert 'alt="figure 1 of the xla · torch_xla 2.9.0 run"' in raw  # the results file's figure
 
 
 def test_broken_results_file_is_reported_and_harms_nothing(site):

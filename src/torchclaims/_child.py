@@ -36,6 +36,7 @@ class ChildJob:
     env: dict[str, str]
     log_path: str
     status_path: str
+    figures_dir: str  # where figures left open by a plain run are saved
     threads: int
     gallery: GalleryTarget | None = None
 
@@ -70,6 +71,16 @@ def _run_gallery(job: ChildJob) -> None:
         raise ScriptRaised(lines[-1] if lines else "the script raised an exception")
 
 
+def _save_figures(directory: Path) -> None:
+    """Keep the script's figures with its record (sphinx-gallery does it for pages)."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None:
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    for number in pyplot.get_fignums():
+        pyplot.figure(number).savefig(directory / f"figure-{number}.png", dpi=72)
+
+
 class ScriptRaised(Exception):
     """The script raised inside sphinx-gallery, which already printed it."""
 
@@ -92,6 +103,7 @@ def run(job: ChildJob) -> None:
             _run_gallery(job)
         else:
             runpy.run_path(job.script, run_name="__main__")
+            _save_figures(Path(job.figures_dir))
     except SystemExit as exc:
         status["ended"] = f"the script called sys.exit({exc.code!r})"
         code = 1

@@ -20,7 +20,7 @@ from .changes import describe, only_in, verdict_changes
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, TorchclaimsError, UsageError
 from .records import Verdict, read_record
-from .results import build_results, default_name, read_results, superseded_by, write_results
+from .results import build_results, default_name, export_figures, figures_dir, read_results, superseded_by, write_results
 
 
 class ExitCode(IntEnum):
@@ -60,10 +60,13 @@ def cmd_verify(args) -> ExitCode:
     results = build_results(records, outcome.probe.environment, label=args.label)
     output = Path(args.output) if args.output else root / "_build" / "results"
     path = output / default_name(results) if output.suffix != ".json" else output
+    records_dir = settings.records_root() / outcome.probe.backend
+    results = results.model_copy(update={"records": export_figures(results.records, records_dir, path)})
     write_results(path, results)
     if output.suffix != ".json":
         for old in superseded_by(results, output, keep=path):
             old.unlink()
+            shutil.rmtree(figures_dir(old), ignore_errors=True)
             print(f"replaced {old} (same environment)")
     print_table(records)
     print(f"results file: {path}")
@@ -136,6 +139,11 @@ def cmd_merge(args) -> ExitCode:
             status = ExitCode.INVALID_INPUT
             continue
         shutil.copyfile(path, destination)
+        for record in results.records:
+            for figure in record.figures:  # copied if present; a missing one is simply not shown
+                if (path.parent / figure).is_file():
+                    (target / figure).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path.parent / figure, target / figure)
         print(f"merged {path} -> {destination} ({results.backend}, {len(results.records)} records)")
     return status
 

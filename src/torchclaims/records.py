@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InvalidFileError, Problem, problems_from_validation
@@ -127,6 +129,9 @@ class ResultRecord(BaseModel):
     inputs: dict[str, str] = Field(default_factory=dict)  # project file -> sha256
     environment: Environment
     log_tail: str = ""  # last lines of the child's output, kept for errors
+    # PNG files of the script's figures, relative to the record (or results) file;
+    # only plain runs keep them: on the site, the gallery page shows the build's own.
+    figures: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)*\.png$")]] = Field(default_factory=list)
 
     @property
     def date(self) -> str:

@@ -9,6 +9,7 @@ names it, and never affects other files.
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -88,4 +89,26 @@ def superseded_by(results: ResultsFile, directory: Path, keep: Path) -> list[Pat
         if other.environment.cache_identity() == results.environment.cache_identity():
             same.append(path)
     return same
+
+
+def export_figures(records: list[ResultRecord], records_dir: Path, results_path: Path) -> list[ResultRecord]:
+    """Copy the records' figures beside a results file: figures/<file stem>/<claim>/...
+
+    Returns the records with figure paths relative to the results file's folder.
+    """
+    exported = []
+    for record in records:
+        paths = []
+        for figure in record.figures:
+            relative = f"figures/{results_path.stem}/{figure}"
+            destination = results_path.parent / relative
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(records_dir / figure, destination)
+            paths.append(relative)
+        exported.append(record.model_copy(update={"figures": paths}))
+    return exported
+
+
+def figures_dir(results_path: Path) -> Path:
+    return results_path.parent / "figures" / results_path.stem
 

@@ -15,6 +15,7 @@ import json
 import multiprocessing
 import multiprocessing.connection
 import os
+import shutil
 import signal
 import tempfile
 import time
@@ -138,6 +139,7 @@ class Runner:
             },
             log_path=f"{stem}.log",
             status_path=f"{stem}.status.json",
+            figures_dir=f"{stem}.figures",
             threads=self.threads,
             gallery=job.gallery,
         )
@@ -165,6 +167,7 @@ class Runner:
                     record = None
         if record is None:
             record = error_record(item.job, environment, cause, item.started_at, duration, _tail(Path(child.log_path)))
+        figures = _keep_figures(Path(child.figures_dir), item.job.record_path) if record.checks else []
         # The parent knows the script's project path and content for sure (in the
         # child, sphinx-gallery changes the working directory).
         script = ScriptInfo(path=item.job.script_rel, sha256=_sha256(item.job.script))
@@ -177,6 +180,7 @@ class Runner:
             "script": script,
             "duration_s": duration,
             "environment": environment,
+            "figures": figures,
         }
         record = record.model_copy(update=update)
         write_record(item.job.record_path, record)
@@ -191,6 +195,18 @@ class _Running:
     started: float
     deadline: float
     started_at: object
+
+
+def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
+    """Move a run's figures beside its record; return their paths relative to it."""
+    target = record_path.with_suffix("")  # <records>/<backend>/<claim>/figure-N.png
+    shutil.rmtree(target, ignore_errors=True)
+    figures = sorted(scratch.glob("figure-*.png"), key=lambda p: int(p.stem.split("-")[1]))
+    if figures:
+        target.mkdir(parents=True)
+    for figure in figures:
+        shutil.move(figure, target / figure.name)
+    return [f"{target.name}/{figure.name}" for figure in figures]
 
 
 def _kill_group(pid: int | None) -> None:

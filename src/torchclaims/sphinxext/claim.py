@@ -16,7 +16,7 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from ..claims import Claim
 from ..records import CheckResult, Verdict
-from ..store import THIS_BUILD, Entry
+from ..store import EARLIER_BUILD, THIS_BUILD, Entry
 from ..topics import TOPICS
 from .state import BuildState, get_state, warn
 from .tracking import note_shown
@@ -147,8 +147,23 @@ def evidence(state: BuildState, claim: Claim, entry: Entry) -> list[nodes.Node]:
     details = nodes.container(classes=["tc-environment"])
     details += _bullets([paragraph(f) for f in facts])
     out.append(details)
+    out.extend(figures(state, entry))
     if record.log_tail and record.verdict is Verdict.ERROR:
         out.append(nodes.literal_block(record.log_tail, record.log_tail, classes=["tc-log"]))
+    return out
+
+
+def figures(state: BuildState, entry: Entry) -> list[nodes.Node]:
+    """Figures a results file brought (this build's own are on the gallery page)."""
+    if entry.origin in (THIS_BUILD, EARLIER_BUILD) or state.results_dir is None:
+        return []
+    out = []
+    for index, figure in enumerate(entry.record.figures, 1):
+        if not (state.results_dir / figure).is_file():
+            warn(f"{entry.origin} names figure {figure}, which is not in {state.results_dir}", "results")
+            continue
+        image = nodes.image(uri=f"{state.results_uri}/{figure}", alt=f"figure {index} of the {entry.column} run", width="420px")
+        out.append(image)
     return out
 
 

@@ -44,6 +44,8 @@ class BuildState:
     max_age_days: float
     outcome: Outcome | None = None
     script_sha: dict[str, str] = field(default_factory=dict)
+    results_dir: Path | None = None  # the committed results files (and their figures)
+    results_uri: str = ""  # the same folder as an image path for Sphinx ("/results")
 
     def digest(self, claim_ids: list[str]) -> str:
         """Changes when anything a page shows about these claims changes."""
@@ -125,7 +127,8 @@ def export_results(app: Sphinx, exception) -> None:
     state = get_state(app)
     if exception is not None or state.outcome is None or app.builder.format != "html":
         return
-    records = [r for r in state.outcome.records.values()]
+    # Figures of this build are on its gallery pages, not beside this file.
+    records = [r.model_copy(update={"figures": []}) for r in state.outcome.records.values()]
     results = build_results(records, state.outcome.probe.environment, label="site build")
     write_results(Path(app.outdir) / RESULTS_DOWNLOAD, results)
 
@@ -174,7 +177,9 @@ def prepare(app: Sphinx) -> None:
         for c in claims.executable()
         if (root / c.script).is_file()
     }
-    setattr(app, _STATE_ATTRIBUTE, BuildState(claims, store, gallery_dir, float(config.torchclaims_max_age_days), outcome, script_sha))
+    results_uri = "/" + results_dir.relative_to(Path(app.srcdir)).as_posix() if results_dir else ""
+    state = BuildState(claims, store, gallery_dir, float(config.torchclaims_max_age_days), outcome, script_sha, results_dir, results_uri)
+    setattr(app, _STATE_ATTRIBUTE, state)
 
 
 def setup_state(app: Sphinx) -> None:
