@@ -140,7 +140,8 @@ def write_claim(directory: Path, claim_id: str, **fields) -> Path:
 
 
 def script_text(claim_id: str, body: str = "", docstring: bool = True) -> str:
-    doc = f'"""\nChecks {claim_id}\n=================\n\n:claim-verdict:`{claim_id}`\n\nWhat the script checks.\n"""\n\n' if docstring else ""
+    title = f"Checks {claim_id}"
+    doc = f'"""\n{title}\n{"=" * len(title)}\n\n:claim-verdict:`{claim_id}`\n\nWhat the script checks.\n"""\n\n' if docstring else ""
     return (
         doc
         + "import torch\n\n"

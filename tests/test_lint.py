@@ -265,3 +265,12 @@ def test_script_template_leftovers_missing_badge_and_missing_finish_are_reported
     assert any(":claim-verdict:`a-claim`" in m for m in messages)
     assert any("never calls v.finish()" in m for m in messages)
 
+
+@pytest.mark.parametrize("heading", ["Title\n===", "Title\n-----", "Title only"])
+def test_script_title_must_be_underlined_with_equals_signs_long_enough(tmp_path, heading):
+    make_kb(tmp_path, "a-claim")
+    text = script_text("a-claim").replace("Checks a-claim\n" + "=" * len("Checks a-claim"), heading)
+    assert heading in text
+    write_script(tmp_path, "a-claim", text)
+    assert any("title underlined by '='" in p.message for p in lint(tmp_path))
+

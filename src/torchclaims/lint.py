@@ -81,6 +81,11 @@ def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], li
     if docstring is None:
         problems.append(Problem(Path(rel), "", "needs a module docstring: a reST title line and what the script checks", 1))
     else:
+        lines = docstring.splitlines()
+        if len(lines) < 2 or not lines[1] or set(lines[1]) != {"="} or len(lines[1]) < len(lines[0]):
+            problems.append(
+                Problem(Path(rel), "", "the docstring must open with a title underlined by '=' at least as long as the title", 1)
+            )
         if "TODO" in docstring:
             problems.append(Problem(Path(rel), "", "the docstring still holds template text (TODO); describe the checks", 1))
         for claim_id, _ in calls:
