@@ -25,6 +25,8 @@ import sys
 import matplotlib.pyplot as plt
 import torch
 
+from _tf32 import matmul_relative_error
+
 from torchclaims.verify import verification
 
 v = verification(
@@ -65,22 +67,11 @@ with v.check("defaults in a fresh process: 'highest', matmul TF32 off, cuDNN TF3
 # Default against 'high' on the configured device
 # -----------------------------------------------
 
-torch.manual_seed(0)
-a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
-reference = a.double() @ b.double()
+# The measurement is in gallery/_tf32.py: a seeded 1024 x 1024 float32 matmul on
+# the device against the float64 product on the CPU (relative Frobenius error).
 
 
-def relative_error(precision):
-    torch.set_float32_matmul_precision(precision)
-    try:
-        result = a.to(v.device) @ b.to(v.device)
-        v.sync()
-        return ((result.cpu().double() - reference).norm() / reference.norm()).item()
-    finally:
-        torch.set_float32_matmul_precision("highest")
-
-
-errors = {"default ('highest')": relative_error("highest"), "'high'": relative_error("high")}
+errors = {"default ('highest')": matmul_relative_error(v, "highest"), "'high'": matmul_relative_error(v, "high")}
 print({k: f"{e:.3g}" for k, e in errors.items()})
 
 with v.check("on NVIDIA Ampere or newer, the default matmul is measurably closer to float64 than 'high'") as check:

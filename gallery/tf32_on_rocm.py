@@ -24,6 +24,8 @@ import sys
 
 import torch
 
+from _tf32 import matmul_relative_error
+
 from torchclaims.verify import verification
 
 v = verification(
@@ -53,26 +55,15 @@ def rocm_gpu(check):
 # TF32 on MI300 under set_float32_matmul_precision
 # ------------------------------------------------
 
-torch.manual_seed(0)
-a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
-reference = a.double() @ b.double()
-
-
-def relative_error(precision):
-    torch.set_float32_matmul_precision(precision)
-    try:
-        result = a.to(v.device) @ b.to(v.device)
-        v.sync()
-        return ((result.cpu().double() - reference).norm() / reference.norm()).item()
-    finally:
-        torch.set_float32_matmul_precision("highest")
+# The measurement is in gallery/_tf32.py: a seeded 1024 x 1024 float32 matmul on
+# the device against the float64 product on the CPU (relative Frobenius error).
 
 
 with v.check("on MI300, set_float32_matmul_precision('high') turns TF32 on for float32 matmuls") as check:
     rocm_gpu(check)
     if ARCH not in props.gcnArchName:
         check.unsupported(f"the GPU is {props.gcnArchName}, not MI300 ({ARCH})")
-    default, high = relative_error("highest"), relative_error("high")
+    default, high = matmul_relative_error(v, "highest"), matmul_relative_error(v, "high")
     check.measure("relative error, default", default)
     check.measure("relative error, 'high'", high)
     ratio = check.measure("error ratio 'high' / default", high / default, tolerance=f">= {FACTOR}")
