@@ -161,6 +161,53 @@ def test_device_taken_from_the_verification_is_not_reported(kb):
     assert lint(kb) == []
 
 
+TABLE = 'EXPECTED = {"cpu": "gloo", "cuda": "nccl"}\nname = EXPECTED.get(v.backend.name)\n'
+
+
+@pytest.mark.parametrize(
+    "code, flagged",
+    [
+        ('check.equal(3, 3, "three")', "check.equal(3, 3)"),
+        ('check.equal(name, v.backend.dist_backend, "descriptor vs table")', "check.equal(name, v.backend.dist_backend)"),
+        ('check.equal(EXPECTED, EXPECTED, "table")', "check.equal(EXPECTED, EXPECTED)"),
+        ('check.equal(EXPECTED["cpu"], "gloo", "entry")', "check.equal(EXPECTED['cpu'], 'gloo')"),
+        ('check.expect(name == v.backend.dist_backend, "differs")', "check.expect(name == v.backend.dist_backend)"),
+        ('check.expect(len(EXPECTED) == 2, "size")', "check.expect(len(EXPECTED) == 2)"),
+        ('check.equal(f"{name}", EXPECTED.get("cpu"), "f-string")', "check.equal(f'{name}', EXPECTED.get('cpu'))"),
+    ],
+)
+def test_judgements_of_values_fixed_before_the_run_are_reported_with_their_line(kb, code, flagged):
+    body = TABLE + 'with v.check("a constant comparison") as check:\n    ' + code + "\n"
+    script = write_script(kb, "first-claim", text=script_text("first-claim", body=body))
+    problem = only(lint(kb), "gallery/first_claim.py")
+    assert problem.message.startswith(flagged)
+    assert "cannot fail" in problem.message
+    assert problem.line == line_of(script, code)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'check.equal(x.device.type, v.device.type, "device type")',  # measured against the configuration
+        'check.equal(run(name), EXPECTED["cpu"], "result")',  # a call computes one side
+        'check.expect(False, "raised")',  # a failing branch: the control flow is the judgement
+        'check.equal(parses, False, "parses")',  # bound differently in two branches
+        'check.equal(seen, [], "failures")',  # a list the script filled
+        'check.equal(torch.randn(2), torch.randn(2), "two draws")',  # same text, two values
+        'check.expect(backend_name in torch._dynamo.list_backends(), "missing")',
+    ],
+)
+def test_judgements_of_measured_values_are_not_reported(kb, code):
+    setup = (
+        "def run(n):\n    return n\n"
+        "try:\n    torch.device('nope')\n    parses = True\nexcept RuntimeError:\n    parses = False\n"
+        "seen = []\nseen.append(1)\nbackend_name = v.backend.compile_backend\n"
+    )
+    body = TABLE + setup + 'with v.check("a measured comparison") as check:\n    ' + code + "\n"
+    write_script(kb, "first-claim", text=script_text("first-claim", body=body))
+    assert lint(kb) == []
+
+
 def test_duplicate_statements_are_reported_on_the_later_record(kb):
     write_claim(kb / "claims", "dup-a", statement="Both records say exactly the same thing here.")
     write_claim(kb / "claims", "dup-b", statement="  both records say EXACTLY the same\nthing here. ")

@@ -15,6 +15,7 @@ from torchclaims.records import (
     Verdict,
     combine,
     read_record,
+    verdict_note,
     record_json,
     write_if_changed,
     write_record,
@@ -39,18 +40,48 @@ def test_combine_all_holds_holds(n):
     "outcomes, expected",
     [
         ([H, E], E),
-        ([E, H, R, U], E),
+        ([E, H, R, U], R),
+        ([R, E], R),
         ([R, U, H], R),
         ([U, R], R),
+        ([E, U], E),
         ([H, U], U),
         ([U, H, H], U),
         ([R], R),
         ([U], U),
     ],
 )
-def test_combine_takes_the_most_severe_outcome(outcomes, expected):
+def test_combine_takes_the_outcome_with_the_highest_precedence(outcomes, expected):
     assert combine(outcomes) is expected
     assert combine(list(reversed(outcomes))) is expected
+
+
+def test_a_broken_check_never_hides_a_refuting_one():
+    """refuted + error reads "refuted, 1 check errored": the refutation is evidence."""
+    assert combine([H, R, E]) is Verdict.REFUTED
+    assert verdict_note([H, R, E]) == "1 check errored"
+
+
+@pytest.mark.parametrize(
+    "outcomes, note",
+    [
+        ([H, H], ""),
+        ([R], ""),
+        ([R, E, E, U], "2 checks errored, 1 check unverified"),
+        ([E, U, H], "1 check unverified"),
+        ([U, H], ""),  # checks that held are not hidden evidence
+        ([E, E], ""),
+    ],
+)
+def test_verdict_note_names_the_checks_the_verdict_does_not_show(outcomes, note):
+    assert verdict_note(outcomes) == note
+
+
+def test_a_record_derives_its_note_from_its_checks():
+    checks = [CheckResult(name="a", outcome=R), CheckResult(name="b", outcome=E)]
+    record = make_record("some-claim", Verdict.REFUTED, checks=checks)
+    assert record.note == "1 check errored"
+    assert make_record("other-claim", Verdict.ERROR).note == ""  # a crash record has no checks
 
 
 # -- write_if_changed ------------------------------------------------------------------

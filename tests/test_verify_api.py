@@ -118,6 +118,7 @@ def test_measure_converts_tensors_and_non_finite_values(record_path):
         assert check.measure("peak", torch.tensor(2.5), unit="MiB") == 2.5
         check.measure("overflow", float("inf"))
         check.note("measured after warm-up")
+        check.expect(True, "never shown")
     record = finish(v)
     (result,) = record.checks
     assert [(m.name, m.value, m.unit) for m in result.measurements] == [("peak", 2.5, "MiB"), ("overflow", "inf", "")]
@@ -152,7 +153,7 @@ def test_an_exception_is_an_error_and_later_checks_still_run(record_path, capsys
     assert "RuntimeError: kernel not found" in capsys.readouterr().err  # the traceback
 
 
-def test_error_outranks_refuted_and_unverified(record_path):
+def test_a_refutation_stays_visible_when_another_check_errored(record_path):
     v = verification("the-claim")
     with v.check("refuted") as check:
         check.expect(False, "no")
@@ -161,8 +162,55 @@ def test_error_outranks_refuted_and_unverified(record_path):
     with v.check("broken"):
         raise ValueError("bad input")
     record = finish(v)
+    assert record.verdict is Verdict.REFUTED
+    assert record.note == "1 check errored, 1 check unverified"
+    assert "Claim the-claim: REFUTED (1 check errored, 1 check unverified)" in summary(record)
+
+
+def test_a_check_that_judges_nothing_is_an_error(record_path):
+    v = verification("the-claim")
+    with v.check("only looks") as check:
+        check.measure("value drawn on the device", 0.25)
+        check.note("recorded for information")
+    with v.check("empty"):
+        pass
+    record = finish(v)
     assert record.verdict is Verdict.ERROR
-    assert record.reason == "broken: ValueError: bad input"
+    assert outcomes(record) == {"only looks": Verdict.ERROR, "empty": Verdict.ERROR}
+    assert all("judged nothing" in c.detail for c in record.checks)
+    assert record.checks[0].measurements[0].value == 0.25  # what it measured is kept
+    assert "recorded for information" in record.checks[0].detail
+
+
+def test_unsupported_after_a_failure_does_not_erase_the_failure(record_path):
+    v = verification("the-claim")
+    with v.check("device draw matches") as check:
+        check.expect(False, "values differ from the CPU's")
+        check.unsupported("the second half needs a GPU")
+    record = finish(v)
+    assert record.verdict is Verdict.REFUTED
+    (result,) = record.checks
+    assert result.outcome is Verdict.REFUTED
+    assert result.detail == "values differ from the CPU's; then check.unsupported: the second half needs a GPU"
+
+
+def test_an_exception_after_a_failure_keeps_the_check_refuted(record_path):
+    v = verification("the-claim")
+    with v.check("sums match") as check:
+        check.equal(3, 4, what="sum")
+        raise RuntimeError("later step broke")
+    (result,) = finish(v).checks
+    assert result.outcome is Verdict.REFUTED
+    assert result.detail == "sum: got 3, expected 4; then raised RuntimeError: later step broke"
+
+
+def test_unsupported_after_a_judgement_that_held_is_unverified(record_path):
+    v = verification("the-claim")
+    with v.check("partly checked") as check:
+        check.expect(True, "")
+        check.unsupported("the rest needs an accelerator")
+    (result,) = finish(v).checks
+    assert result.outcome is Verdict.UNVERIFIED
 
 
 def test_system_exit_inside_a_check_is_not_swallowed(record_path):

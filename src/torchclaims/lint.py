@@ -2,8 +2,9 @@
 
 Schema problems come from loading the records (torchclaims.claims); this module
 adds what a reviewer would check across files: records against scripts, ids,
-duplicate statements, scripts that never call the verification API, and
-literal device strings that would pin a script to one backend.
+duplicate propositions, scripts that never call the verification API, literal
+device strings that would pin a script to one backend, and judgements that
+cannot fail because they compare values fixed before the script runs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from .backends import BUILTIN_BACKENDS
 from .claims import ClaimSet, load_claims
 from .errors import Problem
+from .fixed_judgements import fixed_judgements
 
 DEVICE_TYPES = sorted({b.device_type for b in BUILTIN_BACKENDS} | {"hip", "privateuseone"})
 _DEVICE_LITERAL = re.compile(rf"^({'|'.join(DEVICE_TYPES)})(:\d+)?$")
@@ -105,6 +107,7 @@ def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], li
                 line,
             )
         )
+    problems.extend(Problem(Path(rel), "", message, line) for message, line in fixed_judgements(tree))
     return calls, problems
 
 

@@ -32,15 +32,36 @@ class Verdict(str, Enum):
     ERROR = "error"  # the verification itself broke: no evidence either way
 
 
-# When checks disagree, the claim takes the most severe outcome in this order.
-_SEVERITY = (Verdict.ERROR, Verdict.REFUTED, Verdict.UNVERIFIED, Verdict.HOLDS)
+# When checks disagree, the claim takes the first outcome in this order that any
+# check has. A refutation is evidence about the claim and an error is not, so a
+# broken check never hides a refuting one; verdict_note says what else happened.
+_PRECEDENCE = (Verdict.REFUTED, Verdict.ERROR, Verdict.UNVERIFIED, Verdict.HOLDS)
 
 
 def combine(outcomes: list[Verdict]) -> Verdict:
-    """A claim holds only if it has checks and every one of them holds."""
+    """The claim's verdict from its checks' outcomes.
+
+    refuted if any check refuted; else error if any errored; else unverified if
+    any could not be checked; holds only if there are checks and all of them held.
+    """
     if not outcomes:
         return Verdict.ERROR
-    return next(v for v in _SEVERITY if v in outcomes)
+    return next(v for v in _PRECEDENCE if v in outcomes)
+
+
+_NOTED = {Verdict.ERROR: "errored", Verdict.UNVERIFIED: "unverified"}
+
+
+def verdict_note(outcomes: list[Verdict]) -> str:
+    """The checks the verdict alone does not show: those that errored or could not
+    be checked while another outcome decided the claim ("1 check errored")."""
+    verdict = combine(outcomes)
+    parts = []
+    for outcome, word in _NOTED.items():
+        count = sum(o is outcome for o in outcomes)
+        if count and outcome is not verdict:
+            parts.append(f"{count} check{'s' if count > 1 else ''} {word}")
+    return ", ".join(parts)
 
 
 class Measurement(BaseModel):
@@ -132,6 +153,11 @@ class ResultRecord(BaseModel):
     # PNG files of the script's figures, relative to the record (or results) file;
     # only plain runs keep them: on the site, the gallery page shows the build's own.
     figures: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)*\.png$")]] = Field(default_factory=list)
+
+    @property
+    def note(self) -> str:
+        """What the verdict alone does not show (see verdict_note); '' when nothing."""
+        return verdict_note([c.outcome for c in self.checks]) if self.checks else ""
 
     @property
     def date(self) -> str:

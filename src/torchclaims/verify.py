@@ -14,6 +14,8 @@ page shows) and writes the result record::
 Inside a check, ``expect``/``close``/``equal`` judge evidence (a failed one makes
 the check ``refuted``), ``unsupported`` says the backend lacks what the claim
 needs (``unverified``), and any other exception makes the check an ``error``.
+A check must be able to fail: one that judges nothing is an ``error``, and a
+failure already recorded stays ``refuted`` whatever happens after it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ RECORDS_DIR_ENV = "TORCHCLAIMS_RECORDS_DIR"
 SCRIPT_ENV = "TORCHCLAIMS_SCRIPT"  # project-relative script path, set by the runner
 
 
+NO_JUDGEMENT = (
+    "the check judged nothing (no check.expect, check.close or check.equal, and no check.unsupported), "
+    "so it could not have failed"
+)
+
+
 class Unsupported(Exception):
     """Raised inside a check when the backend lacks what the claim needs."""
 
@@ -47,6 +55,7 @@ class Check:
         self._verification = verification
         self._measurements: list[Measurement] = []
         self._failures: list[str] = []
+        self._judgements = 0
         self._notes: list[str] = []
         self._started = 0.0
 
@@ -62,6 +71,7 @@ class Check:
 
     def expect(self, condition: bool, failure: str) -> bool:
         """Judge one piece of evidence; ``failure`` says what was seen when it fails."""
+        self._judgements += 1
         if not condition:
             self._failures.append(failure)
         return bool(condition)
@@ -109,13 +119,19 @@ class Check:
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is not None and not issubclass(exc_type, Exception):
             return False  # SystemExit, KeyboardInterrupt: let the runner see them
-        if exc_type is Unsupported:
-            outcome, detail = Verdict.UNVERIFIED, str(exc)
-        elif exc_type is not None:
-            outcome, detail = Verdict.ERROR, f"{exc_type.__name__}: {exc}"
+        if exc_type is not None and exc_type is not Unsupported:
             traceback.print_exception(exc_type, exc, tb, file=sys.stderr)
-        elif self._failures:
-            outcome, detail = Verdict.REFUTED, "; ".join(self._failures)
+        stopped = "" if exc_type is None else str(exc) if exc_type is Unsupported else f"{exc_type.__name__}: {exc}"
+        if self._failures:  # evidence already refuted the check; what came after cannot undo that
+            outcome = Verdict.REFUTED
+            after = "then check.unsupported: " if exc_type is Unsupported else "then raised "
+            detail = "; ".join(self._failures + ([after + stopped] if stopped else []))
+        elif exc_type is Unsupported:
+            outcome, detail = Verdict.UNVERIFIED, stopped
+        elif exc_type is not None:
+            outcome, detail = Verdict.ERROR, stopped
+        elif not self._judgements:
+            outcome, detail = Verdict.ERROR, NO_JUDGEMENT
         else:
             outcome, detail = Verdict.HOLDS, ""
         detail = "; ".join(filter(None, [detail, *self._notes]))
@@ -228,7 +244,7 @@ def _record_path(claim_id: str, backend: str) -> Path:
 def summary(record: ResultRecord) -> str:
     env = record.environment
     lines = [
-        f"Claim {record.claim_id}: {record.verdict.value.upper()}",
+        f"Claim {record.claim_id}: {record.verdict.value.upper()}" + (f" ({record.note})" if record.note else ""),
         f"  on {env.backend} ({env.device}, {env.device_name}), torch {env.torch}, {record.date}",
     ]
     if record.reason:
