@@ -102,11 +102,12 @@ def claim_fields(claim_id: str, **fields) -> dict:
     values = dict(
         id=claim_id,
         title=f"Claim {claim_id}",
-        statement=f"The operation named {claim_id} gives the same result on every backend.",
+        proposition=f"The operation named {claim_id} gives the same result on every backend.",
         kind=kind,
         topic="numerics",
-        backends=["cpu"],
-        made_by="Test Publisher",
+        about=["cpu"],
+        claimed_by=["Test Publisher"],
+        relation="is",
         script=f"gallery/{claim_id.replace('-', '_')}.py" if kind == "executable" else None,
         sources=[default_source()],
     )

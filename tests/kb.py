@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,11 +14,12 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 RECORD = """\
 id = "{id}"
 title = "Claim {id}"
-statement = "The statement of claim {id}, which is checked by its script."
+proposition = "The proposition of claim {id}, which is checked by its script."
 kind = "{kind}"
 topic = "{topic}"
-backends = ["cpu"]
-made_by = "Tests"
+about = {about}
+claimed_by = {claimed_by}
+relation = "{relation}"
 {script_line}
 caveats = ["A caveat of {id}."]
 
@@ -91,14 +93,20 @@ with v.check("runs") as check:
 }
 
 
-def write_claim(root: Path, claim_id: str, body: str | None, topic: str = "device-switch") -> None:
+def write_claim(
+    root: Path, claim_id: str, body: str | None, topic: str = "device-switch",
+    about: tuple[str, ...] = ("cpu",), claimed_by: tuple[str, ...] = ("Tests",), relation: str = "is",
+) -> None:
     """A record and (for executable claims) a script whose behaviour is ``body``."""
     script = f"gallery/{claim_id.replace('-', '_')}.py"
     kind = "executable" if body is not None else "attributed"
     script_line = f'script = "{script}"' if body is not None else ""
     (root / "claims").mkdir(parents=True, exist_ok=True)
     (root / "claims" / f"{claim_id}.toml").write_text(
-        RECORD.format(id=claim_id, kind=kind, topic=topic, script_line=script_line)
+        RECORD.format(
+            id=claim_id, kind=kind, topic=topic, script_line=script_line,
+            about=json.dumps(list(about)), claimed_by=json.dumps(list(claimed_by)), relation=relation,
+        )
     )
     if body is not None:
         (root / "gallery").mkdir(parents=True, exist_ok=True)

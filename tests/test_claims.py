@@ -9,7 +9,7 @@ import pytest
 from factories import claim_fields, default_source, write_claim
 
 from torchclaims.backends import BACKEND_NAMES
-from torchclaims.claims import MAX_QUOTE_WORDS, ClaimKind, claim_json_schema, load_claim, load_claims
+from torchclaims.claims import MAX_QUOTE_WORDS, PROJECT, ClaimKind, Relation, claim_json_schema, load_claim, load_claims
 from torchclaims.errors import InvalidFileError
 from torchclaims.topics import TOPICS
 
@@ -32,7 +32,7 @@ def test_valid_record_loads_with_its_values(tmp_path):
         tmp_path,
         "matmul-parity",
         topic="compile",
-        backends=["cuda", "cpu"],
+        about=["cuda", "cpu"],
         caveats=["Only float32 was checked."],
         see_also=["other-claim"],
     )
@@ -41,7 +41,9 @@ def test_valid_record_loads_with_its_values(tmp_path):
     assert claim.kind is ClaimKind.EXECUTABLE
     assert claim.executable
     assert claim.topic == "compile"
-    assert claim.backends == ["cuda", "cpu"]
+    assert claim.about == ["cuda", "cpu"]
+    assert claim.claimed_by == ["Test Publisher"]
+    assert claim.relation is Relation.IS
     assert claim.script == "gallery/matmul_parity.py"
     assert claim.caveats == ["Only float32 was checked."]
     assert claim.see_also == ["other-claim"]
@@ -62,11 +64,11 @@ def test_every_known_topic_is_accepted(tmp_path, topic):
 
 
 def test_every_builtin_backend_name_is_accepted(tmp_path):
-    claim = load_claim(write_claim(tmp_path, "all-backends", backends=list(BACKEND_NAMES)))
-    assert claim.backends == list(BACKEND_NAMES)
+    claim = load_claim(write_claim(tmp_path, "all-backends", about=list(BACKEND_NAMES)))
+    assert claim.about == list(BACKEND_NAMES)
 
 
-@pytest.mark.parametrize("field", ["title", "statement", "kind", "topic", "backends", "made_by", "sources"])
+@pytest.mark.parametrize("field", ["title", "proposition", "kind", "topic", "about", "claimed_by", "relation", "sources"])
 def test_missing_required_field_is_named(tmp_path, field):
     path = write_claim(tmp_path, "a-claim", **{field: None})
     problems = problems_of(path)
@@ -103,15 +105,64 @@ def test_bad_topic_is_named_and_lists_the_choices(tmp_path):
 
 
 def test_unknown_backend_is_named_and_lists_the_choices(tmp_path):
-    path = write_claim(tmp_path, "a-claim", backends=["cpu", "gaudi"])
+    path = write_claim(tmp_path, "a-claim", about=["cpu", "gaudi"])
     problems = problems_of(path)
-    assert fields_of(problems) == {"backends"}
+    assert fields_of(problems) == {"about"}
     assert "gaudi" in problems[0].message
     assert "cuda" in problems[0].message
 
 
-def test_empty_backend_list_is_rejected(tmp_path):
-    assert "backends" in fields_of(problems_of(write_claim(tmp_path, "a-claim", backends=[])))
+def test_empty_or_repeated_backend_list_is_rejected(tmp_path):
+    assert "about" in fields_of(problems_of(write_claim(tmp_path, "a-claim", about=[])))
+    assert "about" in fields_of(problems_of(write_claim(tmp_path, "b-claim", about=["cpu", "cpu"])))
+
+
+@pytest.mark.parametrize("relation", [r.value for r in Relation if r is not Relation.OWN_FINDING])
+def test_a_source_claim_keeps_its_claimants_and_the_proposition_maker_follows_the_relation(tmp_path, relation):
+    claim = load_claim(write_claim(tmp_path, "a-claim", claimed_by=["AWS"], relation=relation))
+    assert claim.claimed_by == ["AWS"]
+    # Only a proposition that *is* the vendor's claim is the vendor's; any other is this project's.
+    assert claim.proposition_by == (["AWS"] if relation == "is" else [PROJECT])
+
+
+def test_an_own_finding_is_claimed_and_made_by_this_project(tmp_path):
+    claim = load_claim(write_claim(tmp_path, "a-claim", claimed_by=[PROJECT], relation="own-finding"))
+    assert claim.relation is Relation.OWN_FINDING
+    assert claim.proposition_by == [PROJECT]
+
+
+@pytest.mark.parametrize(
+    "claimed_by, relation, says",
+    [
+        (["AWS"], "own-finding", "an own finding is claimed by this project"),
+        ([PROJECT, "AWS"], "own-finding", "an own finding is claimed by this project"),
+        ([PROJECT], "narrows", "no source makes this claim"),
+        (["AWS", PROJECT], "is", "no source makes this claim"),
+    ],
+)
+def test_relation_and_claimants_must_agree(tmp_path, claimed_by, relation, says):
+    problems = problems_of(write_claim(tmp_path, "a-claim", claimed_by=claimed_by, relation=relation))
+    assert fields_of(problems) == {"relation"}
+    assert says in problems[0].message
+
+
+def test_an_attributed_claim_restates_its_sources(tmp_path):
+    path = write_claim(tmp_path, "a-claim", kind="attributed", relation="narrows")
+    problems = problems_of(path)
+    assert fields_of(problems) == {"relation"}
+    assert "attributed" in problems[0].message
+
+
+def test_unknown_relation_lists_the_choices(tmp_path):
+    problems = problems_of(write_claim(tmp_path, "a-claim", relation="confirms"))
+    assert fields_of(problems) == {"relation"}
+    assert "narrows" in problems[0].message and "own-finding" in problems[0].message
+
+
+def test_a_verdict_is_within_scope_only_on_a_backend_the_claim_is_about(tmp_path):
+    claim = load_claim(write_claim(tmp_path, "a-claim", about=["neuron", "cuda"]))
+    assert claim.covers("neuron") and claim.covers("cuda")
+    assert not claim.covers("cpu") and not claim.covers("xla")
 
 
 def test_id_not_equal_to_file_name(tmp_path):
@@ -194,8 +245,8 @@ def test_invalid_toml_names_the_file(tmp_path):
 
 
 def test_several_wrong_fields_in_one_record_are_all_reported(tmp_path):
-    path = write_claim(tmp_path, "a-claim", title=None, topic="speed", backends=["gaudi"], extra="x")
-    assert {"title", "topic", "backends", "extra"} <= fields_of(problems_of(path))
+    path = write_claim(tmp_path, "a-claim", title=None, topic="speed", about=["gaudi"], extra="x")
+    assert {"title", "topic", "about", "extra"} <= fields_of(problems_of(path))
 
 
 def test_id_mismatch_is_reported_together_with_other_field_problems(tmp_path):
@@ -210,7 +261,7 @@ def test_load_claims_reports_every_broken_file_and_keeps_the_good_one(tmp_path):
     broken = {
         write_claim(tmp_path, "no-title", title=None): "title",
         write_claim(tmp_path, "bad-topic", topic="speed"): "topic",
-        write_claim(tmp_path, "bad-backend", backends=["gaudi"]): "backends",
+        write_claim(tmp_path, "bad-backend", about=["gaudi"]): "about",
         write_claim(tmp_path, "wrong-name", id="right-name"): "id",
         write_claim(tmp_path, "bad-date", sources=[default_source(date="soon")]): "sources.0.date",
     }
@@ -253,7 +304,7 @@ def test_claim_json_schema_is_a_json_schema_requiring_id():
     assert schema["$schema"].startswith("https://json-schema.org/")
     assert schema["type"] == "object"
     assert "id" in schema["required"]
-    assert {"id", "title", "statement", "kind", "topic", "backends", "sources"} <= set(schema["required"])
+    assert {"id", "title", "proposition", "kind", "topic", "about", "claimed_by", "relation", "sources"} <= set(schema["required"])
     assert re.fullmatch(schema["properties"]["id"]["pattern"], "a-valid-id")
     assert not re.fullmatch(schema["properties"]["id"]["pattern"], "Not_Valid")
     assert schema["additionalProperties"] is False

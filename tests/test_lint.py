@@ -208,15 +208,15 @@ def test_judgements_of_measured_values_are_not_reported(kb, code):
     assert lint(kb) == []
 
 
-def test_duplicate_statements_are_reported_on_the_later_record(kb):
-    write_claim(kb / "claims", "dup-a", statement="Both records say exactly the same thing here.")
-    write_claim(kb / "claims", "dup-b", statement="  both records say EXACTLY the same\nthing here. ")
+def test_duplicate_propositions_are_reported_on_the_later_record(kb):
+    write_claim(kb / "claims", "dup-a", proposition="Both records say exactly the same thing here.")
+    write_claim(kb / "claims", "dup-b", proposition="  both records say EXACTLY the same\nthing here. ")
     write_script(kb, "dup-a")
     write_script(kb, "dup-b")
     problems = lint(kb)
     assert about(problems, "claims/dup-a.toml") == []
     problem = only(problems, "claims/dup-b.toml")
-    assert problem.field == "statement"
+    assert problem.field == "proposition"
     assert "'dup-a'" in problem.message and "merge" in problem.message
 
 
@@ -231,7 +231,7 @@ def test_unknown_see_also_id(kb):
     "fields, field",
     [
         ({"title": "TODO: a short title"}, "title"),
-        ({"made_by": "TODO: who makes the claim"}, "made_by"),
+        ({"claimed_by": ["TODO: who makes the claim"]}, "claimed_by.0"),
         ({"caveats": ["Fine caveat.", "TODO: what a run can tell"]}, "caveats.1"),
         ({"sources": [default_source(url="https://example.org/TODO")]}, "sources.0.url"),
         ({"sources": [default_source(), default_source(publisher="TODO: who")]}, "sources.1.publisher"),
@@ -259,7 +259,7 @@ def test_every_problem_is_reported_in_one_call(kb):
     write_claim(claims, "bad-topic", topic="speed")
     write_claim(claims, "sees-nothing", see_also=["nowhere-claim"])
     write_claim(claims, "placeholder", title="TODO: title")
-    write_claim(claims, "third-copy", statement=(claims / "first-claim.toml").read_text().split('statement = "')[1].split('"')[0])
+    write_claim(claims, "third-copy", proposition=(claims / "first-claim.toml").read_text().split('proposition = "')[1].split('"')[0])
     write_claim(claims, "sharer", script="gallery/second_claim.py")
     for claim_id in ("sees-nothing", "placeholder", "third-copy"):
         write_script(kb, claim_id)
@@ -273,7 +273,7 @@ def test_every_problem_is_reported_in_one_call(kb):
         ("claims/bad-topic.toml", "topic"),
         ("claims/sees-nothing.toml", "see_also"),
         ("claims/placeholder.toml", "title"),
-        ("claims/third-copy.toml", "statement"),
+        ("claims/third-copy.toml", "proposition"),
         ("claims/sharer.toml", "script"),
         ("gallery/ghost_claim.py", ""),
         ("gallery/never.py", ""),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ def site(tmp_path_factory):
     write_claim(root, "kb-raise", "raise")
     write_claim(root, "kb-exit", "exit")
     write_claim(root, "kb-said", None)  # attributed: no script, no verdict
+    # A vendor's claim about other hardware, checked by a narrower proposition on the CPU.
+    write_claim(root, "kb-vendor", "holds", about=("neuron",), claimed_by=("AWS",), relation="narrows")
     first = build(root)
     assert first.returncode == 0, first.stderr[-3000:]
     # A results file from another backend, as a team with hardware would send.
@@ -55,16 +58,56 @@ def html(root: Path, page: str) -> str:
 def test_topic_page_shows_each_verdict_with_evidence_and_environment(site):
     root, _, _ = site
     text = html(root, "docs/topic")
-    assert "The statement of claim kb-holds, which is checked by its script." in text
+    assert "The proposition of claim kb-holds, which is checked by its script." in text
     assert "“A verbatim quote for kb-holds” — PyTorch documentation (2026-10)" in text
     for badge in ("✔ holds", "✘ refuted", "? unverified", "⚠ error", "❝ attributed — no verdict"):
         assert badge in text
-    assert "verified on cpu, torch 2.13" in text
+    assert re.search(r"verified on cpu on \S.*?, torch 2\.13", text)  # the backend and the device it ran on
     assert "sum: max abs error = 0" in text
     assert "no accelerator on this machine" in text
     assert "ValueError: boom from the script" in text
     assert "the script called sys.exit(3)" in text
     assert "model: a tensor of three ones" in text
+
+
+def claim_text(text: str, claim_id: str) -> str:
+    """The part of a topic page showing one claim."""
+    part = text[text.index(f"Claim {claim_id} ¶"):]
+    following = part.find("Claim kb-", 10)
+    return part if following < 0 else part[:following]
+
+
+def test_a_vendor_is_never_shown_beside_a_verdict_on_other_hardware_without_saying_so(site):
+    root, _, _ = site
+    text = claim_text(html(root, "docs/topic"), "kb-vendor")
+    assert "Claimed by AWS about AWS Trainium (TorchNeuron): “A verbatim quote for kb-vendor” — PyTorch documentation" in text
+    assert "We check a narrower proposition of our own" in text
+    # One line: the verdict, the device it ran on, and that this is not the vendor's hardware.
+    assert re.search(
+        r"cpu · torch 2\.13\.0 ✔ holds verified on cpu on [^(]*, torch 2\.13\.0\S*, \d{4}-\d\d-\d\d \(this build\) "
+        r"\(outside the scope of the claim: says nothing about AWS Trainium \(TorchNeuron\)\)",
+        text,
+    )
+    assert "outside the scope" not in claim_text(html(root, "docs/topic"), "kb-holds").split("xla")[0]
+    matrix = html(root, "docs/matrix")
+    assert "outside the scope of the claim (neuron)" in matrix
+    gallery = html(root, "docs/auto_gallery/kb_vendor")
+    assert "(outside the scope of the claim: says nothing about AWS Trainium (TorchNeuron))" in gallery
+
+
+def test_a_verdict_with_an_errored_check_beside_a_refuting_one_names_it(tmp_path):
+    write_site(tmp_path)
+    body = """
+with v.check("refuted") as check:
+    check.equal(1, 2, "one")
+with v.check("broken"):
+    raise RuntimeError("broken check")
+v.finish()
+"""
+    write_claim(tmp_path, "kb-mixed", body)
+    assert build(tmp_path).returncode == 0
+    assert "✘ refuted, 1 check errored" in html(tmp_path, "docs/topic")
+    assert "✘ refuted, 1 check errored" in html(tmp_path, "docs/matrix")
 
 
 def test_attributed_claim_never_shows_a_verdict(site):
@@ -80,13 +123,13 @@ def test_matrix_merges_the_committed_results_file(site):
     root, _, _ = site
     text = html(root, "docs/matrix")
     assert "cpu · torch 2.13.0" in text and "xla · torch_xla 2.9.0" in text
-    assert "xla · torch_xla 2.9.0: 0 holds, 1 refuted" in text
+    assert re.search(r"xla · torch_xla 2\.9\.0 \(ran as xla on [^)]+\): 0 holds, 1 refuted", text)
     assert "∅ not run" in text  # the other claims have no xla record
     raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
     # each cell links to the claim's evidence and keeps its badge
     assert '<a class="reference internal" href="topic.html#claim-kb-holds"><span><span class="tc-badge tc-holds">' in raw
     topic = html(root, "docs/topic")
-    assert "verified on xla, torch 2.9.0" in topic and "xla-run.json" in topic
+    assert re.search(r"verified on xla on .*?, torch 2\.9\.0", topic) and "xla-run.json" in topic
     raw = (root / "_build" / "html" / "docs" / "topic.html").read_text()
     assert 'alt="figure 1 of the xla · torch_xla 2.9.0 run"' in raw  # the results file's figure
 

@@ -37,9 +37,15 @@ class Backend:
     modules: tuple[str, ...] = ()  # imported before use (plugins that register the device)
     dist_init_method: str | None = None  # None: env:// with a loopback address
     primary_package: str = "torch"  # the version that names a column of the matrix
+    hardware: str = ""  # what a reader calls what a claim about this backend is about ("AWS Trainium")
     unavailable: Callable[[], str | None] = field(default=lambda: None, repr=False)
     synchronize: Callable[[], None] = field(default=lambda: None, repr=False)
     device_name: Callable[[], str] = field(default=lambda: "unknown", repr=False)
+
+    @property
+    def reader_name(self) -> str:
+        """The hardware or stack, as pages name it next to a verdict."""
+        return self.hardware or self.name
 
     def import_modules(self) -> None:
         for module in self.modules:
@@ -158,6 +164,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="cpu",
         description="Plain PyTorch on the CPU: the reference every other backend is compared with.",
+        hardware="the CPU",
         device_type="cpu",
         dist_backend="gloo",
         compile_backend="inductor",
@@ -168,6 +175,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="cuda",
         description="NVIDIA GPUs through torch.cuda.",
+        hardware="NVIDIA GPUs",
         device_type="cuda",
         dist_backend="nccl",
         compile_backend="inductor",
@@ -180,6 +188,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="rocm",
         description="AMD GPUs: ROCm builds of PyTorch reuse torch.cuda and the 'cuda' device type.",
+        hardware="AMD GPUs",
         device_type="cuda",
         dist_backend="nccl",
         compile_backend="inductor",
@@ -192,6 +201,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="mps",
         description="Apple GPUs through Metal Performance Shaders.",
+        hardware="Apple GPUs",
         device_type="mps",
         dist_backend="gloo",
         compile_backend="inductor",
@@ -204,6 +214,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="xpu",
         description="Intel GPUs through torch.xpu.",
+        hardware="Intel GPUs",
         device_type="xpu",
         dist_backend="xccl",
         compile_backend="inductor",
@@ -216,6 +227,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="xla",
         description="torch_xla: lazy tensors compiled by XLA per graph and input shape (PJRT runtime).",
+        hardware="torch_xla (TPUs and other PJRT devices)",
         device_type="xla",
         dist_backend="xla",
         dist_init_method="xla://",
@@ -231,6 +243,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="neuron",
         description="AWS Trainium through TorchNeuron (torch-neuronx 2.14+, a PrivateUse1 backend).",
+        hardware="AWS Trainium (TorchNeuron)",
         device_type="neuron",
         dist_backend="neuron",
         compile_backend="neuron",
@@ -244,6 +257,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="tpu",
         description="Google TPUs through TorchTPU (torch_tpu, a PrivateUse1 backend).",
+        hardware="Google TPUs (TorchTPU)",
         device_type="tpu",
         dist_backend="tpu_dist",
         compile_backend="tpu",

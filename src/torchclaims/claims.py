@@ -1,8 +1,10 @@
 """Claim records: the typed model and the loader for ``claims/*.toml``.
 
-A claim record is data: what is claimed, by whom, where it was said, and which
-gallery script verifies it. Loading never stops at the first bad file; every
-problem is collected so a contributor sees them all at once.
+A claim record is data. It keeps the source's claim (who makes it, about which
+backends, in their own words: the sources' verbatim quotes) apart from the
+proposition this project checks, and says how the two relate. Loading never
+stops at the first bad file; every problem is collected so a contributor sees
+them all at once.
 """
 
 from __future__ import annotations
@@ -25,9 +27,33 @@ SOURCE_DATE = r"^\d{4}(-\d{2}(-\d{2})?)?$"
 MAX_QUOTE_WORDS = 40
 
 
+PROJECT = "torchclaims"  # the maker of every proposition that is not a source's own claim
+
+
 class ClaimKind(str, Enum):
     EXECUTABLE = "executable"  # a gallery script verifies it
     ATTRIBUTED = "attributed"  # testimony or a figure with no public method: no verdict
+
+
+class Relation(str, Enum):
+    """How the proposition this project checks stands to the sources' claim."""
+
+    IS = "is"  # the claim itself, in checkable words: its claimants state it
+    NARROWS = "narrows"  # a part or a special case of the claim (one model, one operation...)
+    PRECONDITION = "precondition"  # something the claim relies on, not the claim itself
+    OWN_FINDING = "own-finding"  # no source claims it: this project found it; the sources are evidence
+
+    @property
+    def wording(self) -> str:
+        return _WORDING[self]
+
+
+_WORDING = {  # how a page introduces the proposition
+    Relation.IS: "We check their claim as stated, in checkable words",
+    Relation.NARROWS: "We check a narrower proposition of our own, a part or a special case of the claim",
+    Relation.PRECONDITION: "We check a precondition of the claim (our proposition), not the claim itself",
+    Relation.OWN_FINDING: "We check our own finding; no source makes this claim",
+}
 
 
 class Source(BaseModel):
@@ -59,11 +85,16 @@ class Claim(BaseModel):
 
     id: Annotated[str, Field(pattern=CLAIM_ID, description="kebab-case; equals the file name")]
     title: Annotated[str, Field(min_length=3, max_length=120)]
-    statement: Annotated[str, Field(min_length=10, description="The checkable proposition")]
+    proposition: Annotated[
+        str, Field(min_length=10, description="What this project checks (or, for an attributed claim, restates)")
+    ]
     kind: ClaimKind
     topic: str = Field(description="One of: " + ", ".join(TOPICS))
-    backends: list[str] = Field(min_length=1, description="Backends the claim speaks about")
-    made_by: Annotated[str, Field(min_length=1, description="Who makes the claim")]
+    about: list[str] = Field(min_length=1, description="Backends the sources' claim names (its scope)")
+    claimed_by: list[Annotated[str, Field(min_length=1)]] = Field(
+        min_length=1, description=f"Who makes the claim in the sources; [{PROJECT!r}] for an own finding"
+    )
+    relation: Relation = Field(description="How the proposition stands to the sources' claim")
     sources: list[Source] = Field(min_length=1)
     script: str | None = Field(None, validate_default=True, description="gallery/<name>.py verifying an executable claim")
     caveats: list[str] = Field(default_factory=list)
@@ -76,13 +107,31 @@ class Claim(BaseModel):
             raise ValueError(f"unknown topic {topic!r}; expected one of {', '.join(TOPICS)}")
         return topic
 
-    @field_validator("backends")
+    @field_validator("about")
     @classmethod
     def _known_backends(cls, backends: list[str]) -> list[str]:
         unknown = [name for name in backends if name not in BACKEND_NAMES]
         if unknown:
             raise ValueError(f"unknown backend(s) {unknown}; expected names from {', '.join(BACKEND_NAMES)}")
+        if len(set(backends)) != len(backends):
+            raise ValueError("a backend is listed twice")
         return backends
+
+    @field_validator("relation")
+    @classmethod
+    def _relation_matches_makers(cls, relation: Relation, info: ValidationInfo) -> Relation:
+        claimed_by = info.data.get("claimed_by")  # absent when invalid itself
+        own = claimed_by == [PROJECT]
+        if relation is Relation.OWN_FINDING and claimed_by is not None and not own:
+            raise ValueError(f"an own finding is claimed by this project: write claimed_by = [{PROJECT!r}]")
+        if relation is not Relation.OWN_FINDING and claimed_by is not None and PROJECT in claimed_by:
+            raise ValueError(
+                f"claimed_by names {PROJECT!r}, so no source makes this claim: use relation = \"own-finding\" "
+                "(or name who makes it in the sources)"
+            )
+        if info.data.get("kind") is ClaimKind.ATTRIBUTED and relation is not Relation.IS:
+            raise ValueError("an attributed claim restates what its sources say: relation must be \"is\"")
+        return relation
 
     @field_validator("script")
     @classmethod
@@ -99,6 +148,15 @@ class Claim(BaseModel):
     @property
     def executable(self) -> bool:
         return self.kind is ClaimKind.EXECUTABLE
+
+    @property
+    def proposition_by(self) -> list[str]:
+        """Who makes the proposition: the claimants when it is their claim, else this project."""
+        return self.claimed_by if self.relation is Relation.IS else [PROJECT]
+
+    def covers(self, backend: str) -> bool:
+        """Whether a verdict on ``backend`` is within the claim's scope."""
+        return backend in self.about
 
 
 @dataclass

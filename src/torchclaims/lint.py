@@ -136,14 +136,14 @@ def cross_check(root: Path, claims: ClaimSet) -> list[Problem]:
         scripts[claim.script] = claim.id
         if not (root / claim.script).is_file():
             problems.append(Problem(path, "script", f"{claim.script} does not exist; create it (torchclaims new writes a template)"))
-    statements: dict[str, str] = {}
+    propositions: dict[str, str] = {}
     for claim_id, claim in sorted(claims.claims.items()):
         path = claims.paths[claim_id]
         problems.extend(_placeholders(path, claim))
-        key = " ".join(claim.statement.lower().split())
-        if key in statements:
-            problems.append(Problem(path, "statement", f"same statement as claim {statements[key]!r}; merge the records"))
-        statements.setdefault(key, claim_id)
+        key = " ".join(claim.proposition.lower().split())
+        if key in propositions:
+            problems.append(Problem(path, "proposition", f"same proposition as claim {propositions[key]!r}; merge the records"))
+        propositions.setdefault(key, claim_id)
         for other in claim.see_also:
             if other not in claims.claims:
                 problems.append(Problem(path, "see_also", f"no claim with id {other!r}"))

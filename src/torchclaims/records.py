@@ -26,8 +26,8 @@ RECORD_SCHEMA_VERSION = 1
 class Verdict(str, Enum):
     """Outcome of a check, and of a claim: never more hopeful than the evidence."""
 
-    HOLDS = "holds"  # the checks ran on this backend and the statement held
-    REFUTED = "refuted"  # the checks ran and the statement did not hold
+    HOLDS = "holds"  # the checks ran on this backend and the proposition held
+    REFUTED = "refuted"  # the checks ran and the proposition did not hold
     UNVERIFIED = "unverified"  # could not be checked here; the reason says why
     ERROR = "error"  # the verification itself broke: no evidence either way
 

@@ -6,7 +6,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from ..backends import all_backends
-from .claim import table
+from .markup import table
 
 
 class BackendDescriptorsDirective(SphinxDirective):

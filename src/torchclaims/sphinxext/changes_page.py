@@ -11,7 +11,8 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from ..changes import describe
-from .claim import claim_ref, paragraph, table, verdict_badge
+from .claim import claim_ref, verdict_badge
+from .markup import paragraph, table
 from .state import get_state
 from .tracking import ALL_CLAIMS, note_shown
 

@@ -1,7 +1,9 @@
 """The ``claim`` and ``topic-claims`` directives and the ``claim-verdict`` role.
 
-A claim renders as a section: verdict badges (one per backend column, text and
-symbol, never colour alone), the statement, who made it and the sources with
+A claim renders as a section: who makes the claim, about what, in their words;
+the proposition we check and how it relates to their claim; one verdict line
+per backend column (text and symbol, never colour alone, with the device it ran
+on and whether that backend is within the claim's scope); the sources with
 quotes, caveats, the evidence of every backend with its environment, the
 history across versions, and a link to the gallery example that verified it.
 Everything about verdicts comes from the results store; no record, no verdict.
@@ -10,14 +12,15 @@ Everything about verdicts comes from the results store; no record, no verdict.
 from __future__ import annotations
 
 from docutils import nodes
-from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from ..claims import Claim
+from ..claims import Claim, Relation
 from ..records import CheckResult, Verdict
+from ..scope import about_text, and_words, ran_on, scope_note
 from ..store import EARLIER_BUILD, THIS_BUILD, Entry
 from ..topics import TOPICS
+from .markup import badge, bullets, doc_link, join_nodes, link, paragraph, table
 from .state import BuildState, get_state, warn
 from .tracking import note_shown
 
@@ -30,15 +33,11 @@ SYMBOLS = {
 NOT_RUN = "not run"
 
 
-def badge(text: str, kind: str) -> nodes.inline:
-    return nodes.inline("", text, classes=["tc-badge", f"tc-{kind}"])
-
-
 def verdict_badge(entry: Entry | None, stale: str = "") -> nodes.inline:
     if entry is None:
         return badge(f"∅ {NOT_RUN}", "notrun")
     record = entry.record
-    text = f"{SYMBOLS[record.verdict]} {record.verdict.value}"
+    text = f"{SYMBOLS[record.verdict]} {record.verdict.value}" + (f", {record.note}" if record.note else "")
     container = nodes.inline(classes=["tc-verdict"])
     container += badge(text, record.verdict.value)
     if stale:
@@ -49,62 +48,25 @@ def verdict_badge(entry: Entry | None, stale: str = "") -> nodes.inline:
 def freshness_text(entry: Entry) -> str:
     env = entry.record.environment
     where = "this build" if entry.origin == THIS_BUILD else entry.origin
-    return f"verified on {env.backend}, torch {env.torch}, {entry.record.date} ({where})"
+    return f"verified on {ran_on(env)}, torch {env.torch}, {entry.record.date} ({where})"
+
+
+def scope_badge(claim: Claim, backend: str) -> list[nodes.Node]:
+    """Beside every verdict: what a verdict outside the claim's scope does not say."""
+    note = scope_note(claim, backend)
+    return [" ", nodes.inline("", f"({note})", classes=["tc-scope"])] if note else []
+
+
+def verdict_line(state: BuildState, claim: Claim, entry: Entry) -> nodes.paragraph:
+    """'cpu · torch 2.13.0 ✔ holds verified on cpu on <CPU>, ... (outside the claim's scope: ...)'."""
+    stale = state.store.stale_reason(entry, state.script_sha.get(claim.id), state.max_age_days)
+    return paragraph(
+        nodes.strong("", entry.column), " ", verdict_badge(entry, stale), " ", freshness_text(entry), *scope_badge(claim, entry.backend)
+    )
 
 
 def attributed_badge() -> nodes.inline:
     return badge("❝ attributed — no verdict", "attributed")
-
-
-def paragraph(*children) -> nodes.paragraph:
-    para = nodes.paragraph()
-    for child in children:
-        para += nodes.Text(child) if isinstance(child, str) else child
-    return para
-
-
-def _link(text: str, url: str) -> nodes.reference:
-    return nodes.reference("", text, refuri=url)
-
-
-def _doc_link(text: str, docname: str) -> addnodes.pending_xref:
-    ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget=f"/{docname}", refexplicit=True, refwarn=True)
-    ref += nodes.inline("", text)
-    return ref
-
-
-def _bullets(items: list[nodes.Node]) -> nodes.bullet_list:
-    bullets = nodes.bullet_list()
-    for item in items:
-        li = nodes.list_item()
-        li += item
-        bullets += li
-    return bullets
-
-
-def table(headers: list[str], rows: list[list[nodes.Node | str]], classes: list[str]) -> nodes.table:
-    table = nodes.table(classes=classes)
-    group = nodes.tgroup(cols=len(headers))
-    table += group
-    for _ in headers:
-        group += nodes.colspec(colwidth=1)
-    head = nodes.thead()
-    group += head
-    head += _row(headers)
-    body = nodes.tbody()
-    group += body
-    for row in rows:
-        body += _row(row)
-    return table
-
-
-def _row(cells: list[nodes.Node | str]) -> nodes.row:
-    row = nodes.row()
-    for cell in cells:
-        entry = nodes.entry()
-        entry += cell if isinstance(cell, nodes.Body) else paragraph(cell)
-        row += entry
-    return row
 
 
 def _measurements(check: CheckResult) -> nodes.Node:
@@ -126,8 +88,7 @@ def evidence(state: BuildState, claim: Claim, entry: Entry) -> list[nodes.Node]:
     record, env = entry.record, entry.record.environment
     out: list[nodes.Node] = []
     stale = state.store.stale_reason(entry, state.script_sha.get(claim.id), state.max_age_days)
-    head = paragraph(nodes.strong("", entry.column), " ", verdict_badge(entry, stale), " ", freshness_text(entry))
-    out.append(head)
+    out.append(verdict_line(state, claim, entry))
     if record.reason:
         out.append(paragraph(nodes.emphasis("", "Reason: "), record.reason))
     if stale:
@@ -145,7 +106,7 @@ def evidence(state: BuildState, claim: Claim, entry: Entry) -> list[nodes.Node]:
         facts.append("environment variables: " + ", ".join(f"{k}={v}" for k, v in env.env_vars.items()))
     facts.append(f"duration {record.duration_s:.2f} s; script {record.script.path} (sha256 {record.script.sha256[:12]})")
     details = nodes.container(classes=["tc-environment"])
-    details += _bullets([paragraph(f) for f in facts])
+    details += bullets([paragraph(f) for f in facts])
     out.append(details)
     out.extend(figures(state, entry))
     if record.log_tail and record.verdict is Verdict.ERROR:
@@ -171,44 +132,58 @@ def history(state: BuildState, claim: Claim) -> nodes.Node | None:
     entries = state.store.history(claim.id)
     if len(entries) < 2:
         return None
-    rows = [[e.record.date, e.column, verdict_badge(e), e.origin] for e in entries]
-    return table(["Date", "Backend and version", "Verdict", "From"], rows, ["tc-history"])
+    rows = [
+        [e.record.date, paragraph(f"{e.column}, {ran_on(e.record.environment)}", *scope_badge(claim, e.backend)), verdict_badge(e), e.origin]
+        for e in entries
+    ]
+    return table(["Date", "Backend, version and device", "Verdict", "From"], rows, ["tc-history"])
+
+
+def claim_and_proposition(claim: Claim) -> list[nodes.Node]:
+    """Who claims what, in their words, kept apart from what we check."""
+    if claim.relation is Relation.OWN_FINDING:
+        says = paragraph(nodes.strong("", "Our own finding"), f" about {about_text(claim)}; no source makes this claim (the sources below are evidence).")
+    else:
+        first = claim.sources[0]
+        more = f" (and {len(claim.sources) - 1} more source{'s' if len(claim.sources) > 2 else ''} below)" if len(claim.sources) > 1 else ""
+        says = paragraph(
+            nodes.strong("", f"Claimed by {and_words(claim.claimed_by)}"), f" about {about_text(claim)}: ",
+            nodes.emphasis("", f"“{first.quote}”"), " — ", link(first.publisher, first.url), f" ({first.date}){more}",
+        )
+    says["classes"].append("tc-source-claim")
+    intro = claim.relation.wording if claim.executable else "What they claim (attributed: no verdict here)"
+    proposition = nodes.block_quote(classes=["tc-statement"])
+    proposition += paragraph(nodes.emphasis("", f"{intro}: "), claim.proposition)
+    return [says, proposition]
 
 
 def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.section:
     section = nodes.section(ids=[f"claim-{claim.id}"], classes=["tc-claim"])
     section += nodes.title("", claim.title)
     latest = state.store.latest_by_column(claim.id)
-    badges = nodes.paragraph(classes=["tc-badges"])
+    section.extend(claim_and_proposition(claim))
+    verdicts = nodes.container(classes=["tc-badges"])
     if not claim.executable:
-        badges += attributed_badge()
+        verdicts += paragraph(attributed_badge())
     elif not latest:
-        badges += verdict_badge(None)
-    for column, entry in latest.items():
-        badges += nodes.inline("", column + " ", classes=["tc-column"])
-        badges += verdict_badge(entry, state.store.stale_reason(entry, state.script_sha.get(claim.id), state.max_age_days))
-        badges += nodes.Text(" ")
-    section += badges
-    statement = nodes.block_quote(classes=["tc-statement"])
-    statement += paragraph(claim.statement)
-    section += statement
-    section += paragraph(
-        nodes.emphasis("", "Claimed by "), claim.made_by, f" · topic: {TOPICS[claim.topic]} · about: {', '.join(claim.backends)} · id: ",
-        nodes.literal("", claim.id),
-    )
+        verdicts += paragraph(verdict_badge(None))
+    for entry in latest.values():
+        verdicts += verdict_line(state, claim, entry)
+    section += verdicts
+    section += paragraph(f"Topic: {TOPICS[claim.topic]} · id: ", nodes.literal("", claim.id))
     sources = []
     for source in claim.sources:
-        parts = [nodes.emphasis("", f"“{source.quote}”"), " — ", _link(source.publisher, source.url), f" ({source.date})"]
+        parts = [nodes.emphasis("", f"“{source.quote}”"), " — ", link(source.publisher, source.url), f" ({source.date})"]
         if not source.confirmed:
             parts.append(badge("unconfirmed", "unconfirmed"))
         if source.note:
             parts.append(f" {source.note}")
         sources.append(paragraph(*parts))
     section += nodes.rubric("", "Sources")
-    section += _bullets(sources)
+    section += bullets(sources)
     if claim.caveats:
         section += nodes.rubric("", "Caveats")
-        section += _bullets([paragraph(c) for c in claim.caveats])
+        section += bullets([paragraph(c) for c in claim.caveats])
     if claim.executable:
         section += nodes.rubric("", "Evidence")
         if not latest:
@@ -220,12 +195,12 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
             section += nodes.rubric("", "History across versions")
             section += table
         if claim.id in state.script_sha:
-            section += paragraph("Verification script: ", _doc_link(claim.script, state.example_docname(claim)))
+            section += paragraph("Verification script: ", doc_link(claim.script, state.example_docname(claim)))
         else:
             section += paragraph("Verification script: ", nodes.literal("", claim.script), " (missing: the claim cannot be verified)")
     if claim.see_also:
         links = [claim_ref(other, nodes.literal("", other)) for other in claim.see_also]
-        section += paragraph("See also: ", *_join(links))
+        section += paragraph("See also: ", *join_nodes(links))
     return section
 
 
@@ -256,14 +231,6 @@ class ResolveClaimLinks(SphinxPostTransform):
             uri = self.app.builder.get_relative_uri(self.env.docname, docname) + f"#{label}"
             reference = nodes.reference("", "", *node.children, refuri=uri, internal=True)
             node.replace_self(reference)
-
-
-def _join(items: list[nodes.Node]) -> list[nodes.Node | str]:
-    out: list[nodes.Node | str] = []
-    for i, item in enumerate(items):
-        out.extend([", "] if i else [])
-        out.append(item)
-    return out
 
 
 class ClaimDirective(SphinxDirective):
@@ -322,6 +289,8 @@ class ClaimVerdictRole(SphinxRole):
         out = nodes.inline(classes=["tc-role"])
         out += verdict_badge(entry)
         out += nodes.Text(" " + freshness_text(entry) if entry else " (no record from this build)")
+        if entry:
+            out.extend(nodes.Text(n) if isinstance(n, str) else n for n in scope_badge(state.claims.claims[claim_id], entry.backend))
         return [out], []
 
 

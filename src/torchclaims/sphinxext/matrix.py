@@ -1,10 +1,11 @@
 """The ``claims-matrix`` directive: claims × backends, caniuse-style.
 
 Rows are claims grouped by topic; columns are backend + version. Each cell shows
-the verdict and its date and links to the claim's evidence. The filters (topic,
-column, verdict) are plain JavaScript shipped with the extension, so the page
-works offline. Counts never fold ``unverified``, ``error`` or ``not run`` into
-passing.
+the verdict and its date, says when the backend is outside the claim's scope
+(a verdict on the CPU reference is not a verdict on Trainium), and links to the
+claim's evidence. The filters (topic, column, verdict) are plain JavaScript
+shipped with the extension, so the page works offline. Counts never fold
+``unverified``, ``error`` or ``not run`` into passing.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from ..records import Verdict
+from ..scope import ran_on
 from ..topics import TOPICS
-from .claim import NOT_RUN, SYMBOLS, badge, claim_ref
+from .claim import NOT_RUN, SYMBOLS, claim_ref
+from .markup import badge
 from .state import get_state
 from .tracking import ALL_CLAIMS, note_shown
 
@@ -68,6 +71,7 @@ class ClaimsMatrixDirective(SphinxDirective):
         body = nodes.tbody()
         group += body
         counts = {c: {} for c in columns}
+        devices: dict[str, set[str]] = {c: set() for c in columns}
         for topic, topic_claims in claims.by_topic().items():
             if not topic_claims:
                 continue
@@ -90,10 +94,15 @@ class ClaimsMatrixDirective(SphinxDirective):
                         kind = entry.record.verdict.value
                         stale = store.stale_reason(entry, state.script_sha.get(claim.id), state.max_age_days)
                         content = nodes.inline()
-                        content += badge(f"{SYMBOLS[entry.record.verdict]} {kind}", kind)
+                        note = f", {entry.record.note}" if entry.record.note else ""
+                        content += badge(f"{SYMBOLS[entry.record.verdict]} {kind}{note}", kind)
                         content += nodes.inline("", f" {entry.record.date}" + (" (stale)" if stale else ""), classes=["tc-date"])
+                        if not claim.covers(entry.backend):
+                            content += nodes.inline("", f"outside the scope of the claim ({', '.join(claim.about)})", classes=["tc-scope"])
                         content = claim_ref(claim.id, content)
                     counts[column][kind] = counts[column].get(kind, 0) + 1
+                    if entry is not None:
+                        devices[column].add(ran_on(entry.record.environment))
                     row += _cell(content, [f"tc-col-{i}", f"tc-verdict-{kind}"])
                 body += row
         summary = nodes.bullet_list(classes=["tc-matrix-summary"])
@@ -101,7 +110,7 @@ class ClaimsMatrixDirective(SphinxDirective):
             item = nodes.list_item()
             order = [v.value for v in Verdict] + ["notrun", "attributed"]
             text = ", ".join(f"{counts[column].get(k, 0)} {k if k != 'notrun' else NOT_RUN}" for k in order)
-            item += nodes.paragraph("", f"{column}: {text}")
+            item += nodes.paragraph("", f"{column} (ran as {', '.join(sorted(devices[column]))}): {text}")
             summary += item
         if not columns:
             return [nodes.paragraph("", "No result records exist yet: no claim has a verdict.")]
