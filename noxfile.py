@@ -1,4 +1,5 @@
-"""Sessions: docs (the site), tests, lint, verify (no site), xla (second backend).
+"""Sessions: docs (the site), tests, lint, verify (no site), xla (second backend),
+refresh (regenerate the committed results files).
 
 torch is pinned explicitly because an open requirement pulls a multi-GB CUDA
 build; override the pin to rebuild after an update:
@@ -8,7 +9,10 @@ build; override the pin to rebuild after an update:
 """
 
 import argparse
+import json
 import os
+import shutil
+from pathlib import Path
 
 import nox
 
@@ -69,16 +73,71 @@ def verify(session: nox.Session) -> None:
     session.run("torchclaims", "verify", "--backend", opts.backend, *opts.rest, env={"TORCHCLAIMS_BACKEND": opts.backend})
 
 
-@nox.session(default=False)
-def xla(session: nox.Session) -> None:
-    """Verify every claim on torch_xla (XLA on the CPU) into results/."""
+XLA_LABEL = "torch_xla on the CPU (PJRT_DEVICE=CPU)"
+
+
+def verify_xla(session: nox.Session, label: str, *args: str) -> None:
     session.install(*XLA_REQUIREMENTS)
     session.install("-e", ".[claims]", *XLA_REQUIREMENTS)  # pinned again so pip keeps torch 2.9.0
     session.run(
         "torchclaims", "verify", "--backend", "xla", "--output", "results", "--records-dir", "_build/records-xla",
-        "--label", "torch_xla on the CPU (PJRT_DEVICE=CPU)", *session.posargs,
+        "--label", label, *args,
         env={"PJRT_DEVICE": "CPU", "TORCHCLAIMS_BACKEND": "xla"},
+        success_codes=[0, 1],  # 1: a claim errored; its record says why
     )
+
+
+@nox.session(default=False)
+def xla(session: nox.Session) -> None:
+    """Verify every claim on torch_xla (XLA on the CPU) into results/."""
+    verify_xla(session, XLA_LABEL, *session.posargs)
+
+
+def committed_results() -> dict[str, list[Path]]:
+    """'cpu-2.14.1' or 'xla' -> the committed results files this machine can make again.
+
+    Read without the package (nox loads this file before any venv exists); a
+    file that does not parse is left to the site build, which reports it.
+    """
+    found: dict[str, list[Path]] = {}
+    for path in sorted(Path(__file__).parent.glob("results/*.json")):
+        try:
+            env = json.loads(path.read_text(encoding="utf-8"))["environment"]
+            backend, torch = env["backend"], env["torch"].split("+")[0]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if backend in ("cpu", "xla"):
+            found.setdefault(f"cpu-{torch}" if backend == "cpu" else "xla", []).append(path)
+    return found
+
+
+@nox.session(default=False)
+@nox.parametrize("target", sorted(committed_results()))
+def refresh(session: nox.Session, target: str) -> None:
+    """Regenerate the committed results files: cpu with each committed torch version, xla with torch_xla.
+
+    Each new file replaces the committed ones of its target (and their figures),
+    so no results file made by an older version of a script lands.
+    """
+    old = committed_results()[target]
+    label = json.loads(old[-1].read_text(encoding="utf-8")).get("label", "")
+    before = set(Path("results").glob("*.json"))
+    if target == "xla":
+        verify_xla(session, label or XLA_LABEL)
+    else:
+        requirement = f"torch=={target.removeprefix('cpu-')}"
+        install(session, requirement, "claims")
+        session.run(
+            "torchclaims", "verify", "--backend", "cpu", "--output", "results", "--records-dir", f"_build/records-{target}",
+            "--label", label, env={"TORCHCLAIMS_BACKEND": "cpu"}, success_codes=[0, 1],
+        )
+    if not set(Path("results").glob("*.json")) - before:
+        session.error(f"no new results file was written for {target}; the committed ones are kept")
+    for path in old:
+        if path.exists():
+            path.unlink()
+            shutil.rmtree(path.parent / "figures" / path.stem, ignore_errors=True)
+            session.log(f"replaced {path}")
 
 
 @nox.session(default=False, python=False)

@@ -229,50 +229,6 @@ def test_columns_put_this_build_first():
     assert store.columns() == [CPU_2_14, CPU_2_13, "cuda · torch 2.13.0"]
 
 
-def test_stale_reason_is_empty_for_a_current_record():
-    store = Store(build_environment=make_environment())
-    entry = Entry(make_record("a"), THIS_BUILD)
-    assert store.stale_reason(entry, "a" * 64, max_age_days=30, today=STARTED + timedelta(days=1)) == ""
-
-
-def test_stale_reason_names_the_age_and_the_limit():
-    store = Store()
-    entry = Entry(make_record("a"), "old.json")
-    reason = store.stale_reason(entry, None, max_age_days=30, today=STARTED + timedelta(days=45))
-    assert reason == "verified 45 days ago (limit 30)"
-    assert store.stale_reason(entry, None, max_age_days=30, today=STARTED + timedelta(days=29)) == ""
-
-
-def test_stale_reason_when_the_script_changed():
-    store = Store()
-    entry = Entry(make_record("a"), "old.json")
-    assert "script changed" in store.stale_reason(entry, "b" * 64, max_age_days=30, today=STARTED)
-    assert store.stale_reason(entry, "a" * 64, max_age_days=30, today=STARTED) == ""
-
-
-def test_stale_reason_when_versions_differ_from_this_build():
-    store = Store(build_environment=make_environment(torch="2.14.1"))
-    entry = Entry(make_record("a", environment={"torch": "2.13.0"}), "old.json")
-    reason = store.stale_reason(entry, None, max_age_days=30, today=STARTED)
-    assert reason.startswith("versions differ from this build: ")
-    assert "torch" in reason
-
-
-def test_versions_of_another_backend_or_of_this_build_are_not_stale():
-    store = Store(build_environment=make_environment(torch="2.14.1"))
-    other_backend = Entry(make_record("a", environment={"backend": "cuda", "device": "cuda"}), "cuda.json")
-    this_build = Entry(make_record("a"), THIS_BUILD)
-    assert store.stale_reason(other_backend, None, max_age_days=30, today=STARTED) == ""
-    assert store.stale_reason(this_build, None, max_age_days=30, today=STARTED) == ""
-
-
-def test_stale_reason_lists_every_reason():
-    store = Store(build_environment=make_environment(torch="2.14.1"))
-    entry = Entry(make_record("a"), "old.json")
-    reason = store.stale_reason(entry, "c" * 64, max_age_days=7, today=STARTED + timedelta(days=10))
-    assert "10 days ago" in reason and "script changed" in reason and "versions differ" in reason
-
-
 def test_digest_changes_when_a_record_changes():
     store = Store()
     store.add(Entry(make_record("a"), "x.json"))

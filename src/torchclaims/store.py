@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from .backends import all_backends
@@ -81,22 +80,6 @@ class Store:
         if self.build_environment is not None:
             h.update(self.build_environment.model_dump_json().encode())
         return h.hexdigest()
-
-    def stale_reason(self, entry: Entry, script_sha: str | None, max_age_days: float, today: datetime | None = None) -> str:
-        """Why a verdict may no longer describe the current versions ('' if current)."""
-        today = today or datetime.now(timezone.utc)
-        reasons = []
-        age = today - entry.record.started_at
-        if age > timedelta(days=max_age_days):
-            reasons.append(f"verified {age.days} days ago (limit {max_age_days:g})")
-        if script_sha and entry.record.script.sha256 and entry.record.script.sha256 != script_sha:
-            reasons.append("the verification script changed since")
-        build = self.build_environment
-        if build is not None and entry.origin != THIS_BUILD and entry.backend == build.backend:
-            moved = [k for k, _ in build.differences(entry.record.environment).items() if k.startswith(("torch", "packages."))]
-            if moved:
-                reasons.append("versions differ from this build: " + ", ".join(moved))
-        return "; ".join(reasons)
 
 
 def _identity(record: ResultRecord) -> str:

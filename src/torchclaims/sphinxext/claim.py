@@ -16,6 +16,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from ..claims import Claim, Relation
+from ..freshness import stale_reason
 from ..records import CheckResult, Verdict
 from ..scope import about_text, and_words, ran_on, scope_note
 from ..store import EARLIER_BUILD, THIS_BUILD, Entry
@@ -59,7 +60,7 @@ def scope_badge(claim: Claim, backend: str) -> list[nodes.Node]:
 
 def verdict_line(state: BuildState, claim: Claim, entry: Entry) -> nodes.paragraph:
     """'cpu · torch 2.13.0 ✔ holds verified on cpu on <CPU>, ... (outside the claim's scope: ...)'."""
-    stale = state.store.stale_reason(entry, state.script_sha.get(claim.id), state.max_age_days)
+    stale = stale_reason(entry.record, state.script_sha.get(claim.id), state.max_age_days)
     return paragraph(
         nodes.strong("", entry.column), " ", verdict_badge(entry, stale), " ", freshness_text(entry), *scope_badge(claim, entry.backend)
     )
@@ -87,7 +88,7 @@ def evidence(state: BuildState, claim: Claim, entry: Entry) -> list[nodes.Node]:
     """Checks, conditions and environment of one record."""
     record, env = entry.record, entry.record.environment
     out: list[nodes.Node] = []
-    stale = state.store.stale_reason(entry, state.script_sha.get(claim.id), state.max_age_days)
+    stale = stale_reason(entry.record, state.script_sha.get(claim.id), state.max_age_days)
     out.append(verdict_line(state, claim, entry))
     if record.reason:
         out.append(paragraph(nodes.emphasis("", "Reason: "), record.reason))

@@ -15,6 +15,7 @@ import html
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
+from ..freshness import stale_reason
 from ..records import Verdict
 from ..scope import ran_on
 from ..topics import TOPICS
@@ -92,7 +93,7 @@ class ClaimsMatrixDirective(SphinxDirective):
                         kind, content = "notrun", badge(f"∅ {NOT_RUN}", "notrun")
                     else:
                         kind = entry.record.verdict.value
-                        stale = store.stale_reason(entry, state.script_sha.get(claim.id), state.max_age_days)
+                        stale = stale_reason(entry.record, state.script_sha.get(claim.id), state.max_age_days)
                         content = nodes.inline()
                         note = f", {entry.record.note}" if entry.record.note else ""
                         content += badge(f"{SYMBOLS[entry.record.verdict]} {kind}{note}", kind)

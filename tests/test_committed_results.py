@@ -1,0 +1,24 @@
+"""The committed results files in results/ are never outdated when they land.
+
+A results file made by an older version of a script that still exists shows a
+verdict the current script may not give. Regenerate every file this machine
+can reproduce with ``nox -s refresh`` (cpu at each committed torch version,
+xla in its own venv) and commit the new files; this test names what to redo.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchclaims.freshness import outdated_results
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_committed_results_were_made_by_the_current_scripts():
+    outdated = outdated_results(ROOT, ROOT / "results")
+    listing = "\n".join(f"  results/{name}: {', '.join(ids)}" for name, ids in sorted(outdated.items()))
+    assert not outdated, (
+        "committed results made by an older version of a script that still exists "
+        f"(regenerate them with `nox -s refresh`):\n{listing}"
+    )
