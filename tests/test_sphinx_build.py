@@ -25,6 +25,8 @@ def site(tmp_path_factory):
     write_claim(root, "kb-said", None)  # attributed: no script, no verdict
     # A vendor's claim about other hardware, checked by a narrower proposition on the CPU.
     write_claim(root, "kb-vendor", "holds", about=("neuron",), claimed_by=("AWS",), relation="narrows")
+    (root / "docs" / "figures.md").write_text(FIGURES_PAGE)
+    (root / "index.md").write_text((root / "index.md").read_text().replace("docs/topic\n", "docs/topic\ndocs/figures\n"))
     first = build(root)
     assert first.returncode == 0, first.stderr[-3000:]
     # A results file from another backend, as a team with hardware would send.
@@ -43,6 +45,15 @@ def site(tmp_path_factory):
     assert second.returncode == 0, second.stderr[-3000:]
     return root, first, second
 
+
+FIGURES_PAGE = """# Figures
+
+On the CPU the sum is off by {claim-measure}`kb-holds cpu sum: max abs error`.
+On xla it is {claim-measure}`kb-holds xla addition on the device :: sum: max abs error`.
+On CUDA it is {claim-measure}`kb-holds cuda sum: max abs error`.
+A name no check measured: {claim-measure}`kb-holds cpu speed-up`.
+On xla the claim {claim-verdict}`kb-holds xla`; on CUDA {claim-verdict}`kb-holds cuda`.
+"""
 
 # The smallest valid PNG: one transparent pixel.
 PNG = bytes.fromhex(
@@ -108,6 +119,33 @@ v.finish()
     assert build(tmp_path).returncode == 0
     assert "✘ refuted, 1 check errored" in html(tmp_path, "docs/topic")
     assert "✘ refuted, 1 check errored" in html(tmp_path, "docs/matrix")
+
+
+def test_figures_in_prose_come_from_the_newest_record_with_backend_device_and_date(site):
+    root, _, second = site
+    text = html(root, "docs/figures")
+    assert re.search(r"off by 0 \(cpu on [^,]+, torch 2\.13\.0, \d{4}-\d\d-\d\d\) \.", text)
+    assert re.search(r"it is 0 \(xla on [^,]+, torch_xla 2\.9\.0, \d{4}-\d\d-\d\d\) \.", text)
+    raw = (root / "_build" / "html" / "docs" / "figures.html").read_text()
+    assert 'href="topic.html#claim-kb-holds"' in raw  # each figure links to its evidence
+
+
+def test_a_figure_without_a_record_says_so_and_warns(site):
+    root, _, second = site
+    text = html(root, "docs/figures")
+    assert "On CUDA it is [no record of kb-holds on cuda] ." in text
+    assert "[no single measurement named speed-up in the newest record of kb-holds on cpu]" in text
+    assert "claim-measure: no record of kb-holds on cuda" in second.stderr
+    assert "has no measurement 'speed-up'" in second.stderr
+
+
+def test_a_verdict_in_prose_names_its_backend_device_and_scope(site):
+    root, _, second = site
+    text = html(root, "docs/figures")
+    assert re.search(r"On xla the claim ✘ refuted verified on xla on [^,]+, torch 2\.9\.0, \S+ \(xla-run\.json\) "
+                     r"\(outside the scope of the claim: says nothing about the CPU\)", text)
+    assert "on CUDA ∅ not run (no record on cuda)" in text
+    assert "claim-verdict: kb-holds has no record on cuda" in second.stderr
 
 
 def test_attributed_claim_never_shows_a_verdict(site):

@@ -19,6 +19,7 @@ def setup(app: Sphinx) -> dict:
     from .changes_page import setup_changes
     from .claim import setup_claim
     from .matrix import setup_matrix
+    from .measure import setup_measure
     from .state import setup_state
     from .tracking import setup_tracking
 
@@ -26,6 +27,7 @@ def setup(app: Sphinx) -> dict:
     setup_tracking(app)  # re-read pages whose evidence changed
     setup_claim(app)  # claim, topic-claims, claim-verdict
     setup_matrix(app)  # claims-matrix
+    setup_measure(app)  # claim-measure: figures in prose, read from records
     setup_changes(app)  # claims-changes
     setup_backends_table(app)  # backend-descriptors
     app.connect("builder-inited", _add_static)

@@ -276,23 +276,31 @@ def _register_label(env, claim: Claim) -> None:
 
 
 class ClaimVerdictRole(SphinxRole):
-    """``:claim-verdict:`<id>```: the verdict badge of a claim on this build's backend."""
+    """``:claim-verdict:`<id>```: the verdict of a claim from this build;
+    ``:claim-verdict:`<id> <backend>```: its newest verdict on that backend."""
 
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
         state = get_state(self.env.app)
-        claim_id = self.text.strip()
+        claim_id, _, backend = self.text.strip().partition(" ")
+        backend = backend.strip()
         if claim_id not in state.claims.claims:
             warn(f"unknown claim id {claim_id!r}", "role", location=self.get_location())
             return [nodes.literal("", claim_id)], []
         note_shown(self.env, [claim_id], state.digest([claim_id]))
-        build = [e for e in state.store.history(claim_id) if e.origin == THIS_BUILD]
-        entry = build[0] if build else None
+        history = state.store.history(claim_id)
+        chosen = [e for e in history if e.backend == backend] if backend else [e for e in history if e.origin == THIS_BUILD]
+        entry = chosen[0] if chosen else None
         out = nodes.inline(classes=["tc-role"])
         out += verdict_badge(entry)
-        out += nodes.Text(" " + freshness_text(entry) if entry else " (no record from this build)")
-        if entry:
-            out.extend(nodes.Text(n) if isinstance(n, str) else n for n in scope_badge(state.claims.claims[claim_id], entry.backend))
-        return [out], []
+        if entry is None:
+            missing = f"no record on {backend}" if backend else "no record from this build"
+            if backend:
+                warn(f"claim-verdict: {claim_id} has {missing}", "role", location=self.get_location())
+            out += nodes.Text(f" ({missing})")
+            return [out], []
+        out += nodes.Text(" " + freshness_text(entry))
+        out.extend(nodes.Text(n) if isinstance(n, str) else n for n in scope_badge(state.claims.claims[claim_id], entry.backend))
+        return [claim_ref(claim_id, out) if backend else out], []
 
 
 def setup_claim(app) -> None:
