@@ -79,8 +79,14 @@ def hand_typed_figures(text: str) -> list[tuple[int, str]]:
     return [(number, match.group(0)) for number, paragraph in prose(text) for pattern in FIGURES for match in pattern.finditer(paragraph)]
 
 
+INCLUDE = re.compile(r"^\s*[`~]{3,}\{include\}\s+(\S+)", re.M)
+
+
 def pages() -> list[Path]:
-    return [ROOT / "index.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if GENERATED not in p.parents)]
+    """The site's pages, and the files they include (CONTRIBUTING.md is a page too)."""
+    found = [ROOT / "index.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if GENERATED not in p.parents)]
+    included = [(page.parent / target).resolve() for page in found for target in INCLUDE.findall(page.read_text(encoding="utf-8"))]
+    return found + included
 
 
 @pytest.mark.parametrize(
@@ -117,6 +123,10 @@ def test_the_detector_finds_hand_typed_measured_figures(prose, figure):
 )
 def test_the_detector_leaves_code_roles_versions_and_links_alone(prose):
     assert hand_typed_figures(prose) == []
+
+
+def test_included_files_are_scanned_too():
+    assert ROOT / "CONTRIBUTING.md" in pages()
 
 
 def test_no_page_types_a_measured_figure_by_hand():
