@@ -11,7 +11,9 @@ start depends on their device:
   PJRT) do not survive a fork once the parent has started them. A spawned
   worker imports the function it runs, and a gallery script is not importable
   (sphinx-gallery runs it without a module file), so the worker entry point
-  and the jobs live here.
+  and the jobs live in helper modules: the basic jobs here, the parallelism
+  jobs (FSDP2, tensor, sequence, pipeline and context parallelism) in
+  ``_parallel.py``.
 
 Every wait has a deadline (the process group's timeout, then a join deadline
 after which the workers are killed). Any failure (a worker that raised,
@@ -30,6 +32,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -54,7 +57,7 @@ class GroupNotFormed(DistributedRunFailed):
 
 @dataclass(frozen=True)
 class Launch:
-    job: str  # name of a job function in JOBS
+    job: Callable  # job(rank, world_size, device) -> dict, defined at the top level of an importable module
     backend: str  # torchclaims backend name: each worker resolves its device from it
     dist_backend: str
     init_method: str
@@ -95,6 +98,39 @@ def sgd_step(model, forward, inputs, targets, lr: float = 0.1):
     return output, loss
 
 
+def single_process_step(device: torch.device, sync, make=make_model, batch=make_batch) -> dict:
+    """The reference: one ordinary SGD step on the whole batch on ``device``, in this process.
+
+    ``sync`` waits for the device (``v.sync``). Returns CPU copies of the
+    output, the loss, the gradients and the parameters before and after.
+    """
+    model = make().to(device)
+    before = {name: p.detach().cpu().clone() for name, p in model.named_parameters()}
+    inputs, targets = batch()
+    output, loss = sgd_step(model, model, inputs.to(device), targets.to(device))
+    sync()
+    return {
+        "output": output.detach().cpu(),
+        "loss": loss.detach().cpu(),
+        "grads": {name: p.grad.detach().cpu() for name, p in model.named_parameters()},
+        "before": before,
+        "after": {name: p.detach().cpu() for name, p in model.named_parameters()},
+    }
+
+
+def require_visible_step(check, before: dict, after: dict, atol: float) -> None:
+    """Stop ``check`` as unsupported unless the step moved some parameter by more than 10 x ``atol``.
+
+    A comparison at ``atol`` can only tell a correct step from a wrong one (for
+    example gradients summed instead of averaged) if the step itself is much
+    larger than ``atol``.
+    """
+    change = max((after[name] - before[name]).abs().max().item() for name in after)
+    check.measure("largest change the step makes to a parameter", change, tolerance=f"> 10 x atol {atol:g}")
+    if change <= 10 * atol:
+        check.unsupported(f"the step changes no parameter by more than {10 * atol:g}: the comparison cannot tell")
+
+
 def allreduce_job(rank: int, world_size: int, device: torch.device) -> dict:
     """Each rank contributes (rank + 1) * [1, 2, 3, 4]; after all_reduce(SUM) every rank holds the sum."""
     tensor = (rank + 1) * torch.arange(1, 5, dtype=torch.float32).to(device)
@@ -120,9 +156,6 @@ def ddp_job(rank: int, world_size: int, device: torch.device) -> dict:
 def parity_job(rank: int, world_size: int, device: torch.device) -> dict:
     """The job compared rank by rank against CPU/gloo: an all_reduce, then one DDP step."""
     return {**allreduce_job(rank, world_size, device), **ddp_job(rank, world_size, device)}
-
-
-JOBS = {"allreduce": allreduce_job, "ddp": ddp_job, "parity": parity_job}
 
 
 # -- the worker ------------------------------------------------------------------------
@@ -170,7 +203,7 @@ def _worker(rank: int, launch: Launch) -> None:
     )
     try:
         device = _rank_device(backend.device(), rank)  # after joining: some runtimes start with the group
-        result = JOBS[launch.job](rank, launch.world_size, device, **launch.kwargs)
+        result = launch.job(rank, launch.world_size, device, **launch.kwargs)
         result.update(device=str(device), rank=torch.distributed.get_rank(), world_size=torch.distributed.get_world_size())
         path = os.path.join(launch.outdir, f"rank{rank}.pt")
         torch.save(result, path + ".part")
@@ -217,19 +250,22 @@ def _tail(path: str) -> str:
 
 
 def run(
-    job: str,
+    job: Callable,
     *,
     backend,
     world_size: int = 2,
     timeout_s: float = 60.0,
     startup_s: float = 90.0,
 ) -> list[dict]:
-    """Run ``JOBS[job]`` on ``world_size`` ranks; return each rank's result (CPU tensors), rank by rank.
+    """Run ``job(rank, world_size, device)`` on ``world_size`` ranks; return each rank's result, rank by rank.
 
-    ``backend`` is a torchclaims backend descriptor: it names the device each
-    worker uses, the process-group backend and the init method (None: env://
-    on the loopback address). Raises DistributedRunFailed unless every rank
-    finished and wrote its result.
+    ``job`` is a function at the top level of an importable module (this one,
+    or another ``gallery/_*.py`` helper), so that a spawned worker can import
+    it; it returns a dict of CPU tensors and plain values. ``backend`` is a
+    torchclaims backend descriptor: it names the device each worker uses, the
+    process-group backend and the init method (None: env:// on the loopback
+    address). Raises DistributedRunFailed unless every rank finished and wrote
+    its result.
     """
     dist_backend, init_method = backend.dist_backend, backend.dist_init_method or "env://"
     env = {
@@ -247,7 +283,8 @@ def run(
     context = multiprocessing.get_context(method)
     with tempfile.TemporaryDirectory(prefix="torchclaims-dist-") as outdir:
         launch = Launch(job, backend.name, dist_backend, init_method, world_size, timeout_s, outdir, env)
-        workers = [context.Process(target=_worker, args=(rank, launch), name=f"{job}-rank{rank}") for rank in range(world_size)]
+        name = job.__name__
+        workers = [context.Process(target=_worker, args=(rank, launch), name=f"{name}-rank{rank}") for rank in range(world_size)]
         with main_module_hidden():
             for worker in workers:
                 worker.start()
@@ -273,15 +310,31 @@ def run(
         if hung or missing or any(code != 0 for code in codes):
             logs = "\n".join(f"--- rank {rank} log:\n{_tail(os.path.join(outdir, f'rank{rank}.log'))}" for rank in range(world_size))
             raise DistributedRunFailed(
-                f"{job} on {world_size} ranks ({dist_backend}, {init_method}, {method}) did not complete: exit codes {codes}"
+                f"{name} on {world_size} ranks ({dist_backend}, {init_method}, {method}) did not complete: exit codes {codes}"
                 + (f", killed after {startup_s + timeout_s:g}s: ranks {hung}" if hung else "")
                 + (f", no result from ranks {missing}" if missing else "")
                 + "\n"
                 + logs
             )
         if layout != {rank: (rank, world_size) for rank in range(world_size)}:
-            raise DistributedRunFailed(f"{job}: workers and ranks do not match, worker: (rank, world size) = {layout}")
+            raise DistributedRunFailed(f"{name}: workers and ranks do not match, worker: (rank, world size) = {layout}")
         return [loaded[rank] for rank in range(world_size)]
+
+
+def attempt(job: Callable, backend, world_size: int = 2) -> tuple[list[dict] | None, str | None]:
+    """Run ``job`` where the backend can: (each rank's result, None), or (None, why it cannot run here).
+
+    "Cannot run here" is the backend lacking its process-group backend or one
+    device per rank, or workers that did not form one group; a script reports
+    it as unsupported. A run that breaks raises DistributedRunFailed: an error.
+    """
+    reason = unavailable(backend, world_size)
+    if reason:
+        return None, reason
+    try:
+        return run(job, backend=backend, world_size=world_size), None
+    except GroupNotFormed as exc:
+        return None, str(exc)
 
 
 def unavailable(backend, world_size: int = 2) -> str | None:

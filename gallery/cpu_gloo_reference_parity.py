@@ -60,7 +60,7 @@ with v.check(f"the job runs on {WORLD_SIZE} ranks on the CPU with gloo (the refe
     reason = _dist.unavailable(reference_backend, WORLD_SIZE)
     if reason:
         check.unsupported(reason)
-    reference = _dist.run("parity", backend=reference_backend, world_size=WORLD_SIZE)
+    reference = _dist.run(_dist.parity_job, backend=reference_backend, world_size=WORLD_SIZE)
     for rank, result in enumerate(reference):
         check.equal(result["result_device"], v.reference_device.type, f"rank {rank}: device type")
 
@@ -74,7 +74,7 @@ with v.check(f"the job runs on {WORLD_SIZE} ranks on the configured backend") as
     if target_reason:
         check.unsupported(target_reason)
     try:
-        target = _dist.run("parity", backend=v.backend, world_size=WORLD_SIZE)
+        target = _dist.run(_dist.parity_job, backend=v.backend, world_size=WORLD_SIZE)
     except _dist.GroupNotFormed as exc:
         target_reason = str(exc)
         check.unsupported(target_reason)

@@ -51,16 +51,12 @@ v = verification(
 # that is a mean over the rows, the average of the two half-batch gradients
 # is the gradient of the whole batch, so the step should be the same.
 
-results, reason = None, None
+results, reason = None, "the DDP step did not complete (see the first check)"
 with v.check(f"one DDP step runs on {WORLD_SIZE} ranks on the device") as check:
     check.measure("process-group backend", str(v.backend.dist_backend))
-    reason = _dist.unavailable(v.backend, WORLD_SIZE)
-    if reason:
-        check.unsupported(reason)
-    try:
-        results = _dist.run("ddp", backend=v.backend, world_size=WORLD_SIZE)
-    except _dist.GroupNotFormed as exc:
-        reason = str(exc)
+    results, skipped = _dist.attempt(_dist.ddp_job, v.backend, WORLD_SIZE)
+    if skipped:
+        reason = skipped
         check.unsupported(reason)
     for rank, result in enumerate(results):
         check.equal(result["result_device"], v.device.type, f"rank {rank}: device type of the output")
@@ -70,32 +66,25 @@ with v.check(f"one DDP step runs on {WORLD_SIZE} ranks on the device") as check:
 # The single-process step on the whole batch
 # ------------------------------------------
 
-model = _dist.make_model().to(v.device)
-inputs, targets = _dist.make_batch()
-_, loss = _dist.sgd_step(model, model, inputs.to(v.device), targets.to(v.device))
-v.sync()
-reference = {name: p.detach().cpu() for name, p in model.named_parameters()}
-reference_grads = {name: p.grad.detach().cpu() for name, p in model.named_parameters()}
-print(f"single process: loss on the whole batch {loss.item():.6f}")
+single = _dist.single_process_step(v.device, v.sync)
+reference, reference_grads = single["after"], single["grads"]
+print(f"single process: loss on the whole batch {single['loss'].item():.6f}")
 
 # %%
 # Compare
 # -------
 
 with v.check("both ranks hold the same parameters after the step") as check:
-    if reason:
-        check.unsupported(reason)
     if results is None:
-        raise RuntimeError("the DDP step did not complete (see the first check)")
+        check.unsupported(reason)
     for name, value in results[0]["params"].items():
         check.close(results[1]["params"][name], value, rtol=RTOL, atol=ATOL, what=f"{name}: rank 1 vs rank 0")
         check.measure(f"{name}: bit-identical on both ranks", torch.equal(results[1]["params"][name], value))
 
 with v.check("the parameters match one single-process step on the whole batch") as check:
-    if reason:
-        check.unsupported(reason)
     if results is None:
-        raise RuntimeError("the DDP step did not complete (see the first check)")
+        check.unsupported(reason)
+    _dist.require_visible_step(check, single["before"], reference, ATOL)
     for rank, result in enumerate(results):
         for name, value in reference.items():
             check.close(result["params"][name], value, rtol=RTOL, atol=ATOL, what=f"rank {rank} {name}")

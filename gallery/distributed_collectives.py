@@ -66,7 +66,7 @@ with v.check(f"all_reduce(SUM) across {WORLD_SIZE} processes gives the sum on ev
     if reason:
         check.unsupported(reason)
     try:
-        results = _dist.run("allreduce", backend=v.backend, world_size=WORLD_SIZE)
+        results = _dist.run(_dist.allreduce_job, backend=v.backend, world_size=WORLD_SIZE)
     except _dist.GroupNotFormed as exc:
         check.unsupported(str(exc))
     for rank, result in enumerate(results):
