@@ -204,7 +204,12 @@ def _worker(rank: int, launch: Launch) -> None:
     try:
         device = _rank_device(backend.device(), rank)  # after joining: some runtimes start with the group
         result = launch.job(rank, launch.world_size, device, **launch.kwargs)
-        result.update(device=str(device), rank=torch.distributed.get_rank(), world_size=torch.distributed.get_world_size())
+        result.update(
+            device=str(device),
+            rank=torch.distributed.get_rank(),
+            world_size=torch.distributed.get_world_size(),
+            process_group_backend=str(torch.distributed.get_backend()),
+        )
         path = os.path.join(launch.outdir, f"rank{rank}.pt")
         torch.save(result, path + ".part")
         os.replace(path + ".part", path)

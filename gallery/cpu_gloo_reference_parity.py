@@ -57,10 +57,9 @@ print(f"target:    {v.backend.name} with {v.backend.dist_backend!r}")
 
 reference = None
 with v.check(f"the job runs on {WORLD_SIZE} ranks on the CPU with gloo (the reference)") as check:
-    reason = _dist.unavailable(reference_backend, WORLD_SIZE)
+    reference, reason = _dist.attempt(_dist.parity_job, reference_backend, WORLD_SIZE)
     if reason:
         check.unsupported(reason)
-    reference = _dist.run(_dist.parity_job, backend=reference_backend, world_size=WORLD_SIZE)
     for rank, result in enumerate(reference):
         check.equal(result["result_device"], v.reference_device.type, f"rank {rank}: device type")
 
@@ -68,15 +67,11 @@ with v.check(f"the job runs on {WORLD_SIZE} ranks on the CPU with gloo (the refe
 # The same job on the configured backend
 # --------------------------------------
 
-target, target_reason = None, _dist.unavailable(v.backend, WORLD_SIZE)
+target, target_reason = None, None
 with v.check(f"the job runs on {WORLD_SIZE} ranks on the configured backend") as check:
     check.measure("process-group backend", str(v.backend.dist_backend))
+    target, target_reason = _dist.attempt(_dist.parity_job, v.backend, WORLD_SIZE)
     if target_reason:
-        check.unsupported(target_reason)
-    try:
-        target = _dist.run(_dist.parity_job, backend=v.backend, world_size=WORLD_SIZE)
-    except _dist.GroupNotFormed as exc:
-        target_reason = str(exc)
         check.unsupported(target_reason)
     for rank, result in enumerate(target):
         check.equal(result["result_device"], v.device.type, f"rank {rank}: device type")
