@@ -27,7 +27,8 @@ from torchclaims.verify import verification
 
 MODE = "max-autotune-no-cudagraphs"
 RTOL, ATOL = 1e-4, 1e-5
-# The statement's table: configured backend -> torch.compile backend name (data under test).
+# The statement's table: configured backend -> torch.compile backend name (data under test). The
+# checks compile with the name the statement gives, not with the project's descriptor.
 STATEMENT_NAMES = {"cpu": "inductor", "cuda": "inductor", "rocm": "inductor", "xla": "openxla", "neuron": "neuron", "tpu": "tpu"}
 WARNS_ABOUT_MODE = "neuron"  # the backend whose documentation says it warns and ignores the mode
 
@@ -53,9 +54,9 @@ print("list_backends():", torch._dynamo.list_backends())
 with v.check("the statement's compile backend for this device is registered by that name") as check:
     if name is None:
         check.unsupported(f"the statement names no torch.compile backend for {v.backend.name}")
-    check.equal(name, v.backend.compile_backend, "statement's name vs the backend descriptor's compile_backend")
     registered = name in torch._dynamo.list_backends(exclude_tags=())
     check.measure(f"{name!r} in list_backends()", name in torch._dynamo.list_backends())
+    check.measure(f"{name!r} in list_backends(exclude_tags=())", registered, tolerance="True")
     check.expect(registered, f"{name!r} is not in torch._dynamo.list_backends(exclude_tags=())")
 
 # %%
