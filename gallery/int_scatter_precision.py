@@ -1,29 +1,39 @@
 """
-Integer scatter-add is exact or fails loudly
-============================================
+Integer scatter-add is exact or fails loudly, eager and compiled
+================================================================
 
 :claim-verdict:`int-scatter-precision`
 
-The claim: ``scatter_add_`` and ``index_add_`` on int64 tensors with values
+The claim: ``scatter_add_`` and ``index_add_`` on int64 tensors holding values
 above 2**24 either give the exact integer result on the configured backend or
-raise; they never return values silently rounded through float32 (the Neuron
-compiler documents converting integer scatter operands to f32).
+raise, both eagerly and under ``torch.compile`` with the backend's compiler;
+they never return values silently rounded through float32. On Trainium the
+Neuron compiler goes further and rejects such a graph by default with error
+EVRF060, because it would convert the integer operands to f32.
 
 We accumulate values between 2**24 + 1 and 2**62 + 11 on the configured device
-and compare the result bit for bit with sums computed with Python integers. The
-same data pushed through float32 shows what silent rounding would look like.
+and compare the result bit for bit with sums computed with Python integers.
+The same data pushed through float32 shows what silent rounding would look
+like. Each operation runs eagerly and as a function compiled with
+``fullgraph=True`` (one graph, or an error), so the compiler sees the integer
+scatter itself.
 """
 
 import matplotlib.pyplot as plt
 import torch
+from torch._dynamo.utils import counters
 
 from torchclaims.verify import verification
 
 v = verification(
     "int-scatter-precision",
     inputs="8 int64 values from 2**24+1 to 2**62+11 accumulated into 4 slots",
-    method="exact comparison with Python-integer sums; an exception counts as a loud failure",
+    method="eager and torch.compile(backend=<the backend's compiler>, fullgraph=True); exact comparison with "
+    "Python-integer sums; an exception counts as a loud failure",
 )
+
+NEURON = "neuron"  # the compiler the EVRF060 rejection is documented for (data under test)
+ERROR_CODE = "EVRF060"
 
 # %%
 # The data and the exact answer
@@ -42,39 +52,75 @@ changed = (through_float32 != exact).sum().item()
 print("exact:          ", exact.tolist())
 print("through float32:", through_float32.tolist())
 
-
-def run_on_device(operation):
-    """The result on the device (as CPU tensor), or the exception it raised."""
-    try:
-        target = torch.zeros(4, dtype=torch.int64, device=v.device)
-        if operation == "scatter_add_":
-            target.scatter_add_(0, index.to(v.device), values.to(v.device))
-        else:
-            target.index_add_(0, index.to(v.device), values.to(v.device))
-        v.sync()
-        return target.cpu()
-    except Exception as exc:  # a loud failure is allowed by the claim
-        return exc
-
-
 # %%
-# On the configured device
-# ------------------------
+# The two operations, eager and compiled
+# --------------------------------------
+# Each returns a fresh int64 tensor of 4 slots; the compiled variant is the
+# same function handed to ``torch.compile``.
+
+
+def scatter_add(index, values):
+    return torch.zeros(4, dtype=torch.int64, device=values.device).scatter_add_(0, index, values)
+
+
+def index_add(index, values):
+    return torch.zeros(4, dtype=torch.int64, device=values.device).index_add_(0, index, values)
+
+
+OPERATIONS = {"scatter_add_": scatter_add, "index_add_": index_add}
+
+
+def run_on_device(function, compiled):
+    """The result on the device (as a CPU tensor), or the exception it raised; and the graphs compiled."""
+    torch._dynamo.reset()
+    counters.clear()
+    try:
+        if compiled:
+            function = torch.compile(function, backend=v.backend.compile_backend, fullgraph=True)
+        result = function(index.to(v.device), values.to(v.device))
+        v.sync()
+        return result.cpu(), counters["stats"]["unique_graphs"]
+    except Exception as exc:  # a loud failure is allowed by the claim
+        return exc, counters["stats"]["unique_graphs"]
+
 
 results = {}
-for operation in ("scatter_add_", "index_add_"):
-    with v.check(f"int64 {operation} is exact or raises") as check:
-        check.measure("slots float32 would change (shows the data can tell)", changed, tolerance=">= 1")
-        if changed == 0:
-            check.unsupported("these values do not expose float32 rounding")
-        result = results[operation] = run_on_device(operation)
-        if isinstance(result, Exception):
-            check.note(f"raised {type(result).__name__}: {str(result).splitlines()[0][:200]}")
-        else:
-            check.equal(result.dtype, torch.int64, f"{operation} result dtype")
-            check.equal(result, exact, f"{operation} result against Python-integer sums")
-            if torch.equal(result, through_float32):
-                check.note("the result equals the float32-rounded values")
+for operation, function in OPERATIONS.items():
+    for compiled in (False, True):
+        mode = f"compiled with {v.backend.compile_backend!r}" if compiled else "eager"
+        with v.check(f"int64 {operation} is exact or raises ({mode})") as check:
+            check.measure("slots float32 would change (shows the data can tell)", changed, tolerance=">= 1")
+            if changed == 0:
+                check.unsupported("these values do not expose float32 rounding")
+            result, graphs = results[operation, compiled] = run_on_device(function, compiled)
+            if compiled:
+                check.measure("graphs compiled", graphs)
+            if isinstance(result, Exception):
+                check.note(f"raised {type(result).__name__}: {str(result).splitlines()[0][:200]}")
+            else:
+                if compiled:
+                    check.expect(graphs >= 1, "nothing was compiled: the function ran eagerly")
+                check.equal(result.dtype, torch.int64, f"{operation} result dtype")
+                check.equal(result, exact, f"{operation} result against Python-integer sums")
+                if torch.equal(result, through_float32):
+                    check.note("the result equals the float32-rounded values")
+
+# %%
+# The Neuron compiler's rejection
+# -------------------------------
+# AWS documents EVRF060 as a compiler error: by default the Neuron compiler
+# refuses integer scatter operands instead of computing them in f32. Only a
+# run with the Neuron compiler can show it.
+
+with v.check(f"the Neuron compiler rejects the integer scatter-add with error {ERROR_CODE}") as check:
+    if v.backend.compile_backend != NEURON:
+        check.unsupported(f"needs torch.compile(backend='neuron') on Trainium; the compiler here is {v.backend.compile_backend!r}")
+    for operation in OPERATIONS:
+        result, _ = results[operation, True]
+        outcome = f"{type(result).__name__}: {str(result)[:300]}" if isinstance(result, Exception) else "compiled and ran"
+        check.measure(f"{operation} compiled", outcome, tolerance=f"raises, naming {ERROR_CODE}")
+        check.expect(isinstance(result, Exception), f"{operation} compiled and ran instead of being rejected")
+        check.expect(ERROR_CODE in outcome, f"{operation}: the outcome does not name {ERROR_CODE}")
 
 # %%
 # How far a float32 detour lands
@@ -84,11 +130,14 @@ for operation in ("scatter_add_", "index_add_"):
 
 fig, ax = plt.subplots(figsize=(6, 3))
 slots = range(4)
-ax.bar([s - 0.2 for s in slots], (through_float32 - exact).abs().double() + 1, width=0.4, label="through float32")
-device_result = results["scatter_add_"]
-if not isinstance(device_result, Exception):
-    device_error = (device_result - exact).abs().double() + 1
-    ax.bar([s + 0.2 for s in slots], device_error, width=0.4, label=f"{v.device.type} scatter_add_")
+bars = {"through float32": through_float32}
+for compiled in (False, True):
+    result, _ = results["scatter_add_", compiled]
+    if not isinstance(result, Exception):
+        bars[f"{v.device.type} scatter_add_ ({'compiled' if compiled else 'eager'})"] = result
+width = 0.8 / len(bars)
+for i, (label, result) in enumerate(bars.items()):
+    ax.bar([s + (i - (len(bars) - 1) / 2) * width for s in slots], (result - exact).abs().double() + 1, width=width, label=label)
 ax.set_yscale("log")
 ax.set_xticks(list(slots))
 ax.set_xlabel("slot")
