@@ -7,7 +7,7 @@ kilobytes in a temporary directory, which is all ``from_pretrained`` needs.
 import tempfile
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 SIZES = dict(
     hidden_size=32,
@@ -31,3 +31,17 @@ def tiny_llama_checkpoint(**overrides) -> tempfile.TemporaryDirectory:
     checkpoint = tempfile.TemporaryDirectory()
     LlamaForCausalLM(tiny_llama_config(**overrides)).save_pretrained(checkpoint.name)
     return checkpoint
+
+
+def load_devices(checkpoint: str, device_map) -> tuple[list[str] | None, Exception | None]:
+    """Reload a checkpoint with ``from_pretrained(checkpoint, device_map=...)``.
+
+    Returns the sorted device types of its parameters, or the exception that
+    loading raised (for a device string PyTorch does not know, the exception
+    is the evidence).
+    """
+    try:
+        model = AutoModelForCausalLM.from_pretrained(checkpoint, device_map=device_map)
+    except Exception as exc:
+        return None, exc
+    return sorted({p.device.type for p in model.parameters()}), None
