@@ -4,73 +4,117 @@ Seeded CUDA sampling depends on the GPU's SM count
 
 :claim-verdict:`cuda-rng-sm-dependence`
 
-The claim: with a fixed seed, ``torch.randn(2**22, device='cuda')`` gives
-different values on GPUs with different streaming-multiprocessor (SM) counts,
-so seeding makes device-side sampling reproducible only on the same GPU
-configuration.
+The claim: with a fixed seed, what PyTorch's CUDA generator draws depends on
+the GPU's number of streaming multiprocessors (SMs). A random kernel launches
+at most ``SMs x (max threads per SM / 256)`` blocks of 256 threads, each
+thread drawing from its own Philox subsequence, so element ``i`` comes from
+thread ``i mod (256 x blocks)``. On a CUDA GPU, ``torch.randint`` and
+``torch.randn`` of 2**22 elements after ``manual_seed(0)`` equal a CPU
+reconstruction of that layout for the GPU's SM count, and differ from the
+reconstructions for other SM counts, as other GPU models or MIG slices would
+draw them.
 
-One run sees one GPU. It checks that re-seeding reproduces the sample on this
-GPU, and records a hash of the sample together with the GPU model and SM
-count. Whether GPUs with other SM counts give other values is decided by
-comparing those records across runs, so a single run leaves that half
+One GPU has one SM count, so the script rebuilds on the CPU what PyTorch's
+kernel computes (``gallery/_philox.py``: cuRAND's Philox4x32-10, checked
+against Random123's published answers, and PyTorch's launch layout). If the
+rebuild for this GPU's SM count reproduces the GPU's draw exactly, the
+rebuilds for other SM counts show what those GPUs draw. Other backends report
 unverified.
 """
 
-import hashlib
-
+import numpy as np
 import torch
 
+import _philox
 from torchclaims.verify import verification
+
+N = 2**22
+HIGH = 2**27  # below 2**28, so PyTorch draws each value from one 32-bit Philox output
+NORMAL_ATOL = 1e-3  # cuRAND's Box-Muller uses float32 logf and __sincosf; other layouts differ by O(1)
+CUDA = "cuda"  # the device type the claim is about (data under test)
 
 v = verification(
     "cuda-rng-sm-dependence",
-    inputs="torch.randn(2**22) on the GPU after torch.manual_seed(0)",
-    method="SHA-256 of the sample's bytes, with GPU model and SM count",
+    inputs="torch.randint(0, 2**27, (2**22,)) and torch.randn(2**22) on the GPU after torch.manual_seed(0)",
+    method="exact comparison (randint; randn within 1e-3) with a NumPy rebuild of PyTorch's CUDA random kernel "
+    "for the GPU's SM count; rebuilds for other SM counts compared with the GPU's draw",
 )
 
-CUDA = "cuda"  # the device type the claim is about (data under test)
-N = 2**22
+_philox.check_known_answers()  # the rebuild's Philox must reproduce Random123's known answers, or nothing below means anything
 
 
 def nvidia_gpu(check):
+    """The GPU's SM count and threads per SM, or unsupported when this is not an NVIDIA CUDA run."""
     if v.device.type != CUDA or v.on_reference:
         check.unsupported(f"the configured backend is {v.backend.name}; the claim is about NVIDIA CUDA generators")
     if torch.version.hip is not None:
         check.unsupported("this is a ROCm build; the claim covers NVIDIA CUDA generators only")
     props = torch.cuda.get_device_properties(v.device)
+    threads = getattr(props, "max_threads_per_multi_processor", None)
     check.measure("GPU", props.name)
     check.measure("SM count", props.multi_processor_count)
-    check.measure("compute capability", f"{props.major}.{props.minor}")
+    check.measure("max threads per SM", str(threads))
+    if threads is None:
+        check.unsupported(f"torch {torch.__version__} does not report max_threads_per_multi_processor")
+    check.measure("threads launched for 2**22 elements", _philox.grid_threads(N, props.multi_processor_count, threads))
+    return props.multi_processor_count, threads
 
 
-def seeded_sample():
+def seeded(draw):
     torch.manual_seed(0)
-    sample = torch.randn(N, device=v.device)
+    sample = draw()
     v.sync()
-    return sample
+    return sample.cpu()
 
 
 # %%
 # Reproducible on this GPU
 # ------------------------
 
-digest = None
 with v.check("re-seeding reproduces the sample on the same GPU") as check:
     nvidia_gpu(check)
-    first, second = seeded_sample(), seeded_sample()
-    check.equal(first, second, "two seeded draws of 2**22 samples")
-    digest = hashlib.sha256(first.cpu().numpy().tobytes()).hexdigest()
-    check.measure("SHA-256 of the sample", digest)
+    first = seeded(lambda: torch.randint(0, HIGH, (N,), device=v.device))
+    check.equal(seeded(lambda: torch.randint(0, HIGH, (N,), device=v.device)), first, "two seeded draws of 2**22 integers")
 
 # %%
-# Different on GPUs with other SM counts
-# --------------------------------------
+# The rebuild for this GPU's SM count
+# -----------------------------------
+# ``torch.randint`` is compared exactly; ``torch.randn`` within a tolerance,
+# because the GPU's float32 transcendental functions round differently from
+# NumPy's float64 ones.
 
-with v.check("GPUs with different SM counts give different samples") as check:
-    nvidia_gpu(check)
-    check.unsupported(
-        "one run sees one GPU configuration; compare the recorded SHA-256 and SM count with runs on GPUs "
-        "with other SM counts (other models or MIG slices)"
-    )
+drawn_ints, rebuild_matches = None, False
+with v.check("torch.randint equals the rebuild for this GPU's SM count, exactly") as check:
+    sms, threads = nvidia_gpu(check)
+    drawn_ints = seeded(lambda: torch.randint(0, HIGH, (N,), device=v.device)).numpy()
+    mismatched = int((drawn_ints != _philox.randint(N, HIGH, sms, threads)).sum())
+    check.measure("elements that differ from the rebuild", mismatched, tolerance="== 0")
+    rebuild_matches = check.expect(mismatched == 0, f"{mismatched} of {N} elements differ from the rebuild for {sms} SMs")
+
+with v.check(f"torch.randn equals the rebuild for this GPU's SM count within {NORMAL_ATOL:g}") as check:
+    sms, threads = nvidia_gpu(check)
+    drawn_normals = seeded(lambda: torch.randn(N, device=v.device)).numpy()
+    error = float(np.abs(drawn_normals.astype(np.float64) - _philox.randn(N, sms, threads)).max())
+    check.measure("max abs difference from the rebuild", error, tolerance=f"<= {NORMAL_ATOL:g}")
+    check.expect(error <= NORMAL_ATOL, f"randn differs from the rebuild by up to {error:.3g}")
+
+# %%
+# Other SM counts
+# ---------------
+# One SM fewer, one more, and half (a MIG-like slice), with the same threads
+# per SM. The first position where a rebuild differs from this GPU's draw is
+# the smaller of the two launches' thread counts: up to there both launches
+# give element ``i`` to thread ``i``.
+
+with v.check("the rebuilds for other SM counts differ from this GPU's draw") as check:
+    sms, threads = nvidia_gpu(check)
+    if not rebuild_matches:
+        check.unsupported("the rebuild does not reproduce this GPU's draw, so it cannot stand for other GPUs")
+    for other in sorted({sms - 1, sms + 1, max(1, sms // 2)} - {sms}):
+        differs = np.nonzero(_philox.randint(N, HIGH, other, threads) != drawn_ints)[0]
+        first = int(differs[0]) if len(differs) else None
+        check.measure(f"{other} SMs: elements that differ", len(differs), tolerance="> 0")
+        check.measure(f"{other} SMs: first position that differs", str(first))
+        check.expect(len(differs) > 0, f"a GPU with {other} SMs would draw the same {N} values")
 
 v.finish()
