@@ -138,6 +138,16 @@ def allreduce_job(rank: int, world_size: int, device: torch.device) -> dict:
     return {"allreduce": tensor.cpu(), "result_device": tensor.device.type}
 
 
+def judge_allreduce(check, results: list[dict], process_group_backend: str, device_type: str) -> None:
+    """Every rank of an allreduce_job run used ``process_group_backend``, its device, and holds the exact sum."""
+    expected = sum(rank + 1 for rank in range(len(results))) * torch.arange(1, 5, dtype=torch.float32)
+    for rank, result in enumerate(results):
+        print(f"rank {rank} on {result['device']} ({result['process_group_backend']}): {result['allreduce'].tolist()}")
+        check.equal(result["process_group_backend"], process_group_backend, f"rank {rank}: process-group backend of its group")
+        check.equal(result["result_device"], device_type, f"rank {rank}: device type of the result")
+        check.equal(result["allreduce"], expected, f"rank {rank}: all_reduce result")
+
+
 def ddp_job(rank: int, world_size: int, device: torch.device) -> dict:
     """One DistributedDataParallel step on this rank's slice of the batch."""
     model = make_model().to(device)

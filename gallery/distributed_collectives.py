@@ -19,7 +19,6 @@ process-group backend its group uses.
 
 import dataclasses
 
-import torch
 import torch.distributed as dist
 
 import _dist
@@ -50,6 +49,11 @@ v = verification(
 # .. literalinclude:: /gallery/_dist.py
 #    :pyobject: allreduce_job
 #
+# and what every rank must then hold:
+#
+# .. literalinclude:: /gallery/_dist.py
+#    :pyobject: judge_allreduce
+#
 # The helper joins the process group first, with the process-group backend it
 # is given and a timeout; every wait has a deadline, and a worker
 # that fails or hangs (or workers that do not form one group) make the check
@@ -66,8 +70,6 @@ print(f"backend {v.backend.name}: the statement's process-group backend {name!r}
 # backend's packages are loaded? Then the job runs with it, and each rank
 # reports the process-group backend its group actually uses.
 
-expected = sum(rank + 1 for rank in range(WORLD_SIZE)) * torch.arange(1, 5, dtype=torch.float32)
-
 with v.check(f"all_reduce(SUM) across {WORLD_SIZE} processes gives the sum on every rank") as check:
     if name is None:
         check.unsupported(f"the statement names no process-group backend for {v.backend.name}")
@@ -80,12 +82,6 @@ with v.check(f"all_reduce(SUM) across {WORLD_SIZE} processes gives the sum on ev
         results, skipped = _dist.attempt(_dist.allreduce_job, dataclasses.replace(v.backend, dist_backend=name), WORLD_SIZE)
         if skipped:
             check.unsupported(skipped)
-    for rank, result in enumerate(results):
-        print(f"rank {rank} on {result['device']} ({result['process_group_backend']}): {result['allreduce'].tolist()}")
-        check.equal(result["process_group_backend"], name, f"rank {rank}: process-group backend of its group")
-        check.equal(result["result_device"], v.device.type, f"rank {rank}: device type of the result")
-        check.equal(result["allreduce"], expected, f"rank {rank}: all_reduce result")
-
-print("expected on every rank:", expected.tolist())
+    _dist.judge_allreduce(check, results, name, v.device.type)
 
 v.finish()
