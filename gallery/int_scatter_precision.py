@@ -95,15 +95,18 @@ for operation, function in OPERATIONS.items():
             result, graphs = results[operation, compiled] = run_on_device(function, compiled)
             if compiled:
                 check.measure("graphs compiled", graphs)
-            if isinstance(result, Exception):
-                check.note(f"raised {type(result).__name__}: {str(result).splitlines()[0][:200]}")
+            raised = isinstance(result, Exception)
+            if raised:  # a loud failure: what the claim allows instead of an exact result
+                check.measure("outcome", f"raised {type(result).__name__}: {str(result).splitlines()[0][:200]}")
             else:
                 if compiled:
                     check.expect(graphs >= 1, "nothing was compiled: the function ran eagerly")
-                check.equal(result.dtype, torch.int64, f"{operation} result dtype")
-                check.equal(result, exact, f"{operation} result against Python-integer sums")
+                check.measure("result dtype", str(result.dtype), tolerance="torch.int64")
+                check.measure("result", str(result.tolist()), tolerance=str(exact.tolist()))
                 if torch.equal(result, through_float32):
                     check.note("the result equals the float32-rounded values")
+            exact_or_raised = raised or (result.dtype == torch.int64 and torch.equal(result, exact))
+            check.expect(exact_or_raised, f"{operation} returned {result.tolist()}, not the exact sums {exact.tolist()}")
 
 # %%
 # The Neuron compiler's rejection
