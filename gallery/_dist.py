@@ -213,7 +213,10 @@ def _worker(rank: int, launch: Launch) -> None:
     )
     try:
         device = _rank_device(backend.device(), rank)  # after joining: some runtimes start with the group
-        result = launch.job(rank, launch.world_size, device, **launch.kwargs)
+        if torch.distributed.get_world_size() == launch.world_size:
+            result = launch.job(rank, launch.world_size, device, **launch.kwargs)
+        else:  # not one group: the launcher reports GroupNotFormed; the job would only fail on it
+            result = {}
         result.update(
             device=str(device),
             rank=torch.distributed.get_rank(),

@@ -51,7 +51,7 @@ v = verification(
 # .. literalinclude:: /gallery/_parallel.py
 #    :pyobject: context_parallel_job
 
-reason = "the context-parallel job did not complete (see the first check)"
+results, reason = None, "the context-parallel job did not complete (see the first check)"
 with v.check(f"causal attention runs under context_parallel on {WORLD_SIZE} ranks, each with half the sequence") as check:
     check.measure("process-group backend", str(v.backend.dist_backend))
     results, skipped = _dist.attempt(_parallel.context_parallel_job, v.backend, WORLD_SIZE)

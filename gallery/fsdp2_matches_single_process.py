@@ -44,7 +44,7 @@ v = verification(
 # .. literalinclude:: /gallery/_parallel.py
 #    :pyobject: fsdp2_job
 
-reason = "the FSDP2 step did not complete (see the first check)"
+results, reason = None, "the FSDP2 step did not complete (see the first check)"
 with v.check(f"one FSDP2 step runs on {WORLD_SIZE} ranks on the device") as check:
     check.measure("process-group backend", str(v.backend.dist_backend))
     results, skipped = _dist.attempt(_parallel.fsdp2_job, v.backend, WORLD_SIZE)

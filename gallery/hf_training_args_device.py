@@ -110,7 +110,7 @@ with v.check("from_pretrained without device_map leaves the model on the CPU") a
     check.measure("parameter device types", ", ".join(from_pretrained_devices), tolerance="cpu")
     if v.on_reference:
         check.unsupported(SAME_AS_DEFAULT)
-    check.equal(from_pretrained_devices, [v.reference_device.type], "parameter device types")
+    check.equal(from_pretrained_devices, [v.reference_device.type], "parameter device types, against the CPU")
 
 with v.check("pipeline() without device moves the model only to the devices the statement lists") as check:
     expected = v.device.type if v.device.type in PIPELINE_DETECTS else v.reference_device.type

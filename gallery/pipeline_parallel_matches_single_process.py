@@ -44,7 +44,7 @@ v = verification(
 # .. literalinclude:: /gallery/_parallel.py
 #    :pyobject: pipeline_job
 
-reason = "the pipeline step did not complete (see the first check)"
+results, reason = None, "the pipeline step did not complete (see the first check)"
 with v.check(f"the model runs as {WORLD_SIZE} stages, one per rank, on the device") as check:
     check.measure("process-group backend", str(v.backend.dist_backend))
     results, skipped = _dist.attempt(_parallel.pipeline_job, v.backend, WORLD_SIZE)

@@ -74,11 +74,11 @@ elif v.backend.compile_backend == "neuron":
 else:
     run = compilations = None
 
-counts = []
+counts, outputs = [], []  # outputs kept alive: a lazy backend executes only what is still referenced
 if run is not None:
     with torch.no_grad():
         for length in LENGTHS:
-            run(batch(length))
+            outputs.append(run(batch(length)))
             v.sync()
             counts.append(compilations())
 print(f"lengths {LENGTHS}; compilations after each step: {counts}")

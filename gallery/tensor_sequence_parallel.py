@@ -78,7 +78,7 @@ LAYOUTS = {
 # step from a wrong one.
 
 for label, layout in LAYOUTS.items():
-    reason = f"the {label} step did not complete (see the check before)"
+    results, reason = None, f"the {label} step did not complete (see the check before)"
     single = _dist.single_process_step(v.device, v.sync, make=layout["model"], batch=layout["batch"])
     reference = single["after"]
     with v.check(f"{label}: the layers are split across the {WORLD_SIZE} ranks on the device") as check:
