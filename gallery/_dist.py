@@ -355,6 +355,37 @@ def attempt(job: Callable, backend, world_size: int = 2) -> tuple[list[dict] | N
         return None, str(exc)
 
 
+class RankRun:
+    """One multi-process run of a job, shared by the checks of a script.
+
+    ``start`` runs inside the first check: it records the process-group
+    backend, makes the check unsupported where the backend cannot run the job
+    here, and judges that every rank's result is on the configured device.
+    ``require`` opens each later check: unsupported, with the same reason,
+    when the run did not complete.
+    """
+
+    def __init__(self, job: Callable, world_size: int = 2):
+        self.job, self.world_size = job, world_size
+        self.results: list[dict] | None = None
+        self.reason = f"{job.__name__} did not complete (see the first check)"
+
+    def start(self, check, backend, device_type: str) -> list[dict]:
+        check.measure("process-group backend", str(backend.dist_backend))
+        self.results, skipped = attempt(self.job, backend, self.world_size)
+        if skipped:
+            self.reason = skipped
+            check.unsupported(skipped)
+        for rank, result in enumerate(self.results):
+            check.equal(result["result_device"], device_type, f"rank {rank}: device type of the output")
+        return self.results
+
+    def require(self, check) -> list[dict]:
+        if self.results is None:
+            check.unsupported(self.reason)
+        return self.results
+
+
 def unavailable(backend, world_size: int = 2) -> str | None:
     """Why a world_size-rank job cannot run for this backend here, or None."""
     import torch.distributed as dist

@@ -51,22 +51,19 @@ v = verification(
 # .. literalinclude:: /gallery/_parallel.py
 #    :pyobject: context_parallel_job
 
-results, reason = None, "the context-parallel job did not complete (see the first check)"
+attention = _dist.RankRun(_parallel.context_parallel_job, WORLD_SIZE)
 with v.check(f"causal attention runs under context_parallel on {WORLD_SIZE} ranks, each with half the sequence") as check:
-    check.measure("process-group backend", str(v.backend.dist_backend))
-    results, skipped = _dist.attempt(_parallel.context_parallel_job, v.backend, WORLD_SIZE)
-    if skipped:
-        reason = skipped
-        check.unsupported(reason)
+    results = attention.start(check, v.backend, v.device.type)
     missing = [result["not_implemented"] for result in results if "not_implemented" in result]
     if missing:
-        results, reason = None, f"context parallelism does not support this backend's attention kernel: {missing[0]}"
+        attention.results = None
+        attention.reason = f"context parallelism does not support this backend's attention kernel: {missing[0]}"
         if v.backend.name not in STATEMENT_BACKENDS:
-            check.unsupported(f"{reason} (the statement covers {', '.join(STATEMENT_BACKENDS)})")
-        check.expect(False, reason)
-    for rank, result in enumerate(results or []):
-        check.equal(result["result_device"], v.device.type, f"rank {rank}: device type of the output")
-        check.equal(result["local_sequence"], _parallel.SEQUENCE // WORLD_SIZE, f"rank {rank}: positions it computed")
+            check.unsupported(f"{attention.reason} (the statement covers {', '.join(STATEMENT_BACKENDS)})")
+        check.expect(False, attention.reason)
+    else:
+        for rank, result in enumerate(results):
+            check.equal(result["local_sequence"], _parallel.SEQUENCE // WORLD_SIZE, f"rank {rank}: positions it computed")
 
 # %%
 # Attention in one process
@@ -77,9 +74,7 @@ single = torch.nn.functional.scaled_dot_product_attention(query, key, value, is_
 v.sync()
 
 with v.check("the output gathered from the ranks equals attention computed in one process") as check:
-    if results is None:
-        check.unsupported(reason)
-    for rank, result in enumerate(results):
+    for rank, result in enumerate(attention.require(check)):
         check.close(result["output"], single, rtol=RTOL, atol=ATOL, what=f"rank {rank}: gathered output")
 
 v.finish()

@@ -51,15 +51,9 @@ v = verification(
 # that is a mean over the rows, the average of the two half-batch gradients
 # is the gradient of the whole batch, so the step should be the same.
 
-results, reason = None, "the DDP step did not complete (see the first check)"
+ddp = _dist.RankRun(_dist.ddp_job, WORLD_SIZE)
 with v.check(f"one DDP step runs on {WORLD_SIZE} ranks on the device") as check:
-    check.measure("process-group backend", str(v.backend.dist_backend))
-    results, skipped = _dist.attempt(_dist.ddp_job, v.backend, WORLD_SIZE)
-    if skipped:
-        reason = skipped
-        check.unsupported(reason)
-    for rank, result in enumerate(results):
-        check.equal(result["result_device"], v.device.type, f"rank {rank}: device type of the output")
+    for rank, result in enumerate(ddp.start(check, v.backend, v.device.type)):
         print(f"rank {rank} on {result['device']}: loss on its half batch {result['loss'].item():.6f}")
 
 # %%
@@ -75,15 +69,13 @@ print(f"single process: loss on the whole batch {single['loss'].item():.6f}")
 # -------
 
 with v.check("both ranks hold the same parameters after the step") as check:
-    if results is None:
-        check.unsupported(reason)
+    results = ddp.require(check)
     for name, value in results[0]["params"].items():
         check.close(results[1]["params"][name], value, rtol=RTOL, atol=ATOL, what=f"{name}: rank 1 vs rank 0")
         check.measure(f"{name}: bit-identical on both ranks", torch.equal(results[1]["params"][name], value))
 
 with v.check("the parameters match one single-process step on the whole batch") as check:
-    if results is None:
-        check.unsupported(reason)
+    results = ddp.require(check)
     _dist.require_visible_step(check, single["before"], reference, ATOL)
     for rank, result in enumerate(results):
         for name, value in reference.items():
@@ -95,7 +87,8 @@ with v.check("the parameters match one single-process step on the whole batch") 
 # Largest difference from the single-process step, per parameter tensor and
 # rank, for the averaged gradients and for the parameters after the step.
 
-if results is not None:
+if ddp.results is not None:
+    results = ddp.results
     names = list(reference)
     fig, ax = plt.subplots(figsize=(7, 3))
     width = 0.2

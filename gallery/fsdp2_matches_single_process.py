@@ -44,15 +44,9 @@ v = verification(
 # .. literalinclude:: /gallery/_parallel.py
 #    :pyobject: fsdp2_job
 
-results, reason = None, "the FSDP2 step did not complete (see the first check)"
+fsdp2 = _dist.RankRun(_parallel.fsdp2_job, WORLD_SIZE)
 with v.check(f"one FSDP2 step runs on {WORLD_SIZE} ranks on the device") as check:
-    check.measure("process-group backend", str(v.backend.dist_backend))
-    results, skipped = _dist.attempt(_parallel.fsdp2_job, v.backend, WORLD_SIZE)
-    if skipped:
-        reason = skipped
-        check.unsupported(reason)
-    for rank, result in enumerate(results):
-        check.equal(result["result_device"], v.device.type, f"rank {rank}: device type of the output")
+    for rank, result in enumerate(fsdp2.start(check, v.backend, v.device.type)):
         print(f"rank {rank} on {result['device']}: loss on its half batch {result['loss'].item():.6f}")
 
 # %%
@@ -71,8 +65,7 @@ full_rows = {name: p.shape[0] for name, p in reference.items()}
 # on each rank than in the whole.
 
 with v.check("each parameter is sharded: every rank holds only part of its rows") as check:
-    if results is None:
-        check.unsupported(reason)
+    results = fsdp2.require(check)
     for name, rows in full_rows.items():
         held = [result["local_shapes"][name][0] for result in results]
         check.measure(f"{name}: rows per rank (of {rows})", str(held))
@@ -88,8 +81,7 @@ with v.check("each parameter is sharded: every rank holds only part of its rows"
 # (for example gradients summed instead of averaged).
 
 with v.check("the gathered parameters match one single-process step on the whole batch") as check:
-    if results is None:
-        check.unsupported(reason)
+    results = fsdp2.require(check)
     _dist.require_visible_step(check, single["before"], reference, ATOL)
     for rank, result in enumerate(results):
         for name, value in reference.items():

@@ -44,19 +44,12 @@ v = verification(
 # .. literalinclude:: /gallery/_parallel.py
 #    :pyobject: pipeline_job
 
-results, reason = None, "the pipeline step did not complete (see the first check)"
+pipeline = _dist.RankRun(_parallel.pipeline_job, WORLD_SIZE)
 with v.check(f"the model runs as {WORLD_SIZE} stages, one per rank, on the device") as check:
-    check.measure("process-group backend", str(v.backend.dist_backend))
-    results, skipped = _dist.attempt(_parallel.pipeline_job, v.backend, WORLD_SIZE)
-    if skipped:
-        reason = skipped
-        check.unsupported(reason)
-    held = [sorted(result["params"]) for result in results]
+    held = [sorted(result["params"]) for result in pipeline.start(check, v.backend, v.device.type)]
     check.measure("parameters held per rank", str(held))
     all_names = sorted(name for name, _ in _dist.make_model().named_parameters())
     check.equal(sorted(sum(held, [])), all_names, "parameters held by the two ranks together, each once")
-    for rank, result in enumerate(results):
-        check.equal(result["result_device"], v.device.type, f"rank {rank}: device type of its stage")
 
 # %%
 # The single-process step on the whole batch
@@ -73,15 +66,12 @@ reference = single["after"]
 # (for example micro-batch gradients summed instead of averaged).
 
 with v.check("the last stage's output over both micro-batches equals the single-process output") as check:
-    if results is None:
-        check.unsupported(reason)
-    last = results[-1]
+    last = pipeline.require(check)[-1]
     check.measure("micro-batch losses on the last stage", str([round(x.item(), 6) for x in last["microbatch_losses"]]))
     check.close(last["output"], single["output"], rtol=RTOL, atol=ATOL, what="pipeline output")
 
 with v.check("each stage's parameters match one single-process step on the whole batch") as check:
-    if results is None:
-        check.unsupported(reason)
+    results = pipeline.require(check)
     _dist.require_visible_step(check, single["before"], reference, ATOL)
     for rank, result in enumerate(results):
         for name, value in result["params"].items():

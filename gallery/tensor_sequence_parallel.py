@@ -78,17 +78,11 @@ LAYOUTS = {
 # step from a wrong one.
 
 for label, layout in LAYOUTS.items():
-    results, reason = None, f"the {label} step did not complete (see the check before)"
+    run = _dist.RankRun(layout["job"], WORLD_SIZE)
     single = _dist.single_process_step(v.device, v.sync, make=layout["model"], batch=layout["batch"])
     reference = single["after"]
     with v.check(f"{label}: the layers are split across the {WORLD_SIZE} ranks on the device") as check:
-        check.measure("process-group backend", str(v.backend.dist_backend))
-        results, skipped = _dist.attempt(layout["job"], v.backend, WORLD_SIZE)
-        if skipped:
-            reason = skipped
-            check.unsupported(reason)
-        for rank, result in enumerate(results):
-            check.equal(result["result_device"], v.device.type, f"rank {rank}: device type of the output")
+        results = run.start(check, v.backend, v.device.type)
         for name in layout["split"]:
             held = [math.prod(result["local_shapes"][name]) for result in results]
             check.measure(f"{name}: elements per rank (of {reference[name].numel()})", str(held))
@@ -96,8 +90,7 @@ for label, layout in LAYOUTS.items():
             check.expect(max(held) < reference[name].numel(), f"{name}: one rank holds the whole parameter")
 
     with v.check(f"{label}: outputs and parameters after one step match a single-process step") as check:
-        if results is None:
-            check.unsupported(reason)
+        results = run.require(check)
         _dist.require_visible_step(check, single["before"], reference, ATOL)
         for rank, result in enumerate(results):
             expected = layout["rank_output"](single["output"], rank)
