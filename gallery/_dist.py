@@ -11,9 +11,9 @@ start depends on their device:
   PJRT) do not survive a fork once the parent has started them. A spawned
   worker imports the function it runs, and a gallery script is not importable
   (sphinx-gallery runs it without a module file), so the worker entry point
-  and the jobs live in helper modules: the basic jobs here, the parallelism
-  jobs (FSDP2, tensor, sequence, pipeline and context parallelism) in
-  ``_parallel.py``.
+  lives here and the jobs in other helper modules: ``_jobs.py`` (all_reduce,
+  DDP, and the single-process references) and ``_parallel.py`` (FSDP2,
+  tensor, sequence, pipeline and context parallelism).
 
 Every wait has a deadline (the process group's timeout, then a join deadline
 after which the workers are killed). Any failure (a worker that raised,
@@ -36,7 +36,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-import torch._dynamo  # noqa: F401  DDP's constructor imports it (~3 s); imported once here, forked workers inherit it
 from _spawn import main_module_hidden
 
 LOG_TAIL = 1500  # characters of each worker's log kept in a failure message
@@ -66,106 +65,6 @@ class Launch:
     outdir: str
     env: dict = field(default_factory=dict)
     kwargs: dict = field(default_factory=dict)
-
-
-# -- the jobs --------------------------------------------------------------------------
-
-
-def make_model() -> torch.nn.Module:
-    """The model every job and every reference starts from (seed 0)."""
-    torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
-
-
-def make_batch(size: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
-    """The whole batch (inputs, targets); rank r of W trains on the r-th of W equal slices."""
-    generator = torch.Generator().manual_seed(1)
-    return torch.randn(size, 8, generator=generator), torch.randn(size, 1, generator=generator)
-
-
-def shard(tensor: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    n = tensor.shape[0] // world_size
-    return tensor[rank * n : (rank + 1) * n]
-
-
-def sgd_step(model, forward, inputs, targets, lr: float = 0.1):
-    """One SGD step with a mean-reduced MSE loss; returns the output and the loss."""
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    output = forward(inputs)
-    loss = torch.nn.functional.mse_loss(output, targets)  # reduction="mean"
-    loss.backward()
-    optimizer.step()
-    return output, loss
-
-
-def single_process_step(device: torch.device, sync, make=make_model, batch=make_batch) -> dict:
-    """The reference: one ordinary SGD step on the whole batch on ``device``, in this process.
-
-    ``sync`` waits for the device (``v.sync``). Returns CPU copies of the
-    output, the loss, the gradients and the parameters before and after.
-    """
-    model = make().to(device)
-    before = {name: p.detach().cpu().clone() for name, p in model.named_parameters()}
-    inputs, targets = batch()
-    output, loss = sgd_step(model, model, inputs.to(device), targets.to(device))
-    sync()
-    return {
-        "output": output.detach().cpu(),
-        "loss": loss.detach().cpu(),
-        "grads": {name: p.grad.detach().cpu() for name, p in model.named_parameters()},
-        "before": before,
-        "after": {name: p.detach().cpu() for name, p in model.named_parameters()},
-    }
-
-
-def require_visible_step(check, before: dict, after: dict, atol: float) -> None:
-    """Stop ``check`` as unsupported unless the step moved some parameter by more than 10 x ``atol``.
-
-    A comparison at ``atol`` can only tell a correct step from a wrong one (for
-    example gradients summed instead of averaged) if the step itself is much
-    larger than ``atol``.
-    """
-    change = max((after[name] - before[name]).abs().max().item() for name in after)
-    check.measure("largest change the step makes to a parameter", change, tolerance=f"> 10 x atol {atol:g}")
-    if change <= 10 * atol:
-        check.unsupported(f"the step changes no parameter by more than {10 * atol:g}: the comparison cannot tell")
-
-
-def allreduce_job(rank: int, world_size: int, device: torch.device) -> dict:
-    """Each rank contributes (rank + 1) * [1, 2, 3, 4]; after all_reduce(SUM) every rank holds the sum."""
-    tensor = (rank + 1) * torch.arange(1, 5, dtype=torch.float32).to(device)
-    torch.distributed.all_reduce(tensor, op=torch.distributed.ReduceOp.SUM)
-    return {"allreduce": tensor.cpu(), "result_device": tensor.device.type}
-
-
-def judge_allreduce(check, results: list[dict], process_group_backend: str, device_type: str) -> None:
-    """Every rank of an allreduce_job run used ``process_group_backend``, its device, and holds the exact sum."""
-    expected = sum(rank + 1 for rank in range(len(results))) * torch.arange(1, 5, dtype=torch.float32)
-    for rank, result in enumerate(results):
-        print(f"rank {rank} on {result['device']} ({result['process_group_backend']}): {result['allreduce'].tolist()}")
-        check.equal(result["process_group_backend"], process_group_backend, f"rank {rank}: process-group backend of its group")
-        check.equal(result["result_device"], device_type, f"rank {rank}: device type of the result")
-        check.equal(result["allreduce"], expected, f"rank {rank}: all_reduce result")
-
-
-def ddp_job(rank: int, world_size: int, device: torch.device) -> dict:
-    """One DistributedDataParallel step on this rank's slice of the batch."""
-    model = make_model().to(device)
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
-    inputs, targets = make_batch()
-    output, loss = sgd_step(model, ddp, shard(inputs, rank, world_size).to(device), shard(targets, rank, world_size).to(device))
-    return {
-        "output": output.detach().cpu(),
-        "loss": loss.detach().cpu(),
-        "grads": {name: p.grad.detach().cpu() for name, p in model.named_parameters()},
-        "params": {name: p.detach().cpu() for name, p in model.named_parameters()},
-        "result_device": output.device.type,
-    }
-
-
-def parity_job(rank: int, world_size: int, device: torch.device) -> dict:
-    """The job compared rank by rank against CPU/gloo: an all_reduce, then one DDP step."""
-    return {**allreduce_job(rank, world_size, device), **ddp_job(rank, world_size, device)}
 
 
 # -- the worker ------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Jobs for the parallelism claims: FSDP2, tensor and sequence parallelism, pipeline and context parallelism.
 
-Each job runs on every rank under :func:`_dist.run` and returns CPU tensors the
+Each job runs on every rank under ``_dist.run`` and returns CPU tensors the
 claim script compares with one ordinary step in a single process. The jobs
-start from the same model and batch as the DDP claim (``_dist.make_model`` and
-``_dist.make_batch``), take one SGD step with a mean-reduced loss, and return
+start from the same model and batch as the DDP claim (``_jobs.make_model`` and
+``_jobs.make_batch``), take one SGD step with a mean-reduced loss, and return
 the full parameters afterwards, so "the same training step" means the same
 thing in every claim.
 
@@ -21,7 +21,7 @@ from torch.distributed.tensor import Shard
 from torch.distributed.tensor.experimental import context_parallel
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module
 
-from _dist import make_batch, make_model, sgd_step, shard
+from _jobs import make_batch, make_model, sgd_step, shard
 
 SEQUENCE, FEATURES = 8, 8  # the sequence-parallel and context-parallel inputs: (batch, sequence, features)
 

@@ -21,6 +21,7 @@ reference is); it is not evidence for the claim.
 import matplotlib.pyplot as plt
 
 import _dist
+import _jobs
 from torchclaims.backends import resolve_backend
 from torchclaims.verify import verification
 
@@ -39,12 +40,12 @@ v = verification(
 # The job
 # -------
 # Both runs execute the same function from the helper module
-# ``gallery/_dist.py``; only the device and the process-group backend differ.
+# ``gallery/_jobs.py``; only the device and the process-group backend differ.
 #
-# .. literalinclude:: /gallery/_dist.py
+# .. literalinclude:: /gallery/_jobs.py
 #    :pyobject: parity_job
 #
-# .. literalinclude:: /gallery/_dist.py
+# .. literalinclude:: /gallery/_jobs.py
 #    :pyobject: ddp_job
 
 reference_backend, _ = resolve_backend(v.reference_device.type)
@@ -57,7 +58,7 @@ print(f"target:    {v.backend.name} with {v.backend.dist_backend!r}")
 
 reference = None
 with v.check(f"the job runs on {WORLD_SIZE} ranks on the CPU with gloo (the reference)") as check:
-    reference, reason = _dist.attempt(_dist.parity_job, reference_backend, WORLD_SIZE)
+    reference, reason = _dist.attempt(_jobs.parity_job, reference_backend, WORLD_SIZE)
     if reason:
         check.unsupported(reason)
     for rank, result in enumerate(reference):
@@ -70,7 +71,7 @@ with v.check(f"the job runs on {WORLD_SIZE} ranks on the CPU with gloo (the refe
 target, target_reason = None, None
 with v.check(f"the job runs on {WORLD_SIZE} ranks on the configured backend") as check:
     check.measure("process-group backend", str(v.backend.dist_backend))
-    target, target_reason = _dist.attempt(_dist.parity_job, v.backend, WORLD_SIZE)
+    target, target_reason = _dist.attempt(_jobs.parity_job, v.backend, WORLD_SIZE)
     if target_reason:
         check.unsupported(target_reason)
     for rank, result in enumerate(target):

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import _dist
+import _jobs
 from torchclaims.verify import verification
 
 WORLD_SIZE = 2
@@ -36,22 +37,22 @@ v = verification(
 # %%
 # What each rank runs
 # -------------------
-# The job lives in the helper module ``gallery/_dist.py`` (on accelerators the
+# The job lives in the helper module ``gallery/_jobs.py`` (on accelerators the
 # workers are spawned, and a spawned worker imports the function it runs,
 # which a gallery script cannot provide). Each rank builds the same model,
 # wraps it in DDP and takes one step on its slice:
 #
-# .. literalinclude:: /gallery/_dist.py
+# .. literalinclude:: /gallery/_jobs.py
 #    :pyobject: ddp_job
 #
-# .. literalinclude:: /gallery/_dist.py
+# .. literalinclude:: /gallery/_jobs.py
 #    :pyobject: sgd_step
 #
 # DDP averages the gradients over the ranks during ``backward``. With a loss
 # that is a mean over the rows, the average of the two half-batch gradients
 # is the gradient of the whole batch, so the step should be the same.
 
-ddp = _dist.RankRun(_dist.ddp_job, WORLD_SIZE)
+ddp = _dist.RankRun(_jobs.ddp_job, WORLD_SIZE)
 with v.check(f"one DDP step runs on {WORLD_SIZE} ranks on the device") as check:
     for rank, result in enumerate(ddp.start(check, v.backend, v.device.type)):
         print(f"rank {rank} on {result['device']}: loss on its half batch {result['loss'].item():.6f}")
@@ -60,7 +61,7 @@ with v.check(f"one DDP step runs on {WORLD_SIZE} ranks on the device") as check:
 # The single-process step on the whole batch
 # ------------------------------------------
 
-single = _dist.single_process_step(v.device, v.sync)
+single = _jobs.single_process_step(v.device, v.sync)
 reference, reference_grads = single["after"], single["grads"]
 print(f"single process: loss on the whole batch {single['loss'].item():.6f}")
 
@@ -76,7 +77,7 @@ with v.check("both ranks hold the same parameters after the step") as check:
 
 with v.check("the parameters match one single-process step on the whole batch") as check:
     results = ddp.require(check)
-    _dist.require_visible_step(check, single["before"], reference, ATOL)
+    _jobs.require_visible_step(check, single["before"], reference, ATOL)
     for rank, result in enumerate(results):
         for name, value in reference.items():
             check.close(result["params"][name], value, rtol=RTOL, atol=ATOL, what=f"rank {rank} {name}")

@@ -22,6 +22,7 @@ import dataclasses
 import torch.distributed as dist
 
 import _dist
+import _jobs
 from torchclaims.verify import verification
 
 WORLD_SIZE = 2
@@ -40,18 +41,18 @@ v = verification(
 # %%
 # The job each rank runs
 # ----------------------
-# The workers run functions from the helper module ``gallery/_dist.py``. On an
+# The workers run functions from the helper module ``gallery/_jobs.py``. On an
 # accelerator they are started with ``spawn`` (accelerator runtimes do not
 # survive a fork), and a spawned process imports the function it runs, which
 # a gallery script cannot provide; on the CPU they are forked. This is the
 # whole job:
 #
-# .. literalinclude:: /gallery/_dist.py
+# .. literalinclude:: /gallery/_jobs.py
 #    :pyobject: allreduce_job
 #
 # and what every rank must then hold:
 #
-# .. literalinclude:: /gallery/_dist.py
+# .. literalinclude:: /gallery/_jobs.py
 #    :pyobject: judge_allreduce
 #
 # The helper joins the process group first, with the process-group backend it
@@ -79,9 +80,9 @@ with v.check(f"all_reduce(SUM) across {WORLD_SIZE} processes gives the sum on ev
     if not available:
         check.expect(False, f"the statement's process-group backend {name!r} is not available here")
     else:
-        results, skipped = _dist.attempt(_dist.allreduce_job, dataclasses.replace(v.backend, dist_backend=name), WORLD_SIZE)
+        results, skipped = _dist.attempt(_jobs.allreduce_job, dataclasses.replace(v.backend, dist_backend=name), WORLD_SIZE)
         if skipped:
             check.unsupported(skipped)
-    _dist.judge_allreduce(check, results, name, v.device.type)
+    _jobs.judge_allreduce(check, results, name, v.device.type)
 
 v.finish()

@@ -19,6 +19,7 @@ batch, taken in this process on the same device.
 """
 
 import _dist
+import _jobs
 import _parallel
 from torchclaims.verify import verification
 
@@ -53,7 +54,7 @@ with v.check(f"one FSDP2 step runs on {WORLD_SIZE} ranks on the device") as chec
 # The single-process step on the whole batch
 # ------------------------------------------
 
-single = _dist.single_process_step(v.device, v.sync)
+single = _jobs.single_process_step(v.device, v.sync)
 reference = single["after"]
 full_rows = {name: p.shape[0] for name, p in reference.items()}
 
@@ -82,7 +83,7 @@ with v.check("each parameter is sharded: every rank holds only part of its rows"
 
 with v.check("the gathered parameters match one single-process step on the whole batch") as check:
     results = fsdp2.require(check)
-    _dist.require_visible_step(check, single["before"], reference, ATOL)
+    _jobs.require_visible_step(check, single["before"], reference, ATOL)
     for rank, result in enumerate(results):
         for name, value in reference.items():
             check.close(result["params"][name], value, rtol=RTOL, atol=ATOL, what=f"rank {rank} {name}")

@@ -19,6 +19,7 @@ We compare them with one ordinary step in this process on the same device.
 """
 
 import _dist
+import _jobs
 import _parallel
 from torchclaims.verify import verification
 
@@ -48,14 +49,14 @@ pipeline = _dist.RankRun(_parallel.pipeline_job, WORLD_SIZE)
 with v.check(f"the model runs as {WORLD_SIZE} stages, one per rank, on the device") as check:
     held = [sorted(result["params"]) for result in pipeline.start(check, v.backend, v.device.type)]
     check.measure("parameters held per rank", str(held))
-    all_names = sorted(name for name, _ in _dist.make_model().named_parameters())
+    all_names = sorted(name for name, _ in _jobs.make_model().named_parameters())
     check.equal(sorted(sum(held, [])), all_names, "parameters held by the two ranks together, each once")
 
 # %%
 # The single-process step on the whole batch
 # ------------------------------------------
 
-single = _dist.single_process_step(v.device, v.sync)
+single = _jobs.single_process_step(v.device, v.sync)
 reference = single["after"]
 
 # %%
@@ -72,7 +73,7 @@ with v.check("the last stage's output over both micro-batches equals the single-
 
 with v.check("each stage's parameters match one single-process step on the whole batch") as check:
     results = pipeline.require(check)
-    _dist.require_visible_step(check, single["before"], reference, ATOL)
+    _jobs.require_visible_step(check, single["before"], reference, ATOL)
     for rank, result in enumerate(results):
         for name, value in result["params"].items():
             check.close(value, reference[name], rtol=RTOL, atol=ATOL, what=f"rank {rank} {name}")

@@ -22,6 +22,7 @@ same device.
 import math
 
 import _dist
+import _jobs
 import _parallel
 from torchclaims.verify import verification
 
@@ -54,8 +55,8 @@ v = verification(
 LAYOUTS = {
     "tensor parallel": {
         "job": _parallel.tensor_parallel_job,
-        "model": _dist.make_model,
-        "batch": _dist.make_batch,
+        "model": _jobs.make_model,
+        "batch": _jobs.make_batch,
         "split": ("0.weight", "0.bias", "2.weight"),  # column-wise weight and bias, row-wise weight
         "rank_output": lambda output, rank: output,  # every rank holds the whole output
     },
@@ -79,7 +80,7 @@ LAYOUTS = {
 
 for label, layout in LAYOUTS.items():
     run = _dist.RankRun(layout["job"], WORLD_SIZE)
-    single = _dist.single_process_step(v.device, v.sync, make=layout["model"], batch=layout["batch"])
+    single = _jobs.single_process_step(v.device, v.sync, make=layout["model"], batch=layout["batch"])
     reference = single["after"]
     with v.check(f"{label}: the layers are split across the {WORLD_SIZE} ranks on the device") as check:
         results = run.start(check, v.backend, v.device.type)
@@ -91,7 +92,7 @@ for label, layout in LAYOUTS.items():
 
     with v.check(f"{label}: outputs and parameters after one step match a single-process step") as check:
         results = run.require(check)
-        _dist.require_visible_step(check, single["before"], reference, ATOL)
+        _jobs.require_visible_step(check, single["before"], reference, ATOL)
         for rank, result in enumerate(results):
             expected = layout["rank_output"](single["output"], rank)
             check.close(result["output"], expected, rtol=RTOL, atol=ATOL, what=f"rank {rank} output")

@@ -21,6 +21,7 @@ import dataclasses
 import torch.distributed as dist
 
 import _dist
+import _jobs
 from torchclaims.verify import verification
 
 WORLD_SIZE = 2
@@ -58,9 +59,9 @@ with v.check(f"'{NAME}' is an available process-group backend and the default fo
 
 with v.check(f"all_reduce(SUM) across {WORLD_SIZE} processes with '{NAME}' gives the sum on every rank") as check:
     torchtpu(check)
-    results, skipped = _dist.attempt(_dist.allreduce_job, dataclasses.replace(v.backend, dist_backend=NAME), WORLD_SIZE)
+    results, skipped = _dist.attempt(_jobs.allreduce_job, dataclasses.replace(v.backend, dist_backend=NAME), WORLD_SIZE)
     if skipped:
         check.unsupported(skipped)
-    _dist.judge_allreduce(check, results, NAME, TPU)
+    _jobs.judge_allreduce(check, results, NAME, TPU)
 
 v.finish()
