@@ -195,6 +195,26 @@ def test_source_url_must_be_http(tmp_path):
     assert fields_of(problems_of(path)) == {"sources.0.url"}
 
 
+def _without_url(**overrides) -> dict:
+    source = default_source(**overrides)
+    del source["url"]
+    return source
+
+
+def test_an_unconfirmed_source_may_lack_an_address_if_its_note_says_where_it_was_seen(tmp_path):
+    source = _without_url(confirmed=False, note="Seen only in press coverage of the launch.")
+    claim = load_claim(write_claim(tmp_path, "a-claim", sources=[source]))
+    assert claim.sources[0].url is None
+
+
+@pytest.mark.parametrize("overrides", [{}, {"confirmed": False}, {"note": "Seen in a newspaper."}])
+def test_a_source_without_an_address_must_be_unconfirmed_and_say_where_it_was_seen(tmp_path, overrides):
+    path = write_claim(tmp_path, "a-claim", sources=[_without_url(**overrides)])
+    problems = problems_of(path)
+    assert fields_of(problems) == {"sources.0"}
+    assert "only an unconfirmed source" in problems[0].message
+
+
 def test_quote_too_long_is_named_with_the_limit(tmp_path):
     quote = " ".join(["word"] * (MAX_QUOTE_WORDS + 5))
     path = write_claim(tmp_path, "a-claim", sources=[default_source(quote=quote)])

@@ -16,7 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .backends import BACKEND_NAMES
 from .errors import InvalidFileError, Problem, problems_from_validation
@@ -61,7 +61,13 @@ class Source(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    url: Annotated[str, Field(pattern=r"^https?://\S+$", description="Address of the primary source")]
+    url: Annotated[
+        str | None,
+        Field(
+            pattern=r"^https?://\S+$",
+            description="Address of the primary source; may be left out only for an unconfirmed source whose note says where the quote was seen",
+        ),
+    ] = None
     quote: Annotated[str, Field(min_length=1, description="Verbatim excerpt, under 40 words")]
     publisher: Annotated[str, Field(min_length=1, description="Who published the source")]
     date: Annotated[str, Field(pattern=SOURCE_DATE, description="YYYY, YYYY-MM or YYYY-MM-DD")]
@@ -76,6 +82,14 @@ class Source(BaseModel):
         if len(quote.split()) >= MAX_QUOTE_WORDS:
             raise ValueError(f"a quote must be under {MAX_QUOTE_WORDS} words; cut it to the key sentence")
         return quote
+
+    @model_validator(mode="after")
+    def _address_or_where_seen(self) -> Source:
+        # A quote known only from coverage with no public address is kept, but
+        # never passed off as confirmed: the note must say where it was seen.
+        if self.url is None and (self.confirmed or not self.note):
+            raise ValueError("a source needs a url; only an unconfirmed source (confirmed = false) may leave it out, with a note saying where the quote was seen")
+        return self
 
 
 class Claim(BaseModel):

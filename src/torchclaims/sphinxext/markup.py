@@ -17,8 +17,9 @@ def paragraph(*children) -> nodes.paragraph:
     return para
 
 
-def link(text: str, url: str) -> nodes.reference:
-    return nodes.reference("", text, refuri=url)
+def link(text: str, url: str | None) -> nodes.Node:
+    """A link, or plain text where there is no address (an unconfirmed source)."""
+    return nodes.reference("", text, refuri=url) if url else nodes.Text(text)
 
 
 def doc_link(text: str, docname: str) -> addnodes.pending_xref:
