@@ -1,6 +1,6 @@
 """
-``dispatch_model`` forgets to move the model for an integer device on Neuron
-============================================================================
+accelerate's dispatch_model does not move the model for an integer device on Neuron
+===================================================================================
 
 :claim-verdict:`accelerate-dispatch-int-device`
 

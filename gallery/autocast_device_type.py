@@ -1,6 +1,6 @@
 """
-Mixed precision is torch.autocast with the backend's device type
-================================================================
+Mixed precision uses torch.autocast with the backend's device type
+==================================================================
 
 :claim-verdict:`autocast-device-type`
 

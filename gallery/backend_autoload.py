@@ -1,6 +1,6 @@
 """
-Importing torch loads out-of-tree backends through an entry point
-=================================================================
+Out-of-tree backends load automatically through the torch.backends entry point
+==============================================================================
 
 :claim-verdict:`backend-autoload`
 

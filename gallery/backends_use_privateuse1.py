@@ -1,6 +1,6 @@
 """
-TorchNeuron and TorchTPU are PrivateUse1 backends
-=================================================
+TorchNeuron and TorchTPU add their devices through PyTorch's PrivateUse1 slot
+=============================================================================
 
 :claim-verdict:`backends-use-privateuse1`
 

@@ -1,6 +1,6 @@
 """
-Seeded CUDA sampling depends on the GPU's SM count
-==================================================
+Seeded CUDA sampling differs between GPUs with different SM counts
+==================================================================
 
 :claim-verdict:`cuda-rng-sm-dependence`
 

@@ -1,6 +1,6 @@
 """
-A custom op runs eagerly and compiles as one node, on devices it has a kernel for
-=================================================================================
+A registered custom op works in eager mode and as one node under torch.compile
+==============================================================================
 
 :claim-verdict:`custom-op-eager-and-compile`
 

@@ -1,6 +1,6 @@
 """
-Changing the device string is enough to move a training step
-=============================================================
+Changing the device string is enough to move training code
+==========================================================
 
 :claim-verdict:`device-switch-parity`
 

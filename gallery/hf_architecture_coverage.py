@@ -1,6 +1,6 @@
 """
-How many popular text-generation architectures run on the backend and match the CPU
-===================================================================================
+Share of popular text-generation architectures that run on the backend and match CPU
+====================================================================================
 
 :claim-verdict:`hf-architecture-coverage`
 

@@ -1,6 +1,6 @@
 """
-``device_map="auto"`` only sees the devices ``get_max_memory`` knows
-====================================================================
+device_map='auto' ignores Neuron, XLA and TPU devices and keeps the model on CPU
+================================================================================
 
 :claim-verdict:`hf-device-map-auto`
 

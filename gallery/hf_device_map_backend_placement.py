@@ -1,6 +1,6 @@
 """
-``device_map`` with the backend's device string places the model there
-======================================================================
+device_map with the backend's device string places the model on that device
+===========================================================================
 
 :claim-verdict:`hf-device-map-backend-placement`
 

@@ -1,6 +1,6 @@
 """
-Transformers rejects ``device_map="neuron"`` or ``"tpu"`` without the backend package
-=====================================================================================
+Transformers rejects device_map='neuron' or 'tpu' without the backend package
+=============================================================================
 
 :claim-verdict:`hf-device-strings`
 

@@ -1,6 +1,6 @@
 """
-A static KV cache keeps every decoding step the same shape
-==========================================================
+A static KV cache keeps tensor shapes constant during generate()
+================================================================
 
 :claim-verdict:`hf-static-cache-shapes`
 

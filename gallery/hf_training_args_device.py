@@ -1,6 +1,6 @@
 """
-``TrainingArguments`` finds the backend; inference code has to name it
-======================================================================
+TrainingArguments picks the backend's device automatically; inference must name it
+==================================================================================
 
 :claim-verdict:`hf-training-args-device`
 

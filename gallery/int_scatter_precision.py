@@ -1,6 +1,6 @@
 """
-Integer scatter-add is exact or fails loudly, eager and compiled
-================================================================
+Integer scatter-add is exact or fails loudly, eager and compiled; Neuron's compiler rejects it
+==============================================================================================
 
 :claim-verdict:`int-scatter-precision`
 

@@ -1,6 +1,6 @@
 """
-torch.accelerator memory statistics need no backend-specific call
-=================================================================
+torch.accelerator memory statistics work without backend-specific calls
+=======================================================================
 
 :claim-verdict:`memory-apis-portable`
 

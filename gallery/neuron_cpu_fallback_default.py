@@ -1,6 +1,6 @@
 """
-TorchNeuron runs operators it does not implement on the CPU
-===========================================================
+TorchNeuron runs operators it does not support on the CPU by default
+====================================================================
 
 :claim-verdict:`neuron-cpu-fallback-default`
 

@@ -1,6 +1,6 @@
 """
-On Trainium, torch.accelerator.device_count() counts NeuronCores
-================================================================
+On Trainium, torch.accelerator.device_count() counts NeuronCores, not chips
+===========================================================================
 
 :claim-verdict:`neuron-device-count-neuroncores`
 

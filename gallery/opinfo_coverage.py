@@ -1,6 +1,6 @@
 """
-How much of PyTorch's OpInfo database runs on the backend and matches the CPU
-=============================================================================
+Share of PyTorch OpInfo operator samples that run on the backend and match CPU
+==============================================================================
 
 :claim-verdict:`opinfo-coverage`
 

@@ -1,6 +1,6 @@
 """
-Stock PyTorch has no 'neuron' or 'tpu' device until a backend adds it
-=====================================================================
+Stock PyTorch has no 'neuron' or 'tpu' device; an out-of-tree backend must add it
+=================================================================================
 
 :claim-verdict:`privateuse1-named-device`
 

@@ -1,6 +1,6 @@
 """
-Seeded random tensors: draw on the CPU, then move
-=================================================
+Seeded random tensors match across devices only when drawn on CPU and moved
+===========================================================================
 
 :claim-verdict:`rng-streams-per-device`
 

@@ -1,6 +1,6 @@
 """
-ROCm's Composable Kernel BLAS backend is opt-in
-===============================================
+ROCm's Composable Kernel BLAS backend must be compiled in and selected explicitly
+=================================================================================
 
 :claim-verdict:`rocm-ck-optin`
 

@@ -1,6 +1,6 @@
 """
-On ROCm, torch.distributed offers nccl and gloo only
-====================================================
+On ROCm, torch.distributed supports only the nccl and gloo backends
+===================================================================
 
 :claim-verdict:`rocm-dist-backends`
 

@@ -1,6 +1,6 @@
 """
-ROCm builds reach AMD GPUs through torch.cuda
-=============================================
+ROCm builds expose AMD GPUs through torch.cuda and the 'cuda' device type
+=========================================================================
 
 :claim-verdict:`rocm-reuses-torch-cuda`
 

@@ -1,6 +1,6 @@
 """
-A shape-specialising backend compiles once per new shape, not per shape change
-==============================================================================
+A shape-specialising backend compiles once per new input shape, not per shape change
+====================================================================================
 
 :claim-verdict:`shape-change-recompiles`
 

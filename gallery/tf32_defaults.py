@@ -1,6 +1,6 @@
 """
-No TF32 for float32 matmuls by default, though cuDNN may use it
-===============================================================
+PyTorch does not use TF32 for float32 matmuls by default, but cuDNN may
+=======================================================================
 
 :claim-verdict:`tf32-defaults`
 

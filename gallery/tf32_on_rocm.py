@@ -1,6 +1,6 @@
 """
-TF32 on ROCm: MI300, the same controls, and no 'bfx9'
-=====================================================
+ROCm supports TF32 on MI300 under the same controls, with NVIDIA-only exceptions
+================================================================================
 
 :claim-verdict:`tf32-on-rocm`
 

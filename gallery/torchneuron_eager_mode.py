@@ -1,6 +1,6 @@
 """
-TorchNeuron runs PyTorch code eagerly
-=====================================
+TorchNeuron runs PyTorch code eagerly, without torch.compile or graph steps
+===========================================================================
 
 :claim-verdict:`torchneuron-eager-mode`
 

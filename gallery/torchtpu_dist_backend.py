@@ -1,6 +1,6 @@
 """
-TorchTPU's process-group backend is 'tpu_dist'
-==============================================
+TorchTPU's torch.distributed backend is 'tpu_dist'
+==================================================
 
 :claim-verdict:`torchtpu-dist-backend`
 

@@ -162,7 +162,20 @@ def cross_check(root: Path, claims: ClaimSet) -> list[Problem]:
                 problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, which has no record in claims/", line))
             elif claim.script != rel:
                 problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, whose record names script {claim.script}", line))
+            elif script_title(script) not in (None, claim.title):
+                problems.append(
+                    Problem(Path(rel), "", f"the docstring's title must be the claim's title, so the claim has one title everywhere: {claim.title!r}", 2)
+                )
     return problems
+
+
+def script_title(path: Path) -> str | None:
+    """The first line of a script's docstring (None when it has none or does not parse)."""
+    try:
+        docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    except (SyntaxError, OSError, UnicodeDecodeError):
+        return None
+    return docstring.splitlines()[0].strip() if docstring else None
 
 
 def lint(root: Path, claims_dir: str = "claims") -> list[Problem]:

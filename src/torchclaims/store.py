@@ -32,16 +32,25 @@ class Entry:
         return self.record.environment.backend
 
     @property
+    def version(self) -> str:
+        """The version that matters on this entry's backend: 'torch_xla 2.9.0'."""
+        return version_label(self.record.environment)
+
+    @property
     def column(self) -> str:
-        """The matrix column: backend plus the version that matters for it."""
+        """Backend plus version: 'xla · torch_xla 2.9.0' (a version within a matrix column)."""
         return column_label(self.record.environment)
 
 
-def column_label(env: Environment) -> str:
+def version_label(env: Environment) -> str:
     backend = all_backends().get(env.backend)
     package = backend.primary_package if backend else "torch"
     version = env.torch if package == "torch" else env.packages.get(package, "?")
-    return f"{env.backend} · {package} {version.split('+')[0]}"
+    return f"{package} {version.split('+')[0]}"
+
+
+def column_label(env: Environment) -> str:
+    return f"{env.backend} · {version_label(env)}"
 
 
 @dataclass

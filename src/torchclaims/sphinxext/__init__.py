@@ -18,18 +18,26 @@ def setup(app: Sphinx) -> dict:
     from .backends_table import setup_backends_table
     from .changes_page import setup_changes
     from .claim import setup_claim
+    from .gallery import setup_gallery
+    from .links import setup_links
+    from .markup import setup_markup
     from .matrix import setup_matrix
     from .measure import setup_measure
+    from .publishing import setup_publishing
     from .state import setup_state
     from .tracking import setup_tracking
 
     setup_state(app)  # config values; verify claims before sphinx-gallery runs
     setup_tracking(app)  # re-read pages whose evidence changed
-    setup_claim(app)  # claim, topic-claims, claim-verdict
-    setup_matrix(app)  # claims-matrix
+    setup_markup(app)  # folded blocks (<details>)
+    setup_links(app)  # links to claims, evidence anchors and matrix rows, resolved after reading
+    setup_claim(app)  # claim, topic-claims, claim-verdict (evidence blocks: evidence.py)
+    setup_matrix(app)  # claims-matrix: the home page
     setup_measure(app)  # claim-measure: figures in prose, read from records
     setup_changes(app)  # claims-changes
     setup_backends_table(app)  # backend-descriptors
+    setup_gallery(app)  # gallery cards with verdicts, script pages that lead back to their claim
+    setup_publishing(app)  # downloads, search data, favicon, the published folder
     app.connect("builder-inited", _add_static)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": _code_version()}
 
@@ -46,6 +54,6 @@ def _code_version() -> int:
 def _add_static(app: Sphinx) -> None:
     if app.builder.format != "html":
         return
-    app.config.html_static_path.append(str(Path(__file__).parent / "static"))
+    app.config.html_static_path.append(str(Path(__file__).parent / "static"))  # favicon.svg rides along (publishing.py)
     app.add_css_file("torchclaims.css")
     app.add_js_file("torchclaims.js")

@@ -11,7 +11,9 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from ..changes import describe
-from .claim import claim_ref, verdict_badge
+from ..store import Entry
+from .evidence import origin_text, verdict_badge
+from .links import claim_ref, evidence_anchor
 from .markup import paragraph, table
 from .state import get_state
 from .tracking import ALL_CLAIMS, note_shown
@@ -34,12 +36,13 @@ class ClaimsChangesDirective(SphinxDirective):
                 new, old = entries[0], entries[1]
                 if new.record.verdict is old.record.verdict:
                     continue
+                title = state.claims.claims[claim_id].title if claim_id in state.claims.claims else claim_id
                 rows.append(
                     [
-                        claim_ref(claim_id, nodes.literal("", claim_id)),
+                        paragraph(claim_ref(claim_id, nodes.inline("", title)), " (", nodes.literal("", claim_id), ")"),
                         backend,
-                        paragraph(verdict_badge(old), f" {old.record.date}, {old.origin}"),
-                        paragraph(verdict_badge(new), f" {new.record.date}, {new.origin}"),
+                        _run(claim_id, old),
+                        _run(claim_id, new),
                         describe(old.record.environment, new.record.environment),
                     ]
                 )
@@ -49,7 +52,16 @@ class ClaimsChangesDirective(SphinxDirective):
         )
         if not rows:
             return [intro]
-        return [intro, table(["Claim", "Backend", "Before", "Now", "What differs"], rows, ["tc-changes"])]
+        caption = "Verdicts that moved: each row names the two runs it compares"
+        changes = table(["Claim", "Backend", "Before (older run)", "Now (newer run)", "What differs"], rows, ["tc-changes"], caption=caption)
+        changes["support_smartquotes"] = False
+        return [intro, changes]
+
+
+def _run(claim_id: str, entry: Entry) -> nodes.paragraph:
+    """The verdict of one run, naming it: backend and version, date, origin; it links to that run's evidence."""
+    name = claim_ref(claim_id, nodes.inline("", entry.column), anchor=evidence_anchor(claim_id, entry.backend, entry.version))
+    return paragraph(verdict_badge(entry), " ", name, f", {entry.record.date}, {origin_text(entry)}")
 
 
 def setup_changes(app) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from docutils import nodes
 from sphinx import addnodes
 
@@ -37,8 +39,10 @@ def bullets(items: list[nodes.Node]) -> nodes.bullet_list:
     return bullets
 
 
-def table(headers: list[str], rows: list[list[nodes.Node | str]], classes: list[str]) -> nodes.table:
+def table(headers: list[str], rows: list[list[nodes.Node | str]], classes: list[str], caption: str = "") -> nodes.table:
     table = nodes.table(classes=classes)
+    if caption:
+        table += nodes.title("", caption)
     group = nodes.tgroup(cols=len(headers))
     table += group
     for _ in headers:
@@ -68,3 +72,55 @@ def join_nodes(items: list[nodes.Node]) -> list[nodes.Node | str]:
         out.extend([", "] if i else [])
         out.append(item)
     return out
+
+
+class details(nodes.General, nodes.Element):  # noqa: N801 (docutils node naming)
+    """A folded block: ``<details>`` in HTML, its content as is elsewhere."""
+
+
+class summary(nodes.General, nodes.TextElement):  # noqa: N801
+    """The line a folded block shows while closed."""
+
+
+def folded(summary_children: list, body: list[nodes.Node], ids: list[str] | None = None, classes: list[str] | None = None, open_: bool = False) -> details:
+    block = details(ids=ids or [], classes=classes or [], open=open_)
+    line = summary()
+    line.extend(nodes.Text(c) if isinstance(c, str) else c for c in summary_children)
+    block += line
+    block.extend(body)
+    return block
+
+
+LONG = 120  # characters shown of a value before it folds
+
+
+def value_text(text: str, limit: int = LONG) -> nodes.Node:
+    """A value from a record, never cut silently: a long one ends with an ellipsis and unfolds whole."""
+    if len(text) <= limit:
+        return nodes.literal("", text)
+    whole = nodes.literal_block(text, text, classes=["tc-whole"])
+    return folded([nodes.literal("", text[:limit].rstrip() + "…"), nodes.inline("", " show all", classes=["tc-more"])], [whole], classes=["tc-long"])
+
+
+def _visit_details(self, node: details) -> None:
+    attributes = {"open": "open"} if node.get("open") else {}
+    self.body.append(self.starttag(node, "details", "", **attributes))
+
+
+def _visit_summary(self, node: summary) -> None:
+    self.body.append(self.starttag(node, "summary", ""))
+
+
+def _pass(self, node) -> None:
+    pass
+
+
+def setup_markup(app) -> None:
+    others = {builder: (_pass, _pass) for builder in ("text", "latex", "man", "texinfo")}
+    app.add_node(details, html=(_visit_details, lambda self, node: self.body.append("</details>\n")), **others)
+    app.add_node(summary, html=(_visit_summary, lambda self, node: self.body.append("</summary>\n")), **others)
+
+
+def esc(text) -> str:
+    """Text from a record, a claim or a file, made safe for raw HTML (link markers can never be forged)."""
+    return html.escape(str(text).replace("\x00", ""), quote=True)

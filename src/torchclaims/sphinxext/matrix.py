@@ -1,122 +1,223 @@
-"""The ``claims-matrix`` directive: claims × backends, caniuse-style.
+"""The ``claims-matrix`` directive: claims × backends, the home of the site.
 
-Rows are claims grouped by topic; columns are backend + version. Each cell shows
-the verdict and its date, says when the backend is outside the claim's scope
-(a verdict on the CPU reference is not a verdict on Trainium), and links to the
-claim's evidence. The filters (topic, column, verdict) are plain JavaScript
-shipped with the extension, so the page works offline. Counts never fold
-``unverified``, ``error`` or ``not run`` into passing.
+A column for every backend the project knows (grid.py), headed by the backend,
+the device its records ran on and the version shown, with that version's
+totals; a row per claim, grouped by topic. A cell shows the newest verdict of
+that version and its date, marks the backends the claim is about ("target"),
+says in the cell when a verdict is outside the claim's scope, carries the
+reason and environment in its tooltip, and links to the evidence block of that
+run. Every other version of a backend is in the page too, hidden until the
+reader picks it. Filters (topic, backend, verdict, text) and the version
+choice live in the URL (static/torchclaims.js); a legend, a "built on … with
+…" stamp and the downloads of every results file sit beside the grid. The
+markup is written here rather than as a docutils table so that cells can carry
+scopes, data attributes and tooltips; all text in it is escaped.
 """
 
 from __future__ import annotations
 
-import html
-
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ..freshness import stale_reason
-from ..records import Verdict
-from ..scope import ran_on
+from ..claims import Claim
+from ..downloads import download_for
+from ..grid import ATTRIBUTED, KINDS, NOT_RUN, Cell, Column, Grid, device_words
+from ..scope import about_text, and_words, ran_on, scope_note
+from ..store import EARLIER_BUILD
 from ..topics import TOPICS
-from .claim import NOT_RUN, SYMBOLS, claim_ref
-from .markup import badge
-from .state import get_state
-from .tracking import ALL_CLAIMS, note_shown
+from .evidence import SYMBOLS, origin_text
+from .links import evidence_anchor, href_marker, matrix_anchor, raw_html, register_label
+from .markup import esc
+from .state import BuildState, get_state
+from .tracking import ALL_CLAIMS, EVERY_BUILD, note_shown
+
+WORDS = {**{v.value: (s, v.value) for v, s in SYMBOLS.items()}, NOT_RUN: ("∅", "not run"), ATTRIBUTED: ("❝", "no verdict")}
+TOTALED = KINDS[:-1]  # attributed claims have no verdict on any backend: not counted per column
 
 
-def _cell(content: nodes.Node, classes: list[str]) -> nodes.entry:
-    entry = nodes.entry(classes=classes)
-    para = nodes.paragraph()
-    para += content
-    entry += para
-    return entry
+def _tooltip(grid: Grid, cell: Cell) -> str:
+    """Reason and environment of a cell, in words (the title attribute)."""
+    if cell.kind == ATTRIBUTED:
+        return "Attributed claim: testimony or a figure without a public method, so there is no verdict."
+    if cell.entry is None:
+        about = " The claim is about this backend." if cell.target else ""
+        return f"No record of this claim on {grid.column(cell.backend).header('')}.{about}"
+    record, env = cell.entry.record, cell.entry.record.environment
+    symbol, word = WORDS[cell.kind]
+    parts = [f"{symbol} {word}" + (f", {record.note}" if record.note else ""), f"on {ran_on(env)}, {cell.version}, torch {env.torch}, Python {env.python}, {env.os}"]
+    parts.append(f"{record.date}, from {origin_text(cell.entry)}")
+    if record.reason:
+        parts.append("reason: " + (record.reason if len(record.reason) <= 300 else record.reason[:300] + "…"))
+    if cell.stale:
+        parts.append("stale: " + cell.stale)
+    note = scope_note(cell.claim, cell.backend)
+    return ". ".join(parts + ([note[0].upper() + note[1:]] if note else [])) + "."
 
 
-def _filters(columns: list[str]) -> nodes.raw:
-    def options(values: list[tuple[str, str]]) -> str:
-        return "".join(f'<option value="{html.escape(v)}">{html.escape(label)}</option>' for v, label in values)
+def _run(grid: Grid, cell: Cell, shown: bool) -> str:
+    symbol, word = WORDS[cell.kind]
+    note = f", {cell.entry.record.note}" if cell.entry and cell.entry.record.note else ""
+    inner = f'<span class="tc-badge tc-{cell.kind}">{symbol} {esc(word + note)}</span>'
+    if cell.entry is not None:
+        inner += f' <span class="tc-date">{esc(cell.entry.record.date)}</span>'
+        inner += ' <span class="tc-badge tc-stale">stale</span>' if cell.stale else ""
+        inner += "" if cell.target else ' <span class="tc-scope">outside its scope</span>'
+    attributes = f'data-version="{esc(cell.version)}" data-verdict="{cell.kind}" title="{esc(_tooltip(grid, cell))}"' + ("" if shown else " hidden")
+    if cell.entry is None:
+        return f'<span class="tc-run" {attributes}>{inner}</span>'
+    href = href_marker(cell.claim.id, evidence_anchor(cell.claim.id, cell.backend, cell.version))
+    return f'<a class="tc-run" href="{href}" {attributes}>{inner}</a>'
 
-    topics = [("", "all topics")] + [(key, title) for key, title in TOPICS.items()]
-    cols = [("", "all backends")] + [(str(i), c) for i, c in enumerate(columns)]
-    verdicts = [("", "any verdict")] + [(v.value, v.value) for v in Verdict] + [("notrun", NOT_RUN), ("attributed", "attributed")]
-    markup = (
-        '<form class="tc-filters" onsubmit="return false">'
-        f'<label>Topic <select data-tc-filter="topic">{options(topics)}</select></label> '
-        f'<label>Backend <select data-tc-filter="column">{options(cols)}</select></label> '
-        f'<label>Verdict <select data-tc-filter="verdict">{options(verdicts)}</select></label>'
-        "</form>"
+
+def _cell(grid: Grid, claim: Claim, column: Column) -> str:
+    target = claim.covers(column.backend)
+    mark = '<span class="tc-target-mark">◎ target</span>' if target else ""
+    runs = "".join(_run(grid, cell, i == 0) for i, cell in enumerate(grid.cells(claim, column.backend)))
+    classes = ' class="tc-target"' if target else ""
+    return f'<td data-backend="{esc(column.backend)}"{classes}>{mark}{runs}</td>'
+
+
+def _totals(grid: Grid, column: Column) -> str:
+    out = []
+    for i, version in enumerate(column.versions or ("",)):
+        counts = grid.totals(column.backend, version)
+        items = "".join(
+            f'<span class="tc-total tc-total-{kind}" title="{counts[kind]} {WORDS[kind][1]}">{WORDS[kind][0]}&#8239;{counts[kind]}'
+            f'<span class="tc-sr"> {WORDS[kind][1]}</span></span>'
+            for kind in TOTALED
+        )
+        out.append(f'<span class="tc-totals" data-version="{esc(version)}"{"" if i == 0 else " hidden"}>{items}</span>')
+    return "".join(out)
+
+
+def _header(grid: Grid, column: Column) -> str:
+    backend = esc(column.backend)
+    devices = "".join(
+        f'<span class="tc-device" data-version="{esc(v)}"{"" if i == 0 else " hidden"}>{esc(" / ".join(column.devices.get(v, ())))}</span>'
+        for i, v in enumerate(column.versions)
+    ) or f'<span class="tc-device">{esc(column.reader_name)}</span>'
+    if len(column.versions) > 1:
+        options = "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in column.versions)
+        version = f'<label class="tc-version"><span class="tc-sr">version shown for {backend}</span><select data-tc-version="{backend}">{options}</select></label>'
+    else:
+        version = f'<span class="tc-version">{esc(column.shown or "not run")}</span>'
+    title = esc(column.header())
+    return f'<th scope="col" data-backend="{backend}" title="{title}"><span class="tc-backend">{backend}</span>{devices}{version}{_totals(grid, column)}</th>'
+
+
+def _row(grid: Grid, claim: Claim) -> str:
+    words = [claim.title, claim.id, " ".join(claim.claimed_by), " ".join(claim.about), about_text(claim), TOPICS[claim.topic], claim.proposition]
+    about = f'<span class="tc-about">{esc("about " + and_words(claim.about))}</span>'
+    head = f'<th scope="row"><a href="{href_marker(claim.id)}">{esc(claim.title)}</a>{about}</th>'
+    cells = "".join(_cell(grid, claim, column) for column in grid.columns)
+    return (
+        f'<tr class="tc-claim-row" id="{matrix_anchor(claim.id)}" data-topic="{esc(claim.topic)}" '
+        f'data-text="{esc(" ".join(words).lower())}">{head}{cells}</tr>'
     )
-    return nodes.raw("", markup, format="html")
+
+
+def _filters(grid: Grid, total: int) -> str:
+    def select(name: str, label: str, values: list[tuple[str, str]]) -> str:
+        options = "".join(f'<option value="{esc(v)}">{esc(text)}</option>' for v, text in values)
+        return f'<label>{label} <select name="{name}">{options}</select></label>'
+
+    topics = [("", "all topics")] + list(TOPICS.items())
+    backends = [("", "all backends")] + [(c.backend, c.backend) for c in grid.columns]
+    verdicts = [("", "any verdict")] + [(k, f"{WORDS[k][0]} {WORDS[k][1] if k != ATTRIBUTED else 'attributed'}") for k in KINDS]
+    return (
+        '<form class="tc-filters" role="search" aria-label="Filter the claims">'
+        + select("topic", "Topic", topics) + select("backend", "Backend", backends) + select("verdict", "Verdict", verdicts)
+        + '<label>Text <input type="search" name="q" placeholder="title, id, who claims" autocomplete="off"></label>'
+        + '<button type="reset">Show all</button>'
+        + f'<p class="tc-count" role="status" aria-live="polite">{total} of {total} claims</p>'
+        + "</form>"
+    )
+
+
+def _legend(state: BuildState, root: str) -> str:
+    items = "".join(f'<li><span class="tc-badge tc-{k}">{WORDS[k][0]} {WORDS[k][1]}</span> {esc(MEANING[k])}</li>' for k in KINDS)
+    return (
+        '<aside class="tc-legend" aria-label="Legend"><h2>Legend</h2><ul>' + items
+        + '<li><span class="tc-target-mark">◎ target</span> the claim is about this backend: a verdict here speaks to it</li>'
+        + '<li><span class="tc-scope">outside its scope</span> a verdict on a backend the claim is not about (the CPU reference, XLA on the CPU): '
+        "evidence about what ran there, never about the vendor's hardware</li>"
+        + '<li><span class="tc-badge tc-stale">stale</span> made by an older script, or older than the age limit</li>'
+        + "<li>Dates are UTC. A header's counts are for the version it shows; pick another version in the header. "
+        "Hover a cell for its reason and environment, click it for the evidence.</li></ul>"
+        + f'<p class="tc-stamp">{esc(stamp(state))}</p>' + _downloads(state, root) + "</aside>"
+    )
+
+
+MEANING = {
+    "holds": "the checks ran there and every one held",
+    "refuted": "the checks ran and at least one did not hold",
+    "unverified": "could not be checked there; the reason is given. Never counted as passing",
+    "error": "the verification itself broke: no evidence either way",
+    NOT_RUN: "no record of this claim on this backend and version",
+    ATTRIBUTED: "testimony or a figure without a public method: attributed, no verdict",
+}
+
+
+def stamp(state: BuildState) -> str:
+    """'Built 2026-11-30 14:05 UTC on AMD EPYC (cpu) with torch 2.13.0, …'."""
+    when = f"Built {state.built_at:%Y-%m-%d %H:%M} UTC"
+    env = state.outcome.probe.environment if state.outcome else None
+    if env is None:
+        return f"{when} without running any claim: this build's records are those an earlier build left."
+    return f"{when} on {device_words(env)} ({env.backend}) with torch {env.torch}, Python {env.python}, torchclaims {env.torchclaims}."
+
+
+def _downloads(state: BuildState, root: str) -> str:
+    files: dict[str, list] = {}
+    for history in state.store.entries.values():
+        for entry in history:
+            if entry.origin != EARLIER_BUILD:
+                files.setdefault(entry.origin, []).append(entry)
+    items = []
+    for origin, entries in sorted(files.items(), key=lambda item: item[1][0].column):
+        download = download_for(entries[0])
+        what = f"{entries[0].column}, {len(entries)} record{'s' if len(entries) > 1 else ''} ({origin_text(entries[0])})"
+        items.append(f'<li>{esc(what)}: <a href="{root}{download.json}">JSON</a> · <a href="{root}{download.csv}">CSV</a></li>')
+    return "<h2>Downloads</h2><ul class=\"tc-downloads\">" + "".join(items) + "</ul>" if items else ""
 
 
 class ClaimsMatrixDirective(SphinxDirective):
-    """``{claims-matrix}``: every claim against every backend column."""
+    """``{claims-matrix}``: every claim against every backend."""
 
     def run(self) -> list[nodes.Node]:
         state = get_state(self.env.app)
-        store, claims = state.store, state.claims
+        grid, claims = state.grid, state.claims
         note_shown(self.env, list(claims.claims), state.digest(list(claims.claims)), key=ALL_CLAIMS)
-        columns = store.columns()
-        headers = ["Claim"] + columns
-        table = nodes.table(classes=["tc-matrix"])
-        group = nodes.tgroup(cols=len(headers))
-        table += group
-        group.extend(nodes.colspec(colwidth=3 if i == 0 else 1) for i in range(len(headers)))
-        head = nodes.thead()
-        group += head
-        head_row = nodes.row()
-        for i, header in enumerate(headers):
-            head_row += _cell(nodes.Text(header), [f"tc-col-{i - 1}"] if i else [])
-        head += head_row
-        body = nodes.tbody()
-        group += body
-        counts = {c: {} for c in columns}
-        devices: dict[str, set[str]] = {c: set() for c in columns}
+        note_shown(self.env, [], "", key=EVERY_BUILD)  # the stamp says when the site was built
+        if not claims.claims:
+            return [nodes.paragraph("", "There are no claims yet.")]
+        rows = []
         for topic, topic_claims in claims.by_topic().items():
-            if not topic_claims:
-                continue
-            topic_row = nodes.row(classes=["tc-topic-row", f"tc-topic-{topic}"])
-            topic_row += _cell(nodes.strong("", TOPICS[topic]), ["tc-topic-title"])
-            for i, _ in enumerate(columns):
-                topic_row += _cell(nodes.Text(""), [f"tc-col-{i}"])
-            body += topic_row
+            if topic_claims:
+                rows.append(
+                    f'<tr class="tc-topic-row" data-topic="{esc(topic)}"><th scope="rowgroup" colspan="{len(grid.columns) + 1}">'
+                    f"<span>{esc(TOPICS[topic])}</span></th></tr>"
+                )
             for claim in topic_claims:
-                row = nodes.row(classes=["tc-claim-row", f"tc-topic-{topic}"])
-                row += _cell(claim_ref(claim.id, nodes.inline("", claim.title)), ["tc-claim-title"])
-                latest = store.latest_by_column(claim.id)
-                for i, column in enumerate(columns):
-                    entry = latest.get(column)
-                    if not claim.executable:
-                        kind, content = "attributed", badge("❝ attributed", "attributed")
-                    elif entry is None:
-                        kind, content = "notrun", badge(f"∅ {NOT_RUN}", "notrun")
-                    else:
-                        kind = entry.record.verdict.value
-                        stale = stale_reason(entry.record, state.script_sha.get(claim.id), state.max_age_days)
-                        content = nodes.inline()
-                        note = f", {entry.record.note}" if entry.record.note else ""
-                        content += badge(f"{SYMBOLS[entry.record.verdict]} {kind}{note}", kind)
-                        content += nodes.inline("", f" {entry.record.date}" + (" (stale)" if stale else ""), classes=["tc-date"])
-                        if not claim.covers(entry.backend):
-                            content += nodes.inline("", f"outside the scope of the claim ({', '.join(claim.about)})", classes=["tc-scope"])
-                        content = claim_ref(claim.id, content)
-                    counts[column][kind] = counts[column].get(kind, 0) + 1
-                    if entry is not None:
-                        devices[column].add(ran_on(entry.record.environment))
-                    row += _cell(content, [f"tc-col-{i}", f"tc-verdict-{kind}"])
-                body += row
-        summary = nodes.bullet_list(classes=["tc-matrix-summary"])
-        for column in columns:
-            item = nodes.list_item()
-            order = [v.value for v in Verdict] + ["notrun", "attributed"]
-            text = ", ".join(f"{counts[column].get(k, 0)} {k if k != 'notrun' else NOT_RUN}" for k in order)
-            item += nodes.paragraph("", f"{column} (ran as {', '.join(sorted(devices[column]))}): {text}")
-            summary += item
-        if not columns:
-            return [nodes.paragraph("", "No result records exist yet: no claim has a verdict.")]
-        return [_filters(columns), table, summary]
+                register_label(self.env, matrix_anchor(claim.id), claim.title)
+                rows.append(_row(grid, claim))
+        total = len(claims.claims)
+        caption = (
+            f"{total} claims × {len(grid.columns)} backends. Each cell: the newest verdict of the claim on the backend, "
+            "for the version its header names; ∅ where no record exists."
+        )
+        heads = "".join(_header(grid, column) for column in grid.columns)
+        markup = (
+            f'<div class="tc-matrix-page">{_filters(grid, total)}<div class="tc-matrix-layout">'
+            '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends (scrolls inside)">'
+            f'<table class="tc-matrix"><caption>{esc(caption)}</caption><thead><tr><th scope="col" class="tc-corner">Claim</th>{heads}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>'
+            '<p class="tc-no-matches" hidden>No claim matches these filters. <button type="button" data-tc-reset>Show all claims</button></p></div>'
+            f'{_legend(state, "../" * self.env.docname.count("/"))}</div></div>'
+        )
+        return [raw_html(markup)]
 
 
 def setup_matrix(app) -> None:
     app.add_directive("claims-matrix", ClaimsMatrixDirective)
+

@@ -17,7 +17,7 @@ from sphinx.util.docutils import SphinxRole
 from ..records import Measurement
 from ..scope import ran_on
 from ..store import Entry
-from .claim import claim_ref
+from .links import claim_ref, evidence_anchor
 from .state import get_state, warn
 from .tracking import note_shown
 
@@ -72,12 +72,11 @@ class ClaimMeasureRole(SphinxRole):
             problem = "has no measurement" if not found else f"has {len(found)} measurements (checks: {'; '.join(where)}); qualify it as '<check>{QUALIFIER}<name>'"
             label = f"no single measurement named {name} in the newest record of {claim_id} on {backend}"
             return self._missing(f"the newest record of {claim_id} on {backend} ({entry.origin}) {problem} {name!r}", label)
-        version = entry.column.partition(" · ")[2]  # "torch_xla 2.9.0": the version that names the column
-        where_when = f" ({ran_on(entry.record.environment)}, {version}, {entry.record.date})"
-        out = nodes.inline(classes=["tc-measure"])
+        where_when = f" ({ran_on(entry.record.environment)}, {entry.version}, {entry.record.date})"
+        out = nodes.inline(classes=["tc-measure"], support_smartquotes=False)
         out += nodes.Text(figure_text(found[0]))
         out += nodes.inline("", where_when, classes=["tc-date"])
-        return [claim_ref(claim_id, out)], []
+        return [claim_ref(claim_id, out, anchor=evidence_anchor(claim_id, entry.backend, entry.version))], []
 
     def _missing(self, message: str, label: str = "") -> tuple[list[nodes.Node], list[nodes.system_message]]:
         warn(f"claim-measure: {message}", "measure", location=self.get_location())

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -20,14 +22,13 @@ from ..claims import Claim, ClaimSet, load_claims
 from ..execution import Outcome, Settings, history_dir, verify
 from ..errors import InvalidFileError
 from ..lint import cross_check
-from ..records import read_record
-from ..results import build_results, write_results
+from ..grid import Grid
+from ..records import now, read_record
 from ..store import Store, load_store
 from .._child import GalleryTarget
 
 logger = logging.getLogger(__name__)
 WARNING_TYPE = "torchclaims"
-RESULTS_DOWNLOAD = "torchclaims-results.json"  # this build's results file, in the site root
 
 
 def warn(message: str, subtype: str, location=None) -> None:
@@ -46,6 +47,7 @@ class BuildState:
     script_sha: dict[str, str] = field(default_factory=dict)
     results_dir: Path | None = None  # the committed results files (and their figures)
     results_uri: str = ""  # the same folder as an image path for Sphinx ("/results")
+    built_at: datetime = field(default_factory=now)
 
     def digest(self, claim_ids: list[str]) -> str:
         """Changes when anything a page shows about these claims changes."""
@@ -54,6 +56,11 @@ class BuildState:
             claim = self.claims.claims.get(claim_id)
             h.update(json.dumps(claim.model_dump(mode="json") if claim else None, sort_keys=True).encode())
         return h.hexdigest()
+
+    @cached_property
+    def grid(self) -> Grid:
+        """Backends, versions and cells, in the order every page shows them."""
+        return Grid(self.claims, self.store, self.script_sha, self.max_age_days)
 
     def example_docname(self, claim: Claim) -> str:
         return f"{self.gallery_dir}/{Path(claim.script).stem}"
@@ -122,17 +129,6 @@ def _existing_records(settings: Settings) -> dict:
     return records
 
 
-def export_results(app: Sphinx, exception) -> None:
-    """build-finished: publish this build's records as a results file beside the site."""
-    state = get_state(app)
-    if exception is not None or state.outcome is None or app.builder.format != "html":
-        return
-    # Figures of this build are on its gallery pages, not beside this file.
-    records = [r.model_copy(update={"figures": []}) for r in state.outcome.records.values()]
-    results = build_results(records, state.outcome.probe.environment, label="site build")
-    write_results(Path(app.outdir) / RESULTS_DOWNLOAD, results)
-
-
 def prepare(app: Sphinx) -> None:
     """builder-inited: load claims, verify the stale ones, load the results store."""
     config = app.config
@@ -193,4 +189,3 @@ def setup_state(app: Sphinx) -> None:
     app.add_config_value("torchclaims_gallery_output", "docs/auto_gallery", "env", str)
     app.add_config_value("torchclaims_max_age_days", 90, "env", (int, float))
     app.connect("builder-inited", prepare, priority=400)
-    app.connect("build-finished", export_results)

@@ -17,6 +17,7 @@ from .state import get_state
 
 _ATTRIBUTE = "torchclaims_shown"
 ALL_CLAIMS = "*"  # key of pages that show every claim (the matrix)
+EVERY_BUILD = "every build"  # key of pages that say when and how the site was built: re-read each time
 
 
 def shown(env: BuildEnvironment) -> dict[str, dict[str, tuple[list[str], str]]]:
@@ -51,6 +52,9 @@ def outdated_pages(app: Sphinx, env: BuildEnvironment, added, changed, removed) 
     stale = []
     for docname, keys in shown(env).items():
         if docname in changed or docname in removed:
+            continue
+        if EVERY_BUILD in keys:
+            stale.append(docname)
             continue
         current = {key: (list(state.claims.claims) if key == ALL_CLAIMS else ids) for key, (ids, _) in keys.items()}
         if any(state.digest(current[key]) != digest for key, (_, digest) in keys.items()):
