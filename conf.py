@@ -33,11 +33,6 @@ include_patterns = ["index.md", "docs/**"]
 html_theme = "furo"
 html_title = "torchclaims"
 html_static_path = []
-# The published folder carries pages only: no page sources (search snippets read
-# the pages themselves), no "show source" links. nox -s docs builds into
-# _build/sphinx and the extension publishes a clean copy (torchclaims_publish_dir).
-html_copy_source = False
-html_show_sourcelink = False
 
 # sphinx-gallery only assembles pages here: torchclaims runs every script in its
 # own process beforehand (see torchclaims.sphinxext.state), so the pattern that
@@ -61,4 +56,6 @@ torchclaims_parallel = int(os.environ.get("TORCHCLAIMS_JOBS", str(os.cpu_count()
 torchclaims_force = os.environ.get("TORCHCLAIMS_FORCE", "0") == "1"
 torchclaims_execute = os.environ.get("TORCHCLAIMS_EXECUTE", "1") != "0"
 torchclaims_max_age_days = float(os.environ.get("TORCHCLAIMS_MAX_AGE_DAYS", "90"))
+# nox -s docs builds into _build/sphinx; the extension then publishes the site
+# into this folder without doctrees, sources or build information.
 torchclaims_publish_dir = os.environ.get("TORCHCLAIMS_PUBLISH_DIR", "_build/html")

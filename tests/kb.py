@@ -129,6 +129,7 @@ sphinx_gallery_conf = {
 }
 torchclaims_timeout = float(os.environ.get("TORCHCLAIMS_TIMEOUT", "20"))
 torchclaims_parallel = 2
+torchclaims_publish_dir = os.environ.get("TORCHCLAIMS_PUBLISH_DIR", "")
 '''
 
 INDEX = """\

@@ -19,7 +19,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from .state import warn
 
-_MARK = "\x00"  # never in escaped text: escape() drops it from anything a record or claim says
+_MARK = "\ue000"  # a private-use character: esc() drops it from anything a record or claim says (docutils eats NUL)
 _MARKER = re.compile(f"{_MARK}label:([a-z0-9-]+)(#[A-Za-z0-9_.-]*)?{_MARK}")
 
 

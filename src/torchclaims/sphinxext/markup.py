@@ -123,4 +123,4 @@ def setup_markup(app) -> None:
 
 def esc(text) -> str:
     """Text from a record, a claim or a file, made safe for raw HTML (link markers can never be forged)."""
-    return html.escape(str(text).replace("\x00", ""), quote=True)
+    return html.escape(str(text).replace("\ue000", ""), quote=True)

@@ -5,8 +5,8 @@ At the end of an HTML build: every results file the site shows, as JSON and CSV
 lands on a claim's anchor with its proposition and verdicts as the snippet, and
 works where the page is opened from a file (static/torchclaims.js); then, when
 ``torchclaims_publish_dir`` is set, a copy of the site without doctrees,
-sources or build information (torchclaims.site). A favicon ships with the
-extension unless the project sets its own.
+sources or build information (torchclaims.site). Pages never carry their
+sources, and a favicon ships with the extension unless the project sets its own.
 """
 
 from __future__ import annotations
@@ -89,14 +89,17 @@ def _search_page(app: Sphinx, pagename: str, templatename: str, context: dict, d
         app.add_js_file(SEARCH_DATA)
 
 
-def _favicon(app: Sphinx, config) -> None:
+def _configure(app: Sphinx, config) -> None:
+    """No page sources on the site (search snippets read the pages), and a favicon."""
+    config.html_copy_source = False
+    config.html_show_sourcelink = False
     if not config.html_favicon:
         config.html_favicon = str(STATIC / "favicon.svg")
 
 
 def setup_publishing(app: Sphinx) -> None:
     app.add_config_value("torchclaims_publish_dir", "", "", str)
-    app.connect("config-inited", _favicon)
+    app.connect("config-inited", _configure)
     app.connect("html-page-context", _search_page)
     app.connect("build-finished", finish)
 

@@ -5,7 +5,8 @@
 
 // Opened from a file, the search page cannot fetch other pages for snippets;
 // it shows claim results (with their own snippets) and page titles instead.
-if (location.protocol === "file:" && window.DOCUMENTATION_OPTIONS) {
+// (documentation_options.js declares it with const: not a property of window.)
+if (location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
   DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
 }
 
@@ -90,7 +91,7 @@ const tcMatrix = (root) => {
   };
 
   const reset = () => {
-    form.reset();
+    for (const name of fields) field(name).value = "";
     for (const picker of versionPickers) picker.selectedIndex = 0;
     write();
     apply();

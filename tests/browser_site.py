@@ -1,0 +1,113 @@
+"""A small site built once per test session for the browser tests, and a web server for it.
+
+Claims of two topics with every verdict, a claim about another vendor's
+hardware, an attributed claim, a value too long to show whole, a figure; then a
+results file from XLA on the CPU and one from another torch version, as a team
+with hardware and an older build would leave them. The published folder
+(``_build/site``) is what the browser reads.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from kb import build, write_claim, write_site
+from torchclaims.records import Environment, Verdict, read_record
+from torchclaims.results import build_results, write_results
+
+LONG_VALUE = "XLA_FLAGS= --xla_cpu_enable_fast_math=false " + "and-a-long-tail " * 20
+
+INDEX = """\
+# Fixture knowledge base
+
+```{claims-matrix}
+```
+
+```{toctree}
+docs/topic
+docs/compile
+docs/changes
+docs/auto_gallery/index
+```
+"""
+
+LONG_BODY = f"""
+with v.check("keeps a long value") as check:
+    check.equal("{LONG_VALUE}", "{LONG_VALUE}", "the flags")
+v.finish()
+"""
+
+
+@dataclass
+class Site:
+    root: Path
+    stderr: str
+
+    @property
+    def published(self) -> Path:
+        return self.root / "_build" / "site"
+
+
+def build_browser_site(root: Path) -> Site:
+    write_site(root)
+    (root / "index.md").write_text(INDEX)
+    (root / "docs" / "matrix.md").unlink()
+    (root / "docs" / "compile.md").write_text("# Compile\n\n```{topic-claims} compile\n```\n")
+    write_claim(root, "kb-holds", "holds")
+    write_claim(root, "kb-refuted", "refuted")
+    write_claim(root, "kb-unverified", "unverified")
+    write_claim(root, "kb-raise", "raise")
+    write_claim(root, "kb-said", None)
+    write_claim(root, "kb-vendor", "holds", about=("neuron",), claimed_by=("AWS",), relation="narrows")
+    write_claim(root, "kb-figure", "figure", topic="compile", about=("cpu", "xla"))
+    write_claim(root, "kb-long", LONG_BODY, topic="compile")
+    first = build(root, TORCHCLAIMS_PUBLISH_DIR="_build/site")
+    if first.returncode != 0:
+        raise RuntimeError(first.stderr[-3000:])
+    records = {p.stem: read_record(p) for p in (root / "_build" / "records" / "cpu").glob("*.json")}
+    refuted = records["kb-holds"].model_copy(
+        update={"verdict": Verdict.REFUTED, "checks": [c.model_copy(update={"outcome": Verdict.REFUTED}) for c in records["kb-holds"].checks]}
+    )
+    on_xla = [refuted] + [records[i] for i in ("kb-unverified", "kb-figure", "kb-long")]
+    _results_file(root, "xla-run", on_xla, backend="xla", torch="2.9.0", packages={"torch_xla": "2.9.0"}, device_name="XLA CPU (Test CPU)")
+    _results_file(root, "cpu-older", list(records.values()), backend="cpu", torch="2.12.0", packages={}, device_name="Older CPU")
+    second = build(root, TORCHCLAIMS_PUBLISH_DIR="_build/site")
+    if second.returncode != 0:
+        raise RuntimeError(second.stderr[-3000:])
+    return Site(root, second.stderr)
+
+
+def _results_file(root: Path, name: str, records: list, backend: str, torch: str, packages: dict, device_name: str) -> None:
+    """The records, as if run on another backend or version, in a results file under results/."""
+    env = Environment.model_validate(
+        {**records[0].environment.model_dump(), "backend": backend, "device": f"{backend}:0" if backend != "cpu" else "cpu",
+         "device_name": device_name, "torch": torch, "packages": {"torch": torch, **packages}}
+    )
+    moved = [r.model_copy(update={"environment": env, "figures": []}) for r in records]
+    (root / "results").mkdir(exist_ok=True)
+    write_results(root / "results" / f"{name}.json", build_results(moved, env, label=f"{name} box"))
+
+
+class Server:
+    """The published folder over HTTP on the loopback address, as a reader would get it."""
+
+    def __init__(self, folder: Path) -> None:
+        handler = functools.partial(_QuietHandler, directory=str(folder))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}/"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=10)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args) -> None:  # noqa: A002 (the base class's name)
+        pass

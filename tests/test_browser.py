@@ -1,0 +1,345 @@
+"""The built site in a real browser: Debian's Chromium, driven through chromedriver.
+
+The site is built once for the session (browser_site.py) and served from its
+published folder on the loopback address. Chromium and chromedriver come from
+the system (``apt-get install chromium chromium-driver``; .ci/run installs them
+where missing; TORCHCLAIMS_CHROMIUM and TORCHCLAIMS_CHROMEDRIVER point
+elsewhere). Without them these tests are skipped with that reason, except under
+CI, where a missing browser fails the run. Screenshots go to _build/screenshots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from browser_site import LONG_VALUE, Server, build_browser_site
+from torchclaims.site import leftovers
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
+WAIT = 30.0  # seconds; generous for a loaded 2-core machine
+XLA_CELL = "claim-kb-holds--xla--torch-xla-2-9-0"
+
+
+def _browser_paths() -> tuple[str, str]:
+    chromium = os.environ.get("TORCHCLAIMS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    driver = os.environ.get("TORCHCLAIMS_CHROMEDRIVER") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
+    missing = [path for path in (chromium, driver) if not Path(path).is_file()]
+    if missing:
+        reason = (
+            f"{' and '.join(missing)} not found: install Debian's browser with `apt-get install chromium chromium-driver` "
+            "(.ci/run does), or set TORCHCLAIMS_CHROMIUM and TORCHCLAIMS_CHROMEDRIVER"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(reason + "; CI must run the browser tests")
+        pytest.skip(reason)
+    return chromium, driver
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    return build_browser_site(tmp_path_factory.mktemp("browser-site"))
+
+
+@pytest.fixture(scope="session")
+def server(site):
+    server = Server(site.published)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    chromium, driver_path = _browser_paths()
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_page_load_timeout(WAIT * 4)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def desktop(browser):
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    browser.get_log("browser")  # start each test with an empty console
+    return browser
+
+
+@pytest.fixture
+def phone(browser):
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+    browser.get_log("browser")
+    yield browser
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def wait_for(condition, what: str):
+    from selenium.common.exceptions import WebDriverException
+
+    deadline, last = time.monotonic() + WAIT, None
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+        except WebDriverException as exc:  # not there yet
+            value, last = None, exc
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}" + (f" ({last.msg})" if last else ""))
+
+
+def choose(driver, name: str, value: str) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element("css selector", f'.tc-filters [name="{name}"]')).select_by_value(value)
+
+
+def count_text(driver) -> str:
+    return driver.find_element("css selector", ".tc-count").text
+
+
+def visible_rows(driver) -> list[str]:
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('tr.tc-claim-row')).filter(r => !r.hidden).map(r => r.id)"
+    )
+
+
+def console_errors(driver) -> list[str]:
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def screenshot(driver, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+
+def test_filter_refuted_on_xla_share_the_url_land_on_the_evidence_and_come_back(desktop, server):
+    driver = desktop
+    driver.get(server.url)
+    total = wait_for(lambda: count_text(driver), "the claim count")
+    assert total.endswith("claims") and total.split()[0] == total.split()[2]
+    choose(driver, "backend", "xla")
+    choose(driver, "verdict", "refuted")
+    wait_for(lambda: count_text(driver).startswith("1 of "), "one claim refuted on xla")
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(driver.current_url).query)
+    assert query == {"backend": ["xla"], "verdict": ["refuted"]}
+    assert visible_rows(driver) == ["matrix-kb-holds"]
+    topics = driver.execute_script("return Array.from(document.querySelectorAll('tr.tc-topic-row')).filter(r => !r.hidden).map(r => r.dataset.topic)")
+    assert topics == ["device-switch"]  # a topic with nothing left shows no header
+    columns = driver.execute_script("return Array.from(document.querySelectorAll('thead th[data-backend]')).filter(th => th.offsetParent).map(th => th.dataset.backend)")
+    assert columns == ["xla"]
+    screenshot(driver, "matrix-refuted-on-xla-desktop")
+
+    shared = driver.current_url
+    driver.get(server.url)  # a fresh visit, then the shared address
+    driver.get(shared)
+    wait_for(lambda: count_text(driver).startswith("1 of "), "the shared address to apply its filters")
+
+    cell = driver.find_element("css selector", f'#matrix-kb-holds td[data-backend="xla"] a.tc-run:not([hidden])')
+    assert "refuted" in cell.text and "outside its scope" in cell.text
+    tooltip = cell.get_attribute("title")
+    assert "XLA CPU (Test CPU)" in tooltip and "torch_xla 2.9.0" in tooltip and "xla-run.json" in tooltip
+    cell.click()
+    wait_for(lambda: driver.current_url.endswith("#" + XLA_CELL), "the evidence page")
+    landed = driver.execute_script(
+        """const t = document.getElementById(arguments[0]);
+        const r = t.getBoundingClientRect();
+        return {open: t.closest('details').open, top: r.top, height: innerHeight, text: t.innerText};""",
+        XLA_CELL,
+    )
+    assert landed["open"] and 0 <= landed["top"] < landed["height"], landed
+    assert "✘ refuted" in landed["text"] and "XLA on CPU (Test CPU)" in landed["text"]
+    screenshot(driver, "evidence-desktop")
+
+    driver.back()
+    wait_for(lambda: "backend=xla" in driver.current_url, "the matrix again")
+    wait_for(lambda: count_text(driver).startswith("1 of "), "the filters after Back")
+    assert driver.execute_script("return document.querySelector('[name=verdict]').value") == "refuted"
+    assert console_errors(driver) == []
+
+
+def test_text_filter_no_matches_and_show_all(desktop, server):
+    driver = desktop
+    driver.get(server.url)
+    field = wait_for(lambda: driver.find_element("css selector", '.tc-filters [name="q"]'), "the text field")
+    field.send_keys("no claim says this")
+    wait_for(lambda: count_text(driver).startswith("0 of "), "no match")
+    assert driver.find_element("css selector", ".tc-no-matches").is_displayed()
+    assert "q=no+claim+says+this" in driver.current_url
+    driver.find_element("css selector", "[data-tc-reset]").click()
+    wait_for(lambda: count_text(driver).split()[0] == count_text(driver).split()[2], "every claim again")
+    field.send_keys("kb-long")
+    wait_for(lambda: visible_rows(driver) == ["matrix-kb-long"], "the text filter")
+
+
+def test_a_backend_shows_each_of_its_versions_on_request(desktop, server):
+    driver = desktop
+    driver.get(server.url + "?v.cpu=torch+2.12.0")
+    header = wait_for(lambda: driver.find_element("css selector", 'thead th[data-backend="cpu"]'), "the cpu header")
+    assert "Older CPU" in header.text and "Test CPU" not in header.text
+    cell = driver.find_element("css selector", '#matrix-kb-holds td[data-backend="cpu"] .tc-run:not([hidden])')
+    assert cell.get_attribute("data-version") == "torch 2.12.0"
+    assert cell.get_attribute("href").endswith("#claim-kb-holds--cpu--torch-2-12-0")
+
+
+def test_every_page_loads_without_console_errors_and_every_internal_link_and_anchor_resolves(desktop, server, site):
+    driver = desktop
+    pages, seen, broken = [server.url], set(), []
+    ids: dict[str, set[str]] = {}
+    links: list[tuple[str, str]] = []
+    while pages:
+        url = pages.pop()
+        if url in seen:
+            continue
+        seen.add(url)
+        driver.get(url)
+        found = driver.execute_script(
+            "return {ids: Array.from(document.querySelectorAll('[id]')).map(e => e.id),"
+            " links: Array.from(document.querySelectorAll('a[href]')).map(a => a.href)}"
+        )
+        errors = console_errors(driver)
+        assert errors == [], f"{url}: {errors}"
+        ids[url] = set(found["ids"])
+        for href in found["links"]:
+            target, _, fragment = href.partition("#")
+            if not target.startswith(server.url):
+                continue
+            links.append((url, href))
+            path = urllib.parse.unquote(urllib.parse.urlparse(target).path).lstrip("/") or "index.html"
+            file = site.published / path
+            if not file.is_file():
+                broken.append(f"{url} -> {href}: no such file")
+            elif file.suffix == ".html" and target not in seen:
+                pages.append(target)
+    for page, href in links:
+        target, _, fragment = href.partition("#")
+        if fragment and target in ids and urllib.parse.unquote(fragment) not in ids[target]:
+            broken.append(f"{page} -> {href}: no such anchor")
+    assert len(seen) >= 10
+    assert broken == []
+
+
+PHONE_OVERFLOW = """
+const width = document.documentElement.clientWidth;
+const offenders = [];
+document.querySelectorAll('details').forEach(d => d.open = true);
+for (const el of document.body.querySelectorAll('*')) {
+  if (el.closest('.tc-matrix-scroll')) continue;  // the matrix scrolls inside its own box
+  const style = getComputedStyle(el);
+  if (style.position === 'fixed' || el.closest('.sidebar-drawer, .toc-drawer')) continue;  // off-canvas menus
+  const rect = el.getBoundingClientRect();
+  if (rect.width && rect.right > width + 1) offenders.push(`${el.tagName.toLowerCase()}.${el.className} ${Math.round(rect.right)}px`);
+}
+return {width, scroll: document.documentElement.scrollWidth, offenders: offenders.slice(0, 10)};
+"""
+
+
+@pytest.mark.parametrize("page", ["index.html", "docs/topic.html", "docs/compile.html", "docs/changes.html", "docs/auto_gallery/index.html", "docs/auto_gallery/kb_long.html"])
+def test_on_a_phone_nothing_but_the_matrix_scrolls_sideways(phone, server, page):
+    phone.get(server.url + page)
+    found = phone.execute_script(PHONE_OVERFLOW)
+    assert found["scroll"] <= found["width"], found
+    assert found["offenders"] == [], found
+    if page == "index.html":
+        screenshot(phone, "matrix-phone")
+    elif page == "docs/topic.html":
+        screenshot(phone, "topic-phone")
+
+
+def test_on_a_phone_the_matrix_keeps_its_claim_column_and_header_in_view(phone, server):
+    phone.get(server.url)
+    moved = phone.execute_script(
+        """const box = document.querySelector('.tc-matrix-scroll');
+        box.scrollLeft = 400; box.scrollTop = 300;
+        const b = box.getBoundingClientRect();
+        const claim = document.querySelector('#matrix-kb-long th[scope=row]').getBoundingClientRect();
+        const head = document.querySelector('thead th[data-backend=cpu]').getBoundingClientRect();
+        return {scrolled: box.scrollLeft, down: box.scrollTop, left: claim.left - b.left, top: head.top - b.top, bottom: b.bottom - head.bottom};"""
+    )
+    assert moved["scrolled"] > 0  # the matrix is wider than a phone and scrolls inside its box
+    assert abs(moved["left"]) <= 2, moved  # the claim column stays at the box's left edge
+    # the header stays at the top of the box once it scrolls down (and in view anyway)
+    assert (abs(moved["top"]) <= 2 if moved["down"] > 0 else 0 <= moved["top"] and moved["bottom"] > 0), moved
+
+
+CONTRAST = """
+const lum = (rgb) => { const c = rgb.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+  return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]; };
+const parse = (s) => s.match(/[\\d.]+/g).map(Number);
+const background = (el) => { for (; el; el = el.parentElement) { const c = parse(getComputedStyle(el).backgroundColor);
+  if (c.length < 4 || c[3] > 0.5) return c.slice(0, 3); } return [255, 255, 255]; };
+document.querySelectorAll('details').forEach(d => d.open = true);
+const low = [];
+for (const el of document.querySelectorAll(arguments[0])) {
+  const own = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+  if (!own || !el.getClientRects().length || el.closest(".tc-sr, .headerlink")) continue;  // the theme's ¶ shows on hover only
+  const fg = lum(parse(getComputedStyle(el).color).slice(0, 3)), bg = lum(background(el));
+  const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+  if (ratio < 4.5) low.push(`${el.tagName.toLowerCase()}.${el.className}: ${ratio.toFixed(2)} "${el.textContent.trim().slice(0, 30)}"`);
+}
+return low;
+"""
+
+
+@pytest.mark.parametrize("page", ["index.html", "docs/topic.html"])
+def test_text_meets_wcag_aa_contrast(desktop, server, page):
+    desktop.get(server.url + page)
+    low = desktop.execute_script(CONTRAST, ".tc-matrix-page *, .tc-claim *")
+    assert low == [], "\n".join(low)
+
+
+def test_search_lands_on_claim_anchors_with_snippets(desktop, server):
+    desktop.get(server.url + "search.html?q=kb-refuted")
+    first = wait_for(lambda: desktop.find_elements("css selector", ".tc-search-claims li"), "claim results")[0]
+    link = first.find_element("css selector", "a.tc-search-title")
+    assert link.get_attribute("href").endswith("docs/topic.html#claim-kb-refuted")
+    assert "The proposition of claim kb-refuted" in first.text and "✘ refuted on cpu" in first.text
+    wait_for(lambda: "Search finished" in desktop.find_element("id", "search-results").text, "the page results")
+    assert console_errors(desktop) == []
+
+
+def test_opened_from_a_file_search_and_filters_work_without_errors(desktop, site):
+    index = site.published / "index.html"
+    desktop.get(index.as_uri() + "?backend=xla&verdict=refuted")
+    wait_for(lambda: count_text(desktop).startswith("1 of "), "filters from a file:// address")
+    desktop.get((site.published / "search.html").as_uri() + "?q=kb-holds")
+    block = wait_for(lambda: desktop.find_elements("css selector", ".tc-search-claims"), "claim results")[0]
+    assert "Opened from a file" in block.text and "Claim kb-holds" in block.text
+    wait_for(lambda: "Search finished" in desktop.find_element("id", "search-results").text, "the page results")
+    assert console_errors(desktop) == []
+
+
+def test_a_long_value_ends_with_an_ellipsis_and_unfolds_whole(desktop, server):
+    desktop.get(server.url + "docs/compile.html#claim-kb-long--cpu")
+    folded = wait_for(lambda: desktop.find_element("css selector", "#claim-kb-long--cpu details.tc-long"), "the long value")
+    assert folded.find_element("css selector", "summary").text.split("…")[0].startswith("the flags = XLA_FLAGS= --xla_cpu")
+    folded.find_element("css selector", "summary").click()
+    whole = folded.find_element("css selector", ".tc-whole").text
+    assert whole.strip() == f"the flags = {LONG_VALUE}".strip()  # every character: "--" never turned into a dash
+
+
+def test_the_published_folder_has_no_build_leftovers_and_serves_every_results_file(site):
+    assert leftovers(site.published) == []
+    assert not (site.published / "_sources").exists() and not (site.published / ".doctrees").exists()
+    downloads = sorted(p.relative_to(site.published).as_posix() for p in (site.published / "downloads").rglob("*.*"))
+    assert "downloads/results/xla-run.json" in downloads and "downloads/results/xla-run.csv" in downloads
+    assert "downloads/torchclaims-results.json" in downloads and "downloads/results/cpu-older.csv" in downloads
+    xla = json.loads((site.published / "downloads/results/xla-run.json").read_text())
+    assert xla["label"] == "xla-run box"
+    assert (site.published / "_static" / "favicon.svg").is_file()
