@@ -73,7 +73,7 @@ def test_topic_page_shows_each_verdict_with_evidence_and_environment(site):
     assert "“A verbatim quote for kb-holds” — PyTorch documentation (2026-10)" in text
     for badge in ("✔ holds", "✘ refuted", "? unverified", "⚠ error", "❝ attributed — no verdict"):
         assert badge in text
-    assert re.search(r"verified on cpu on \S.*?, torch 2\.13", text)  # the backend and the device it ran on
+    assert re.search(r"cpu · \S[^·]* · torch 2\.13\.0 ✔ holds \d{4}-\d\d-\d\d, this build", text)  # backend, device, version, date, origin
     assert "sum: max abs error = 0" in text
     assert "no accelerator on this machine" in text
     assert "ValueError: boom from the script" in text
@@ -95,13 +95,19 @@ def test_a_vendor_is_never_shown_beside_a_verdict_on_other_hardware_without_sayi
     assert "We check a narrower proposition of our own" in text
     # One line: the verdict, the device it ran on, and that this is not the vendor's hardware.
     assert re.search(
-        r"cpu · torch 2\.13\.0 ✔ holds verified on cpu on [^(]*, torch 2\.13\.0\S*, \d{4}-\d\d-\d\d \(this build\) "
+        r"cpu · [^·]+ · torch 2\.13\.0 ✔ holds \d{4}-\d\d-\d\d, this build "
         r"\(outside the scope of the claim: says nothing about AWS Trainium \(TorchNeuron\)\)",
         text,
     )
+    assert "∅ not run on neuron · AWS Trainium (TorchNeuron): the claim is about it, and no record exists yet" in text
     assert "outside the scope" not in claim_text(html(root, "docs/topic"), "kb-holds").split("xla")[0]
-    matrix = html(root, "docs/matrix")
-    assert "outside the scope of the claim (neuron)" in matrix
+    raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
+    row = raw[raw.index('id="matrix-kb-vendor"'):]
+    cpu_cell = row[row.index('data-backend="cpu"'):row.index("</td>")]
+    assert "outside its scope" in cpu_cell  # in the cell itself, beside the verdict
+    assert "Outside the scope of the claim: says nothing about AWS Trainium (TorchNeuron)." in cpu_cell  # its tooltip
+    neuron_cell = row[row.index('data-backend="neuron"'):]
+    assert neuron_cell.index("◎ target") < neuron_cell.index("∅ not run") < neuron_cell.index("</td>")
     gallery = html(root, "docs/auto_gallery/kb_vendor")
     assert "(outside the scope of the claim: says nothing about AWS Trainium (TorchNeuron))" in gallery
 
@@ -127,7 +133,7 @@ def test_figures_in_prose_come_from_the_newest_record_with_backend_device_and_da
     assert re.search(r"off by 0 \(cpu on [^,]+, torch 2\.13\.0, \d{4}-\d\d-\d\d\) \.", text)
     assert re.search(r"it is 0 \(xla on [^,]+, torch_xla 2\.9\.0, \d{4}-\d\d-\d\d\) \.", text)
     raw = (root / "_build" / "html" / "docs" / "figures.html").read_text()
-    assert 'href="topic.html#claim-kb-holds"' in raw  # each figure links to its evidence
+    assert 'href="topic.html#claim-kb-holds--cpu--torch-2-13-0"' in raw  # each figure links to the evidence of its run
 
 
 def test_a_figure_without_a_record_says_so_and_warns(site):
@@ -142,7 +148,7 @@ def test_a_figure_without_a_record_says_so_and_warns(site):
 def test_a_verdict_in_prose_names_its_backend_device_and_scope(site):
     root, _, second = site
     text = html(root, "docs/figures")
-    assert re.search(r"On xla the claim ✘ refuted verified on xla on [^,]+, torch 2\.9\.0, \S+ \(xla-run\.json\) "
+    assert re.search(r"On xla the claim ✘ refuted verified on xla on [^,]+, torch 2\.9\.0, \S+ \(xla-run\.json, xla box\) "
                      r"\(outside the scope of the claim: says nothing about the CPU\)", text)
     assert "on CUDA ∅ not run (no record on cuda)" in text
     assert "claim-verdict: kb-holds has no record on cuda" in second.stderr
@@ -160,14 +166,18 @@ def test_attributed_claim_never_shows_a_verdict(site):
 def test_matrix_merges_the_committed_results_file(site):
     root, _, _ = site
     text = html(root, "docs/matrix")
-    assert "cpu · torch 2.13.0" in text and "xla · torch_xla 2.9.0" in text
-    assert re.search(r"xla · torch_xla 2\.9\.0 \(ran as xla on [^)]+\): 0 holds, 1 refuted", text)
-    assert "∅ not run" in text  # the other claims have no xla record
+    # a column for every backend the project knows, named by backend, device and version, with its totals
+    for backend in ("cpu", "cuda", "rocm", "mps", "xpu", "xla", "neuron", "tpu"):
+        assert f' data-backend="{backend}"' in (root / "_build" / "html" / "docs" / "matrix.html").read_text()
+    assert re.search(r"cpu \S[^·]* torch 2\.13\.0 ✔ 2 holds", text)
+    assert re.search(r"xla \S[^·]* torch_xla 2\.9\.0 ✔ 0 holds ✘ 1 refuted", text)
+    assert "neuron AWS Trainium (TorchNeuron) not run ✔ 0 holds" in text
     raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
-    # each cell links to the claim's evidence and keeps its badge
-    assert '<a class="reference internal" href="topic.html#claim-kb-holds"><span><span class="tc-badge tc-holds">' in raw
+    # each cell links to the evidence of its run and keeps its badge
+    assert '<a class="tc-run" href="topic.html#claim-kb-holds--cpu--torch-2-13-0" data-version="torch 2.13.0" data-verdict="holds"' in raw
+    assert '<th scope="col" data-backend="xla"' in raw and '<th scope="row">' in raw and "<caption>" in raw
     topic = html(root, "docs/topic")
-    assert re.search(r"verified on xla on .*?, torch 2\.9\.0", topic) and "xla-run.json" in topic
+    assert re.search(r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted \S+, xla-run\.json, xla box", topic)
     raw = (root / "_build" / "html" / "docs" / "topic.html").read_text()
     assert 'alt="figure 1 of the xla · torch_xla 2.9.0 run"' in raw  # the results file's figure
 
@@ -175,7 +185,7 @@ def test_matrix_merges_the_committed_results_file(site):
 def test_broken_results_file_is_reported_and_harms_nothing(site):
     root, _, second = site
     assert "broken.json" in second.stderr and "not valid JSON" in second.stderr
-    assert "verified on xla" in html(root, "docs/topic")
+    assert "xla-run.json" in html(root, "docs/topic")
 
 
 def test_gallery_page_shows_code_output_and_verdict(site):
@@ -196,7 +206,7 @@ def test_second_build_reruns_nothing(site):
 
 def test_this_build_is_published_as_a_results_file(site):
     root, _, _ = site
-    data = json.loads((root / "_build" / "html" / "torchclaims-results.json").read_text())
+    data = json.loads((root / "_build" / "html" / "downloads" / "torchclaims-results.json").read_text())
     assert data["format"] == "torchclaims-results"
     assert {r["claim_id"] for r in data["records"]} >= {"kb-holds", "kb-refuted"}
 

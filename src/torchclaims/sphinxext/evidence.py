@@ -139,10 +139,12 @@ def figures(state: BuildState, entry: Entry, label: str) -> list[nodes.Node]:
     return out
 
 
-def run_body(state: BuildState, cell: Cell, reference: Cell | None) -> nodes.container:
+def run_body(state: BuildState, cell: Cell, reference: Cell | None, named: bool) -> nodes.container:
+    """One run's evidence; ``named``: it opens with its own line (when its block holds several versions)."""
     record, label = cell.entry.record, grid_label(cell)
     body = nodes.container(ids=[evidence_anchor(cell.claim.id, cell.backend, cell.version)], classes=["tc-run"])
-    body += paragraph(*run_line(state.grid, cell))
+    if named:
+        body += paragraph(*run_line(state.grid, cell))
     if record.reason:
         body += paragraph(nodes.emphasis("", "Reason: "), record.reason)
     if cell.stale:
@@ -167,7 +169,7 @@ def evidence_blocks(state: BuildState, claim: Claim) -> list[nodes.Node]:
         line = run_line(state.grid, mine[0])
         for other in mine[1:]:
             line += [nodes.inline("", f" · also {other.version}: ", classes=["tc-date"]), verdict_badge(other.entry, other.stale)]
-        body = [run_body(state, cell, None if cell is reference else reference) for cell in mine]
+        body = [run_body(state, cell, None if cell is reference else reference, named=len(mine) > 1) for cell in mine]
         blocks.append(folded(line, body, ids=[evidence_anchor(claim.id, column.backend)], classes=["tc-evidence"]))
     return blocks
 
