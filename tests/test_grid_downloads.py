@@ -1,0 +1,114 @@
+"""The matrix model (columns per backend, versions inside), downloads and the published folder."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from factories import make_environment, make_record, write_claim, write_results_file
+from torchclaims.claims import load_claims
+from torchclaims.downloads import download_for, records_csv, write_downloads
+from torchclaims.errors import UsageError
+from torchclaims.grid import Grid, device_words
+from torchclaims.records import CheckResult, Measurement, Verdict
+from torchclaims.site import leftovers, publish
+from torchclaims.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, load_store
+
+XLA = make_environment(backend="xla", device="xla:0", device_name="XLA CPU (Test CPU)", torch="2.9.0",
+                       packages={"torch": "2.9.0", "torch_xla": "2.9.0"})
+
+
+def grid_of(tmp_path, entries: list[Entry], build=None, about=("neuron",)) -> Grid:
+    write_claim(tmp_path / "claims", "a", about=list(about))
+    write_claim(tmp_path / "claims", "b", kind="attributed")
+    store = Store(build_environment=build)
+    for entry in entries:
+        store.add(entry)
+    return Grid(load_claims(tmp_path / "claims"), store)
+
+
+def test_every_known_backend_has_a_column_and_versions_sit_inside_it(tmp_path):
+    build = make_environment()
+    grid = grid_of(tmp_path, [
+        Entry(make_record("a"), THIS_BUILD),
+        Entry(make_record("a", environment={"torch": "2.14.1"}), "cpu-2.14.1.json"),
+        Entry(make_record("a", environment=XLA), "xla.json"),
+    ], build=build)
+    assert [c.backend for c in grid.columns] == ["cpu", "cuda", "rocm", "mps", "xpu", "xla", "neuron", "tpu"]
+    cpu = grid.column("cpu")
+    assert cpu.versions == ("torch 2.13.0", "torch 2.14.1")  # this build's version first, then the newest
+    assert grid.column("xla").header() == "xla · XLA on CPU (Test CPU) · torch_xla 2.9.0"
+    assert grid.column("neuron").header() == "neuron · AWS Trainium (TorchNeuron) · not run"
+
+
+def test_cells_say_not_run_attributed_and_target_and_totals_never_count_them_as_passing(tmp_path):
+    grid = grid_of(tmp_path, [Entry(make_record("a", Verdict.UNVERIFIED), THIS_BUILD)], build=make_environment())
+    claims = grid.claims.claims
+    cell = grid.cell(claims["a"], "cpu", "torch 2.13.0")
+    assert (cell.kind, cell.target) == ("unverified", False)
+    neuron = grid.cells(claims["a"], "neuron")
+    assert [(c.kind, c.target) for c in neuron] == [("notrun", True)]
+    assert grid.cell(claims["b"], "cpu", "torch 2.13.0").kind == "attributed"
+    assert grid.totals("cpu", "torch 2.13.0") == {"holds": 0, "refuted": 0, "unverified": 1, "error": 0, "notrun": 0, "attributed": 1}
+
+
+def test_versions_sort_as_numbers():
+    from torchclaims.grid import _version_key
+
+    assert sorted(["torch 2.9.0", "torch 2.13.0", "torch 2.10.1"], key=_version_key, reverse=True) == [
+        "torch 2.13.0", "torch 2.10.1", "torch 2.9.0"
+    ]
+
+
+def test_device_words_name_xla_on_the_cpu():
+    assert device_words(XLA) == "XLA on CPU (Test CPU)"
+    assert device_words(make_environment(device_name="AMD EPYC")) == "AMD EPYC"
+
+
+def test_csv_has_a_row_per_measurement_and_never_a_formula():
+    check = CheckResult(name="=HYPERLINK(\"x\")", outcome=Verdict.HOLDS, measurements=[
+        Measurement(name="error", value=-0.5, unit="", tolerance="<= 1"), Measurement(name="@cmd", value="-2+3", unit="")])
+    record = make_record("a", checks=[check, CheckResult(name="plain", outcome=Verdict.HOLDS)])
+    rows = list(csv.DictReader(io.StringIO(records_csv([record, make_record("b", Verdict.ERROR)]))))
+    assert [r["claim_id"] for r in rows] == ["a", "a", "a", "b"]
+    assert rows[0]["check"] == "'=HYPERLINK(\"x\")" and rows[0]["value"] == "-0.5"  # numbers stay numbers
+    assert rows[1]["measurement"] == "'@cmd" and rows[1]["value"] == "'-2+3"
+    assert rows[2]["check"] == "plain" and rows[2]["measurement"] == ""
+    assert rows[3]["verdict"] == "error" and rows[3]["reason"] == "error for a test reason"
+
+
+def test_every_results_file_shown_is_published_as_json_and_csv(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    original = write_results_file(results / "xla run!.json", [make_record("a", environment=XLA)], label="box")
+    store = load_store({"a": make_record("a")}, make_environment(), results)
+    store.add(Entry(make_record("a", environment={"torch": "2.12.0"}), EARLIER_BUILD))
+    site = tmp_path / "site"
+    (site / "downloads" / "gone.csv").parent.mkdir(parents=True)
+    (site / "downloads" / "gone.csv").write_text("a file the site no longer shows")
+    written = write_downloads(site, store, None, results)
+    stems = [d.stem for d in written]
+    assert stems == ["earlier-builds/cpu-a-20260301T120000", "results/xla-run"]  # no build file without build records
+    assert (site / "downloads/results/xla-run.json").read_bytes() == original.read_bytes()  # byte for byte
+    assert "xla,xla:0,XLA CPU (Test CPU),torch_xla 2.9.0" in (site / "downloads/results/xla-run.csv").read_text()
+    assert json.loads((site / "downloads/earlier-builds/cpu-a-20260301T120000.json").read_text())["claim_id"] == "a"
+    assert not (site / "downloads" / "gone.csv").exists()
+    assert download_for(Entry(make_record("a"), THIS_BUILD)).json == "downloads/torchclaims-results.json"
+
+
+def test_publishing_leaves_the_build_leftovers_behind(tmp_path):
+    built = tmp_path / "built"
+    for name in ("index.html", ".buildinfo", "_sources/index.md.txt", ".doctrees/index.doctree", "_static/a.css"):
+        (built / name).parent.mkdir(parents=True, exist_ok=True)
+        (built / name).write_text(name)
+    site = tmp_path / "site"
+    (site / "old.html").parent.mkdir(parents=True)
+    (site / "old.html").write_text("a page that is gone")
+    publish(built, site)
+    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()) == ["_static/a.css", "index.html"]
+    assert leftovers(built) == [".buildinfo", ".doctrees", "_sources"]
+    with pytest.raises(UsageError, match="must be outside the build folder"):
+        publish(built, built / "site")
