@@ -64,7 +64,7 @@ def href_marker(claim_id: str, anchor: str = "") -> str:
 
 def raw_html(markup: str) -> nodes.raw:
     """Raw HTML holding href markers; ResolveClaimLinks fills them in."""
-    node = nodes.raw("", markup, format="html", classes=["tc-links"])
+    node = nodes.raw("", markup, format="html")  # no classes: Sphinx would wrap it in a <div>
     node["tc_links"] = True
     return node
 

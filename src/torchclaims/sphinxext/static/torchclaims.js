@@ -128,7 +128,7 @@ const tcSearchClaims = (results) => {
   const claims = window.TORCHCLAIMS_CLAIMS || [];
   if (!query || !claims.length) return;
   const words = query.toLowerCase().split(/\s+/).filter(Boolean);
-  const text = (c) => [c.id, c.title, c.proposition, c.topic, ...c.claimed_by, ...c.about, ...c.quotes, ...c.verdicts.map((v) => v.text)].join(" ").toLowerCase();
+  const text = (c) => [c.id, c.title, c.proposition, c.topic, ...c.claimed_by, ...c.about, ...c.quotes].join(" ").toLowerCase();
   const found = claims.filter((c) => words.every((w) => text(c).includes(w)));
   const block = document.createElement("section");
   block.className = "tc-search-claims";
