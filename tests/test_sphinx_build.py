@@ -148,7 +148,7 @@ def test_a_figure_without_a_record_says_so_and_warns(site):
 def test_a_verdict_in_prose_names_its_backend_device_and_scope(site):
     root, _, second = site
     text = html(root, "docs/figures")
-    assert re.search(r"On xla the claim ✘ refuted verified on xla on [^,]+, torch 2\.9\.0, \S+ \(xla-run\.json, xla box\) "
+    assert re.search(r"On xla the claim ✘ refuted — xla · [^·]+ · torch_xla 2\.9\.0 \(torch 2\.9\.0\), \S+, xla-run\.json, xla box "
                      r"\(outside the scope of the claim: says nothing about the CPU\)", text)
     assert "on CUDA ∅ not run (no record on cuda)" in text
     assert "claim-verdict: kb-holds has no record on cuda" in second.stderr
@@ -193,7 +193,7 @@ def test_gallery_page_shows_code_output_and_verdict(site):
     text = html(root, "docs/auto_gallery/kb_holds")
     assert "from torchclaims . verify import verification" in text  # the code, highlighted
     assert "Claim kb-holds: HOLDS" in text  # the script's printed summary
-    assert "✔ holds verified on cpu" in text
+    assert re.search(r"✔ holds — cpu · [^·]+ · torch 2\.13\.0 \(torch 2\.13\.0\S*\), \d{4}-\d\d-\d\d, this build", text)
 
 
 def test_second_build_reruns_nothing(site):

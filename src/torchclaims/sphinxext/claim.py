@@ -18,7 +18,8 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from ..claims import Claim, Relation
-from ..scope import about_text, and_words, ran_on
+from ..grid import device_words
+from ..scope import about_text, and_words
 from ..store import THIS_BUILD, Entry
 from ..topics import TOPICS
 from .evidence import evidence_blocks, history, origin_text, run_line, scope_words, verdict_badge
@@ -29,8 +30,9 @@ from .tracking import note_shown
 
 
 def freshness_text(entry: Entry) -> str:
+    """'— xla · XLA on CPU (AMD EPYC) · torch_xla 2.9.0 (torch 2.9.0), 2026-11-29, xla-….json': where, with what, when, from where."""
     env = entry.record.environment
-    return f"verified on {ran_on(env)}, torch {env.torch}, {entry.record.date} ({origin_text(entry)})"
+    return f"— {env.backend} · {device_words(env)} · {entry.version} (torch {env.torch}), {entry.record.date}, {origin_text(entry)}"
 
 
 def attributed_badge() -> nodes.inline:
