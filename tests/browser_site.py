@@ -54,6 +54,8 @@ class Site:
 
 def build_browser_site(root: Path) -> Site:
     write_site(root)
+    with (root / "conf.py").open("a") as conf:
+        conf.write('html_theme = "furo"  # the theme of the real site, with its phone layout and dark mode\n')
     (root / "index.md").write_text(INDEX)
     (root / "docs" / "matrix.md").unlink()
     (root / "docs" / "compile.md").write_text("# Compile\n\n```{topic-claims} compile\n```\n")

@@ -141,7 +141,7 @@ def write_claim(directory: Path, claim_id: str, **fields) -> Path:
 
 
 def script_text(claim_id: str, body: str = "", docstring: bool = True) -> str:
-    title = f"Checks {claim_id}"
+    title = f"Claim {claim_id}"  # the claim's own title (claim_fields): lint requires it
     doc = f'"""\n{title}\n{"=" * len(title)}\n\n:claim-verdict:`{claim_id}`\n\nWhat the script checks.\n"""\n\n' if docstring else ""
     return (
         doc

@@ -160,7 +160,8 @@ def test_filter_refuted_on_xla_share_the_url_land_on_the_evidence_and_come_back(
     landed = driver.execute_script(
         """const t = document.getElementById(arguments[0]);
         const r = t.getBoundingClientRect();
-        return {open: t.closest('details').open, top: r.top, height: innerHeight, text: t.innerText};""",
+        const block = t.closest('details');
+        return {open: block.open, top: r.top, height: innerHeight, text: block.innerText};""",
         XLA_CELL,
     )
     assert landed["open"] and 0 <= landed["top"] < landed["height"], landed
@@ -297,10 +298,13 @@ return low;
 """
 
 
-@pytest.mark.parametrize("page", ["index.html", "docs/topic.html"])
-def test_text_meets_wcag_aa_contrast(desktop, server, page):
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("page", ["index.html", "docs/topic.html", "docs/auto_gallery/index.html"])
+def test_text_meets_wcag_aa_contrast(desktop, server, page, scheme):
+    desktop.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
     desktop.get(server.url + page)
-    low = desktop.execute_script(CONTRAST, ".tc-matrix-page *, .tc-claim *")
+    low = desktop.execute_script(CONTRAST, ".tc-matrix-page *, .tc-claim *, .tc-card *")
+    desktop.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
     assert low == [], "\n".join(low)
 
 

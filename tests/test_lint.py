@@ -316,8 +316,16 @@ def test_script_template_leftovers_missing_badge_and_missing_finish_are_reported
 @pytest.mark.parametrize("heading", ["Title\n===", "Title\n-----", "Title only"])
 def test_script_title_must_be_underlined_with_equals_signs_long_enough(tmp_path, heading):
     make_kb(tmp_path, "a-claim")
-    text = script_text("a-claim").replace("Checks a-claim\n" + "=" * len("Checks a-claim"), heading)
+    text = script_text("a-claim").replace("Claim a-claim\n" + "=" * len("Claim a-claim"), heading)
     assert heading in text
     write_script(tmp_path, "a-claim", text)
     assert any("title underlined by '='" in p.message for p in lint(tmp_path))
 
+
+def test_a_script_carries_its_claims_title_word_for_word(tmp_path):
+    make_kb(tmp_path, "titled")
+    path = tmp_path / "gallery" / "titled.py"
+    path.write_text(path.read_text().replace("Claim titled\n============", "Another title for it\n===================="))
+    problem = only(lint(tmp_path), "gallery/titled.py")
+    assert problem.line == 2
+    assert "the docstring's title must be the claim's title" in problem.message and "'Claim titled'" in problem.message
