@@ -110,6 +110,12 @@ def choose(driver, name: str, value: str) -> None:
     Select(driver.find_element("css selector", f'.tc-filters [name="{name}"]')).select_by_value(value)
 
 
+def click(driver, element) -> None:
+    """A real click, after bringing the element to the middle of the window (clear of sticky headers)."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", element)  # the theme scrolls smoothly
+    element.click()
+
+
 def count_text(driver) -> str:
     return driver.find_element("css selector", ".tc-count").text
 
@@ -155,7 +161,7 @@ def test_filter_refuted_on_xla_share_the_url_land_on_the_evidence_and_come_back(
     assert "refuted" in cell.text and "outside its scope" in cell.text
     tooltip = cell.get_attribute("title")
     assert "XLA CPU (Test CPU)" in tooltip and "torch_xla 2.9.0" in tooltip and "xla-run.json" in tooltip
-    cell.click()
+    click(driver, cell)
     wait_for(lambda: driver.current_url.endswith("#" + XLA_CELL), "the evidence page")
     landed = driver.execute_script(
         """const t = document.getElementById(arguments[0]);
@@ -183,7 +189,7 @@ def test_text_filter_no_matches_and_show_all(desktop, server):
     wait_for(lambda: count_text(driver).startswith("0 of "), "no match")
     assert driver.find_element("css selector", ".tc-no-matches").is_displayed()
     assert "q=no+claim+says+this" in driver.current_url
-    driver.find_element("css selector", "[data-tc-reset]").click()
+    click(driver, driver.find_element("css selector", "[data-tc-reset]"))
     wait_for(lambda: count_text(driver).split()[0] == count_text(driver).split()[2], "every claim again")
     field.send_keys("kb-long")
     wait_for(lambda: visible_rows(driver) == ["matrix-kb-long"], "the text filter")
@@ -333,7 +339,7 @@ def test_a_long_value_ends_with_an_ellipsis_and_unfolds_whole(desktop, server):
     desktop.get(server.url + "docs/compile.html#claim-kb-long--cpu")
     folded = wait_for(lambda: desktop.find_element("css selector", "#claim-kb-long--cpu details.tc-long"), "the long value")
     assert folded.find_element("css selector", "summary").text.split("…")[0].startswith("the flags = XLA_FLAGS= --xla_cpu")
-    folded.find_element("css selector", "summary").click()
+    click(desktop, folded.find_element("css selector", "summary"))
     whole = folded.find_element("css selector", ".tc-whole").text
     assert whole.strip() == f"the flags = {LONG_VALUE}".strip()  # every character: "--" never turned into a dash
 
