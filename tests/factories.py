@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from torchclaims.records import Environment, ResultRecord, ScriptInfo, Verdict
+from torchclaims.records import CheckResult, Environment, ResultRecord, ScriptInfo, Verdict
 from torchclaims.results import ResultsFile, write_results
 
 STARTED = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -34,7 +35,8 @@ def make_environment(**overrides) -> Environment:
 
 
 def make_record(claim_id: str, verdict: Verdict | str = Verdict.HOLDS, **overrides) -> ResultRecord:
-    """A valid record; ``environment`` may be an Environment or a dict of overrides."""
+    """A valid, consistent record: one check whose outcome is the verdict (none for
+    an error); ``environment`` may be an Environment or a dict of overrides."""
     verdict = Verdict(verdict)
     environment = overrides.pop("environment", None)
     if environment is None:
@@ -45,6 +47,7 @@ def make_record(claim_id: str, verdict: Verdict | str = Verdict.HOLDS, **overrid
         claim_id=claim_id,
         verdict=verdict,
         reason="" if verdict in (Verdict.HOLDS, Verdict.REFUTED) else f"{verdict.value} for a test reason",
+        checks=[] if verdict is Verdict.ERROR else [CheckResult(name="the check", outcome=verdict)],
         started_at=STARTED,
         duration_s=1.5,
         script=ScriptInfo(path=f"gallery/{claim_id.replace('-', '_')}.py", sha256=SHA),
@@ -162,6 +165,12 @@ def write_script(root: Path, claim_id: str, text: str | None = None, name: str |
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(script_text(claim_id) if text is None else text, encoding="utf-8")
     return path
+
+
+def script_info(root: Path, claim_id: str) -> ScriptInfo:
+    """What a record of ``claim_id`` says about the knowledge base's current script."""
+    path = f"gallery/{claim_id.replace('-', '_')}.py"
+    return ScriptInfo(path=path, sha256=hashlib.sha256((root / path).read_bytes()).hexdigest())
 
 
 def make_kb(root: Path, *claim_ids: str) -> Path:

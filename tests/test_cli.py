@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from factories import STARTED, make_environment, make_kb, make_record, write_claim, write_results_file
+from factories import STARTED, make_environment, make_kb, make_record, script_info, write_claim, write_results_file
 
 from torchclaims.claims import claim_json_schema, load_claim
 from torchclaims.records import write_record
@@ -32,7 +32,7 @@ def results_pair(tmp_path, new_verdicts: dict, old_verdicts: dict | None = None,
 
 def test_diff_reports_a_regression_and_fails(tmp_path, capsys):
     old, new = results_pair(tmp_path, {"a-claim": "refuted", "b-claim": "holds", "c-claim": "holds"})
-    assert main(["diff", old, new]) == 1
+    assert main(["diff", old, new, "--root", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "REGRESSION a-claim: holds -> refuted" in out
     assert "c-claim: refuted -> holds" in out and "REGRESSION c-claim" not in out
@@ -42,19 +42,19 @@ def test_diff_reports_a_regression_and_fails(tmp_path, capsys):
 
 def test_diff_prints_the_new_reason(tmp_path, capsys):
     old, new = results_pair(tmp_path, {"a-claim": "unverified", "b-claim": "holds", "c-claim": "refuted"})
-    main(["diff", old, new])
+    main(["diff", old, new, "--root", str(tmp_path)])
     assert "now: unverified for a test reason" in capsys.readouterr().out
 
 
 def test_diff_regression_passes_with_no_gate(tmp_path, capsys):
     old, new = results_pair(tmp_path, {"a-claim": "error", "b-claim": "holds", "c-claim": "refuted"})
-    assert main(["diff", old, new, "--no-gate"]) == 0
+    assert main(["diff", old, new, "--no-gate", "--root", str(tmp_path)]) == 0
     assert "REGRESSION a-claim: holds -> error" in capsys.readouterr().out
 
 
 def test_diff_lists_claims_checked_in_one_run_only_without_calling_them_regressions(tmp_path, capsys):
     old, new = results_pair(tmp_path, {"b-claim": "holds", "c-claim": "refuted", "d-claim": "holds"})
-    assert main(["diff", old, new]) == 0
+    assert main(["diff", old, new, "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "only in old (not compared): a-claim" in out
     assert "only in new (not compared): d-claim" in out
@@ -63,7 +63,7 @@ def test_diff_lists_claims_checked_in_one_run_only_without_calling_them_regressi
 
 def test_diff_without_regression_succeeds(tmp_path, capsys):
     old, new = results_pair(tmp_path, {"a-claim": "holds", "b-claim": "holds", "c-claim": "holds", "d-claim": "refuted"})
-    assert main(["diff", old, new]) == 0
+    assert main(["diff", old, new, "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "REGRESSION" not in out
     assert "c-claim: refuted -> holds" in out
@@ -72,7 +72,7 @@ def test_diff_without_regression_succeeds(tmp_path, capsys):
 
 def test_diff_with_nothing_moved(tmp_path, capsys):
     old, new = results_pair(tmp_path, {"a-claim": "holds", "b-claim": "holds", "c-claim": "refuted"}, new_torch="2.13.0")
-    assert main(["diff", old, new]) == 0
+    assert main(["diff", old, new, "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "3 claims compared, 0 changed verdict" in out
     assert "no package versions differ" in out
@@ -82,7 +82,7 @@ def test_diff_of_an_invalid_file_is_invalid_input(tmp_path, capsys):
     old, _ = results_pair(tmp_path, {"a-claim": "holds"})
     broken = tmp_path / "broken.json"
     broken.write_text("{")
-    assert main(["diff", old, str(broken)]) == 3
+    assert main(["diff", old, str(broken), "--root", str(tmp_path)]) == 3
     assert str(broken) in capsys.readouterr().err
 
 
@@ -92,7 +92,7 @@ def test_diff_of_an_invalid_file_is_invalid_input(tmp_path, capsys):
 def test_merge_copies_a_valid_file(tmp_path, capsys):
     source = write_results_file(tmp_path / "mine.json", [make_record("a-claim")])
     into = tmp_path / "results"
-    assert main(["merge", str(source), "--into", str(into)]) == 0
+    assert main(["merge", str(source), "--into", str(into), "--root", str(tmp_path)]) == 0
     (merged,) = into.iterdir()
     assert merged.name == "cpu-torch2.13.0-20260301T120000.json"
     assert read_results(merged) == read_results(source)
@@ -106,7 +106,7 @@ def test_merge_rejects_a_broken_file_and_still_merges_the_valid_one(tmp_path, ca
     foreign = tmp_path / "foreign.json"
     foreign.write_text("[]")
     into = tmp_path / "results"
-    assert main(["merge", str(broken), str(good), str(foreign), "--into", str(into)]) == 3
+    assert main(["merge", str(broken), str(good), str(foreign), "--into", str(into), "--root", str(tmp_path)]) == 3
     assert [p.name for p in into.iterdir()] == ["cpu-torch2.13.0-20260301T120000.json"]
     err = capsys.readouterr().err
     assert "rejected" in err and str(broken) in err and str(foreign) in err
@@ -119,12 +119,12 @@ def test_show_prints_verdicts_per_column(tmp_path, capsys):
     make_kb(tmp_path, "a-claim", "b-claim")
     write_claim(tmp_path / "claims", "said-so", kind="attributed", topic="status")
     (tmp_path / "results").mkdir()
-    write_results_file(tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted")])
+    write_results_file(tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted", script=script_info(tmp_path, "a-claim"))])
     assert main(["show", "--root", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "cpu · torch 2.13.0" in lines[0]
     row = {line.split()[0]: line for line in lines[1:]}
-    assert "refuted 2026-03-01" in row["a-claim"]
+    assert "refuted 2026-03-01 (by hand)" in row["a-claim"]
     assert "not run" in row["b-claim"]
     assert "attributed" in row["said-so"]
 
@@ -132,14 +132,14 @@ def test_show_prints_verdicts_per_column(tmp_path, capsys):
 def test_show_with_claim_ids_prints_every_record_in_full(tmp_path, capsys):
     make_kb(tmp_path, "a-claim", "b-claim")
     (tmp_path / "results").mkdir()
-    write_results_file(tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted")])
+    write_results_file(tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted", script=script_info(tmp_path, "a-claim"))])
     local = tmp_path / "_build" / "records" / "cpu"
     local.mkdir(parents=True)
     write_record(local / "a-claim.json", make_record("a-claim", "holds", started_at=STARTED + timedelta(days=1)))
     assert main(["show", "a-claim", "b-claim", "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "a-claim: 2 record(s)" in out and "b-claim: 0 record(s) (not run)" in out
-    assert out.index("[this machine]") < out.index("[cpu.json]")  # newest first
+    assert out.index("[this machine]") < out.index("[cpu.json: submitted by hand, not reproduced")  # newest first
     assert "Claim a-claim: HOLDS" in out and "Claim a-claim: REFUTED" in out
     assert main(["show", "no-such-claim", "--root", str(tmp_path)]) == 2
 
@@ -147,7 +147,7 @@ def test_show_with_claim_ids_prints_every_record_in_full(tmp_path, capsys):
 def test_show_reports_a_rejected_results_file(tmp_path, capsys):
     make_kb(tmp_path, "a-claim")
     (tmp_path / "results").mkdir()
-    write_results_file(tmp_path / "results" / "good.json", [make_record("a-claim")])
+    write_results_file(tmp_path / "results" / "good.json", [make_record("a-claim", script=script_info(tmp_path, "a-claim"))])
     (tmp_path / "results" / "bad.json").write_text("{")
     assert main(["show", "--root", str(tmp_path)]) == 3
     captured = capsys.readouterr()

@@ -240,7 +240,7 @@ def test_read_record_on_a_missing_file(tmp_path):
 def test_read_record_on_a_binary_file(tmp_path):
     path = tmp_path / "binary.json"
     path.write_bytes(b"\xff\xfe\x00garbage")
-    assert "cannot be read" in invalid(path)[0].message
+    assert "not UTF-8 text: byte 0xff at offset 0" in invalid(path)[0].message
 
 
 @pytest.mark.parametrize(

@@ -83,7 +83,7 @@ def test_read_results_rejects_json_that_is_not_a_results_file(tmp_path, data):
     assert "not a torchclaims results file" in problem.message
 
 
-@pytest.mark.parametrize("version", [2, 0, None, "1"])
+@pytest.mark.parametrize("version", [3, 0, None, "1"])
 def test_read_results_rejects_another_schema_version(tmp_path, version):
     data = valid_data()
     data["schema_version"] = version
@@ -133,7 +133,9 @@ def test_load_store_merges_build_records_and_results_files(tmp_path):
     build = {"a-claim": make_record("a-claim", environment=build_env)}
     results_dir = tmp_path / "results"
     results_dir.mkdir()
-    cuda = make_environment(backend="cuda", device="cuda", device_name="H200", packages={"torch": "2.13.0", "triton": "3.5"})
+    cuda = make_environment(
+        backend="cuda", device="cuda", device_name="H200", packages={"torch": "2.13.0", "triton": "3.5"}, accelerator_runtime={"cuda": "12.8"}
+    )
     write_results_file(results_dir / "cuda.json", [make_record("a-claim", "refuted", environment=cuda), make_record("b-claim", environment=cuda)], label="H200 box")
 
     store = load_store(build, build_env, results_dir)
@@ -314,6 +316,6 @@ def test_a_new_run_supersedes_files_of_the_same_environment_only(tmp_path):
     other = write_results_file(tmp_path / "old-other.json", [make_record("a-claim", environment=other_env)], environment=other_env)
     (tmp_path / "broken.json").write_text("{")
     new = write_results_file(tmp_path / "new.json", [make_record("a-claim", "refuted")])
-    assert superseded_by(read_results(new), tmp_path, keep=new) == [same]
+    assert [path for path, _ in superseded_by(read_results(new), tmp_path, keep=new)] == [same]
     assert other.exists()
 

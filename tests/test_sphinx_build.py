@@ -36,7 +36,8 @@ def site(tmp_path_factory):
          "packages": {"torch": "2.9.0", "torch_xla": "2.9.0"}}
     )
     figure = "figures/xla-run/kb-holds/figure-1.png"
-    xla_record = record.model_copy(update={"environment": xla_env, "verdict": Verdict.REFUTED, "reason": "", "figures": [figure]})
+    refuted = [check.model_copy(update={"outcome": Verdict.REFUTED}) for check in record.checks]
+    xla_record = record.model_copy(update={"environment": xla_env, "verdict": Verdict.REFUTED, "checks": refuted, "reason": "", "figures": [figure]})
     (root / "results" / figure).parent.mkdir(parents=True)
     (root / "results" / figure).write_bytes(PNG)
     write_results(root / "results" / "xla-run.json", build_results([xla_record], xla_env, label="xla box"))

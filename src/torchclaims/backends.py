@@ -38,6 +38,7 @@ class Backend:
     dist_init_method: str | None = None  # None: env:// with a loopback address
     primary_package: str = "torch"  # the version that names a column of the matrix
     hardware: str = ""  # what a reader calls what a claim about this backend is about ("AWS Trainium")
+    runtime: str | None = None  # the accelerator runtime a fitting torch build records ("cuda", "hip")
     unavailable: Callable[[], str | None] = field(default=lambda: None, repr=False)
     synchronize: Callable[[], None] = field(default=lambda: None, repr=False)
     device_name: Callable[[], str] = field(default=lambda: "unknown", repr=False)
@@ -181,6 +182,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
         compile_backend="inductor",
         packages=("torch", "numpy", "transformers", "accelerate", "triton"),
         env_prefixes=("CUDA_", "CUBLAS_", "NCCL_", "TORCH_", "PYTORCH_"),
+        runtime="cuda",
         unavailable=_cuda_unavailable(want_hip=False),
         synchronize=_module_sync("cuda"),
         device_name=_cuda_name,
@@ -194,6 +196,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
         compile_backend="inductor",
         packages=("torch", "numpy", "transformers", "accelerate", "pytorch-triton-rocm"),
         env_prefixes=("HIP_", "ROCM_", "HSA_", "PYTORCH_", "TORCH_"),
+        runtime="hip",
         unavailable=_cuda_unavailable(want_hip=True),
         synchronize=_module_sync("cuda"),
         device_name=_cuda_name,

@@ -16,10 +16,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, ValidationInfo, field_validator, model_validator
 
+from . import limits
 from .backends import BACKEND_NAMES
 from .errors import InvalidFileError, Problem, problems_from_validation
+from .fileio import decode_utf8, read_bytes
 from .topics import TOPICS
 
 CLAIM_ID = r"^[a-z0-9]+(-[a-z0-9]+)*$"
@@ -65,16 +67,17 @@ class Source(BaseModel):
         str | None,
         Field(
             pattern=r"^https?://\S+$",
+            max_length=limits.URL_CHARS,
             description="Address of the primary source; may be left out only for an unconfirmed source whose note says where the quote was seen",
         ),
     ] = None
-    quote: Annotated[str, Field(min_length=1, description="Verbatim excerpt, under 40 words")]
-    publisher: Annotated[str, Field(min_length=1, description="Who published the source")]
+    quote: Annotated[str, Field(min_length=1, max_length=limits.QUOTE_CHARS, description="Verbatim excerpt, under 40 words")]
+    publisher: Annotated[str, Field(min_length=1, max_length=limits.NAME_CHARS, description="Who published the source")]
     date: Annotated[str, Field(pattern=SOURCE_DATE, description="YYYY, YYYY-MM or YYYY-MM-DD")]
-    confirmed: bool = Field(
+    confirmed: StrictBool = Field(
         True, description="False when the quote could not be seen in the primary source"
     )
-    note: str = Field("", description="Context, e.g. how this source disagrees with another")
+    note: str = Field("", max_length=limits.NOTE_CHARS, description="Context, e.g. how this source disagrees with another")
 
     @field_validator("quote")
     @classmethod
@@ -100,18 +103,23 @@ class Claim(BaseModel):
     id: Annotated[str, Field(pattern=CLAIM_ID, description="kebab-case; equals the file name")]
     title: Annotated[str, Field(min_length=3, max_length=120)]
     proposition: Annotated[
-        str, Field(min_length=10, description="What this project checks (or, for an attributed claim, restates)")
+        str,
+        Field(
+            min_length=10,
+            max_length=limits.STATEMENT_CHARS,
+            description="What this project checks (or, for an attributed claim, restates)",
+        ),
     ]
     kind: ClaimKind
     topic: str = Field(description="One of: " + ", ".join(TOPICS))
     about: list[str] = Field(min_length=1, description="Backends the sources' claim names (its scope)")
-    claimed_by: list[Annotated[str, Field(min_length=1)]] = Field(
+    claimed_by: list[Annotated[str, Field(min_length=1, max_length=limits.NAME_CHARS)]] = Field(
         min_length=1, description=f"Who makes the claim in the sources; [{PROJECT!r}] for an own finding"
     )
     relation: Relation = Field(description="How the proposition stands to the sources' claim")
     sources: list[Source] = Field(min_length=1)
     script: str | None = Field(None, validate_default=True, description="gallery/<name>.py verifying an executable claim")
-    caveats: list[str] = Field(default_factory=list)
+    caveats: list[Annotated[str, Field(max_length=limits.NOTE_CHARS)]] = Field(default_factory=list)
     see_also: list[str] = Field(default_factory=list)
 
     @field_validator("topic")
@@ -194,13 +202,13 @@ class ClaimSet:
 
 def load_claim(path: Path) -> Claim:
     """Load and validate one record; raise InvalidFileError listing every problem."""
+    text = decode_utf8(path, read_bytes(path, limits.LIMITS.claim_file_bytes, "claim record"))
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidFileError([Problem(path, "", f"not valid TOML: {exc}")]) from None
-    except OSError as exc:
-        raise InvalidFileError([Problem(path, "", f"cannot be read: {exc.strerror}")]) from None
+    except RecursionError:
+        raise InvalidFileError([Problem(path, "", "not valid TOML: arrays or tables nest too deeply")]) from None
     problems = []
     if data.get("id") != path.stem:
         problems.append(Problem(path, "id", f"id {data.get('id')!r} must equal the file name {path.stem!r}"))

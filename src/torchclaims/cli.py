@@ -10,17 +10,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from enum import IntEnum
 from pathlib import Path
 
+from . import config
+from .admission import Admission
 from .backends import BACKEND_ENV_VAR, requested_backend
 from .changes import describe, only_in, verdict_changes
 from .claims import claim_json_schema, load_claims
-from .errors import InvalidFileError, TorchclaimsError, UsageError
+from .errors import InvalidFileError, Problem, TorchclaimsError, UsageError
+from .provenance import from_github_actions
 from .records import Verdict, read_record
-from .results import build_results, default_name, export_figures, figures_dir, read_results, superseded_by, write_results
+from .results import ResultsFile, build_results, read_results
 
 
 class ExitCode(IntEnum):
@@ -28,16 +30,34 @@ class ExitCode(IntEnum):
     FAILED = 1  # a claim errored, lint found problems, or diff found a regression
     USAGE_ERROR = 2
     INVALID_INPUT = 3  # a results file or record failed validation
+    INTERRUPTED = 130  # Ctrl-C, as shells report it
 
 
 def _root(args) -> Path:
     return Path(args.root).resolve()
 
 
+def _admission(root: Path) -> Admission:
+    """The load checks for this project; without a claims/ folder, the ones that need none."""
+    if not (root / "claims").is_dir():
+        print(f"note: no claims/ in {root}: claim ids and script versions are not checked", file=sys.stderr)
+        return Admission()
+    return Admission.for_project(root, load_claims(root / "claims").claims)
+
+
+def _report(problems: list[Problem], verb: str = "rejected") -> None:
+    for problem in problems:
+        print(f"{verb}: {problem}", file=sys.stderr)
+
+
 def cmd_verify(args) -> ExitCode:
     from .execution import Settings, verify
+    from .output import write_run
 
     root = _root(args)
+    timeout = config.seconds(os.environ.get("TORCHCLAIMS_TIMEOUT", "300") if args.timeout is None else args.timeout, "--timeout / TORCHCLAIMS_TIMEOUT")
+    records_dir = config.directory(args.records_dir, "--records-dir") if args.records_dir else None
+    provenance = from_github_actions() if args.workflow_run else None
     claims = load_claims(root / "claims")
     for problem in claims.problems:
         print(f"warning: skipping broken record: {problem}", file=sys.stderr)
@@ -50,24 +70,20 @@ def cmd_verify(args) -> ExitCode:
     settings = Settings(
         root=root,
         backend=requested_backend(args.backend),
-        timeout=args.timeout,
-        parallel=args.jobs,
-        records_dir=Path(args.records_dir).resolve() if args.records_dir else None,
+        timeout=timeout,
+        parallel=config.count(args.jobs, "--jobs"),
+        records_dir=records_dir,
         force=args.force,
+        require_usable=True,  # a results file never holds a backend that could not run
     )
-    outcome = verify(selected, settings, log=print, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+    try:
+        outcome = verify(selected, settings, log=print, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+    except KeyboardInterrupt as exc:
+        raise KeyboardInterrupt(f"{exc or 'interrupted'}; no results file written") from None
     records = [outcome.records[c.id] for c in selected if c.id in outcome.records]
-    results = build_results(records, outcome.probe.environment, label=args.label)
+    results = build_results(records, outcome.probe.environment, label=args.label, provenance=provenance)
     output = Path(args.output) if args.output else root / "_build" / "results"
-    path = output / default_name(results) if output.suffix != ".json" else output
-    records_dir = settings.records_root() / outcome.probe.backend
-    results = results.model_copy(update={"records": export_figures(results.records, records_dir, path)})
-    write_results(path, results)
-    if output.suffix != ".json":
-        for old in superseded_by(results, output, keep=path):
-            old.unlink()
-            shutil.rmtree(figures_dir(old), ignore_errors=True)
-            print(f"replaced {old} (same environment)")
+    path = write_run(results, output, settings.records_root() / outcome.probe.backend, log=print)
     print_table(records)
     print(f"results file: {path}")
     errored = [r.claim_id for r in records if r.verdict is Verdict.ERROR]
@@ -99,9 +115,19 @@ def cmd_lint(args) -> ExitCode:
     return ExitCode.OK
 
 
+def _admitted(path: Path, admission: Admission) -> tuple[ResultsFile, dict]:
+    results = read_results(path)
+    records, problems = admission.check(path, results)
+    _report(problems, "left out")
+    return results, {r.claim_id: r for r in records}
+
+
 def cmd_diff(args) -> ExitCode:
-    old, new = read_results(Path(args.old)), read_results(Path(args.new))
-    before, after = {r.claim_id: r for r in old.records}, {r.claim_id: r for r in new.records}
+    admission = _admission(_root(args))
+    (old, before), (new, after) = _admitted(Path(args.old), admission), _admitted(Path(args.new), admission)
+    if args.reproduce and old.backend != new.backend:
+        print(f"not compared: {args.old} is from backend {old.backend}, {args.new} from {new.backend}")
+        return ExitCode.OK
     changes = verdict_changes(before, after)
     print(f"old: {args.old} ({old.backend}, torch {old.environment.torch}, {old.created:%Y-%m-%d})")
     print(f"new: {args.new} ({new.backend}, torch {new.environment.torch}, {new.created:%Y-%m-%d})")
@@ -117,34 +143,27 @@ def cmd_diff(args) -> ExitCode:
         print(f"{mark}{change.claim_id}: {change.old.verdict.value} -> {change.new.verdict.value}")
         if change.new is not None and change.new.reason:
             print(f"    now: {change.new.reason[:200]}")
+    if args.reproduce and changes:
+        print(f"not reproduced: {len(changes)} claim(s) gave another verdict in {args.new}", file=sys.stderr)
+        return ExitCode.FAILED
     regressions = [c for c in changes if c.regression]
-    return ExitCode.FAILED if regressions and not args.no_gate else ExitCode.OK
+    return ExitCode.FAILED if regressions and not args.no_gate and not args.reproduce else ExitCode.OK
 
 
 def cmd_merge(args) -> ExitCode:
-    target = Path(args.into)
-    target.mkdir(parents=True, exist_ok=True)
+    from .output import merge_file
+
+    root = _root(args)
+    target = config.directory(args.into, "--into")
+    admission = _admission(root)
     status = ExitCode.OK
     for name in args.files:
-        path = Path(name)
         try:
-            results = read_results(path)
+            print(merge_file(Path(name), target, admission, args.verify_attestation))
         except InvalidFileError as exc:
-            print(f"rejected: {exc}", file=sys.stderr)
+            _report(exc.problems)
+            print(f"rejected: {name} was not merged ({len(exc.problems)} problem(s) above)", file=sys.stderr)
             status = ExitCode.INVALID_INPUT
-            continue
-        destination = target / default_name(results)
-        if destination.exists() and destination.read_bytes() != path.read_bytes():
-            print(f"rejected: {path}: {destination} exists with other content; rename one of them", file=sys.stderr)
-            status = ExitCode.INVALID_INPUT
-            continue
-        shutil.copyfile(path, destination)
-        for record in results.records:
-            for figure in record.figures:  # copied if present; a missing one is simply not shown
-                if (path.parent / figure).is_file():
-                    (target / figure).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(path.parent / figure, target / figure)
-        print(f"merged {path} -> {destination} ({results.backend}, {len(results.records)} records)")
     return status
 
 
@@ -160,37 +179,45 @@ def _local_records(records_root: Path) -> list:
 
 
 def cmd_show(args) -> ExitCode:
-    from .store import Entry, load_store
+    from .provenance import Trust
+    from .store import THIS_MACHINE, Entry, load_store
     from .verify import summary
 
     root = _root(args)
-    store = load_store({}, None, root / args.results_dir)
-    for problem in store.problems:
-        print(f"rejected: {problem}", file=sys.stderr)
+    results_dir = root / args.results_dir
+    if not results_dir.is_dir():
+        raise UsageError(f"results directory {results_dir} does not exist (use --results-dir)")
     claims = load_claims(root / "claims")
+    _report(claims.problems, "skipped")
+    store = load_store({}, None, results_dir, admission=Admission.for_project(root, claims.claims))
+    _report(store.problems)
     if args.claims:
         unknown = sorted(set(args.claims) - set(claims.claims))
         if unknown:
             raise UsageError(f"unknown claim id(s): {', '.join(unknown)}")
         for record in _local_records(root / "_build" / "records"):
-            store.add(Entry(record, "this machine"))
+            store.add(Entry(record, THIS_MACHINE))
         for claim_id in args.claims:
             entries = store.history(claim_id)
             print(f"{claim_id}: {len(entries)} record(s)" + ("" if entries else " (not run)"))
             for entry in entries:
-                print(f"\n[{entry.origin}]\n{summary(entry.record)}")
-        return ExitCode.OK
+                print(f"\n[{entry.source.describe()}]\n{summary(entry.record)}")
+        return ExitCode.INVALID_INPUT if store.problems else ExitCode.OK
     columns = store.columns()
     width = max([len(c) for c in claims.claims] + [5])
-    print(f"{'claim':<{width}}  " + "  ".join(f"{c:<28}" for c in columns))
+    print(f"{'claim':<{width}}  " + "  ".join(f"{c:<32}" for c in columns))
     for claim_id, claim in sorted(claims.claims.items()):
         latest = store.latest_by_column(claim_id)
         cells = []
         for column in columns:
             entry = latest.get(column)
-            cell = "attributed" if not claim.executable else f"{entry.record.verdict.value} {entry.record.date}" if entry else "not run"
-            cells.append(f"{cell:<28}")
+            cell = "attributed" if not claim.executable else "not run"
+            if claim.executable and entry:
+                hand = " (by hand)" if entry.source.trust is Trust.BY_HAND else " (attested)" if entry.source.trust is Trust.ATTESTED else ""
+                cell = f"{entry.record.verdict.value} {entry.record.date}{hand}"
+            cells.append(f"{cell:<32}")
         print(f"{claim_id:<{width}}  " + "  ".join(cells))
+    print("(by hand): submitted by hand, not reproduced by the project; (attested): the project's workflow, with a verified attestation")
     return ExitCode.INVALID_INPUT if store.problems else ExitCode.OK
 
 
@@ -223,12 +250,15 @@ def parser() -> argparse.ArgumentParser:
     verify = add("verify", "run claims on a backend and write a results file")
     verify.add_argument("claims", nargs="*", help="claim ids (default: every executable claim)")
     verify.add_argument("--backend", help=f"cpu, cuda, rocm, mps, xpu, xla, neuron, tpu or auto (default: ${BACKEND_ENV_VAR} or cpu)")
-    verify.add_argument("--timeout", type=float, default=float(os.environ.get("TORCHCLAIMS_TIMEOUT", 300)), help="seconds per claim")
-    verify.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="claims run in parallel")
+    verify.add_argument("--timeout", help="seconds per claim (default: $TORCHCLAIMS_TIMEOUT or 300)")
+    verify.add_argument("--jobs", default=os.cpu_count() or 1, help="claims run in parallel")
     verify.add_argument("--force", action="store_true", help="re-run claims whose records are current")
     verify.add_argument("--output", help="results file or folder (default: _build/results/)")
     verify.add_argument("--records-dir", help="where per-claim records are cached (default: _build/records)")
     verify.add_argument("--label", default="", help="names the machine or runner in the results file")
+    verify.add_argument(
+        "--workflow-run", action="store_true", help="state the GitHub Actions run (repository, run, commit, runner) as the file's provenance"
+    )
     verify.set_defaults(run=cmd_verify)
 
     lint = add("lint", "check claim records and scripts; report every problem")
@@ -238,11 +268,17 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument("old")
     diff.add_argument("new")
     diff.add_argument("--no-gate", action="store_true", help="exit 0 even when a claim that held no longer does")
+    diff.add_argument(
+        "--reproduce", action="store_true", help="exit 1 when any claim in both files has another verdict in NEW (files of one backend)"
+    )
     diff.set_defaults(run=cmd_diff)
 
-    merge = add("merge", "validate results files and add them to results/")
+    merge = add("merge", "check results files and add them to results/")
     merge.add_argument("files", nargs="+")
     merge.add_argument("--into", default="results")
+    merge.add_argument(
+        "--verify-attestation", metavar="OWNER/REPO", help="require a GitHub artifact attestation from that repository's accelerator workflow (needs gh)"
+    )
     merge.set_defaults(run=cmd_merge)
 
     show = add("show", "print the claims x backends table of the committed results, or every record of some claims")
@@ -265,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.run(args))
+    except KeyboardInterrupt as exc:  # the runner has ended every process it started
+        print(f"torchclaims: {exc or 'interrupted'}", file=sys.stderr)
+        return ExitCode.INTERRUPTED
     except UsageError as exc:
         print(f"torchclaims: {exc}", file=sys.stderr)
         return ExitCode.USAGE_ERROR

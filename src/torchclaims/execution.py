@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .cache import Staleness, cache_key, script_inputs, staleness
 from .claims import Claim
-from .errors import InvalidFileError
+from .errors import InvalidFileError, UsageError
 from .records import ResultRecord, Verdict, now, read_record, write_record
 from .runner import Job, Probe, Runner, error_record, unverified_record
 from ._child import GalleryTarget
@@ -29,6 +29,7 @@ class Settings:
     parallel: int = field(default_factory=lambda: os.cpu_count() or 1)
     records_dir: Path | None = None  # default: <root>/_build/records
     force: bool = False  # re-run even when the cache says the record is current
+    require_usable: bool = False  # refuse (UsageError) instead of recording "unverified" for an unusable backend
 
     def records_root(self) -> Path:
         return self.records_dir or self.root / "_build" / "records"
@@ -77,9 +78,15 @@ def verify(
     """Bring the records of ``claims`` up to date on the configured backend."""
     # Backend plugins are imported in each child, not in the fork server: importing
     # torch_xla there marks every forked child as a bad fork for torch.cuda calls.
-    runner = Runner(settings.backend, parallel=settings.parallel)
+    with Runner(settings.backend, parallel=settings.parallel) as runner:
+        return _verify(runner, claims, settings, gallery_target, extra_reasons, log, warn)
+
+
+def _verify(runner: Runner, claims, settings: Settings, gallery_target, extra_reasons, log, warn) -> Outcome:
     probe = runner.probe()
     log(f"torchclaims: backend {probe.backend}: {probe.why}")
+    if probe.unavailable is not None and settings.require_usable:
+        raise UsageError(f"backend {probe.backend} is not usable here: {probe.unavailable}")
     environment = probe.environment
     records: dict[str, ResultRecord] = {}
     stale: dict[str, Staleness] = {}

@@ -18,7 +18,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from . import limits
 from .errors import InvalidFileError, Problem, problems_from_validation
+from .fileio import read_json
+from .limits import BackendName, ClaimId, RecordName, RecordText
 
 RECORD_SCHEMA_VERSION = 1
 
@@ -67,19 +70,19 @@ def verdict_note(outcomes: list[Verdict]) -> str:
 class Measurement(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
-    value: float | int | str | bool | None
-    unit: str = ""
-    tolerance: str = ""  # how the value was judged, e.g. "<= 1e-05" or "== 0"
+    name: RecordName
+    value: float | int | RecordText | bool | None
+    unit: RecordName = ""
+    tolerance: RecordName = ""  # how the value was judged, e.g. "<= 1e-05" or "== 0"
 
 
 class CheckResult(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
+    name: RecordName
     outcome: Verdict
-    detail: str = ""
-    measurements: list[Measurement] = Field(default_factory=list)
+    detail: RecordText = ""
+    measurements: list[Measurement] = Field(default_factory=list, max_length=limits.MAX_MEASUREMENTS)
     duration_s: float = 0.0
 
 
@@ -88,17 +91,17 @@ class Environment(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    backend: str
-    device: str  # e.g. "cuda:0" or "xla:0"
-    device_name: str
-    torch: str
-    packages: dict[str, str] = Field(default_factory=dict)  # distribution -> version
-    accelerator_runtime: dict[str, str] = Field(default_factory=dict)  # cuda, hip, cudnn...
-    python: str
-    os: str
-    machine: str
-    env_vars: dict[str, str] = Field(default_factory=dict)
-    torchclaims: str
+    backend: BackendName
+    device: RecordName  # e.g. "cuda:0" or "xla:0"
+    device_name: RecordName
+    torch: RecordName
+    packages: dict[RecordName, RecordName] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # distribution -> version
+    accelerator_runtime: dict[RecordName, RecordName] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # cuda, hip, cudnn...
+    python: RecordName
+    os: RecordName
+    machine: RecordName
+    env_vars: dict[RecordName, RecordText] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)
+    torchclaims: RecordName
 
     def cache_identity(self) -> dict:
         """The fields that, when they change, invalidate earlier verdicts."""
@@ -128,8 +131,8 @@ def _flatten(data: dict, prefix: str = "") -> dict[str, str]:
 class ScriptInfo(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: str  # relative to the project root
-    sha256: str
+    path: RecordName  # relative to the project root
+    sha256: Annotated[str, Field(pattern=r"^([0-9a-f]{64})?$")]  # empty when the script could not be read
 
 
 class ResultRecord(BaseModel):
@@ -138,21 +141,23 @@ class ResultRecord(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: int = RECORD_SCHEMA_VERSION
-    claim_id: str
+    claim_id: ClaimId
     verdict: Verdict
-    reason: str = ""  # why unverified or error; the cause is named here
-    checks: list[CheckResult] = Field(default_factory=list)
-    conditions: dict[str, str] = Field(default_factory=dict)  # model, inputs, method...
+    reason: RecordText = ""  # why unverified or error; the cause is named here
+    checks: list[CheckResult] = Field(default_factory=list, max_length=limits.MAX_CHECKS)
+    conditions: dict[RecordName, RecordText] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # model, inputs, method...
     started_at: datetime
     duration_s: float
     script: ScriptInfo
-    cache_key: str = ""  # stamped by the runner; see torchclaims.cache
-    inputs: dict[str, str] = Field(default_factory=dict)  # project file -> sha256
+    cache_key: RecordName = ""  # stamped by the runner; see torchclaims.cache
+    inputs: dict[RecordName, RecordName] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # project file -> sha256
     environment: Environment
-    log_tail: str = ""  # last lines of the child's output, kept for errors
+    log_tail: Annotated[str, limits.cut(limits.Limits.log_tail_bytes)] = ""  # the end of the child's output, kept for errors
     # PNG files of the script's figures, relative to the record (or results) file;
     # only plain runs keep them: on the site, the gallery page shows the build's own.
-    figures: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)*\.png$")]] = Field(default_factory=list)
+    figures: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)*\.png$", max_length=300)]] = Field(
+        default_factory=list, max_length=limits.MAX_FIGURES
+    )
 
     @property
     def note(self) -> str:
@@ -202,22 +207,18 @@ def write_record(path: Path, record: ResultRecord) -> bool:
     return write_if_changed(path, record_json(record))
 
 
-def load_versioned_json(path: Path, model: type[BaseModel], version: int, check=lambda data: None):
-    """Read a JSON file, check its schema version, validate it against ``model``.
+def load_versioned_json(path: Path, model: type[BaseModel], versions: tuple[int, ...], max_bytes: int, check=lambda data: None):
+    """Read a JSON file within the limits, check its schema version, validate it against ``model``.
 
     Every failure is an InvalidFileError naming the file (and the field);
     ``check`` may raise one first, e.g. for a file that is not of this kind.
     """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidFileError([Problem(path, "", f"cannot be read: {exc}")]) from None
-    except json.JSONDecodeError as exc:
-        raise InvalidFileError([Problem(path, "", f"not valid JSON: {exc}")]) from None
+    data = read_json(path, max_bytes)
     check(data)
-    if isinstance(data, dict) and data.get("schema_version") != version:
+    if isinstance(data, dict) and data.get("schema_version") not in versions:
         found = data.get("schema_version")
-        raise InvalidFileError([Problem(path, "schema_version", f"version {found!r} is not supported (expected {version})")])
+        expected = " or ".join(str(v) for v in versions)
+        raise InvalidFileError([Problem(path, "schema_version", f"version {found!r} is not supported (expected {expected})")])
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -226,4 +227,4 @@ def load_versioned_json(path: Path, model: type[BaseModel], version: int, check=
 
 def read_record(path: Path) -> ResultRecord:
     """Read and validate a record; InvalidFileError names the file and fields."""
-    return load_versioned_json(path, ResultRecord, RECORD_SCHEMA_VERSION)
+    return load_versioned_json(path, ResultRecord, (RECORD_SCHEMA_VERSION,), limits.LIMITS.record_file_bytes)

@@ -15,11 +15,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from . import limits
 from .errors import InvalidFileError, Problem
+from .fileio import confined, safe_name
+from .limits import RecordName
+from .provenance import Provenance
 from .records import Environment, ResultRecord, load_versioned_json, now, write_if_changed
 
 RESULTS_FORMAT = "torchclaims-results"
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION = 2
+# Version 1 files state no provenance: they are read as submitted by hand.
+READABLE_VERSIONS = (1, 2)
 
 
 class ResultsFile(BaseModel):
@@ -28,9 +34,10 @@ class ResultsFile(BaseModel):
     format: str = RESULTS_FORMAT
     schema_version: int = RESULTS_SCHEMA_VERSION
     created: datetime
-    label: str = Field("", description="Free text naming the machine or CI runner")
+    label: RecordName = Field("", description="Free text naming the machine or CI runner")
+    provenance: Provenance = Field(default_factory=Provenance, description="How the file was made")
     environment: Environment
-    records: list[ResultRecord]
+    records: list[ResultRecord] = Field(max_length=limits.MAX_RECORDS)
 
     @model_validator(mode="after")
     def _consistent(self) -> ResultsFile:
@@ -50,18 +57,32 @@ class ResultsFile(BaseModel):
 
 
 def default_name(results: ResultsFile) -> str:
+    """``<backend>-torch<version>-<time>.json``; the parts come from the file's
+    data, so anything but letters, digits, '.', '_', '+' and '-' is replaced."""
     env = results.environment
     torch = env.torch.split("+")[0]
     stamp = results.created.strftime("%Y%m%dT%H%M%S")
-    return f"{env.backend}-torch{torch}-{stamp}.json"
+    return f"{safe_name(env.backend, 40)}-torch{safe_name(torch, 40)}-{stamp}.json"
 
 
-def build_results(records: list[ResultRecord], environment: Environment, label: str = "") -> ResultsFile:
-    return ResultsFile(created=now(), label=label, environment=environment, records=sorted(records, key=lambda r: r.claim_id))
+def destination(directory: Path, results: ResultsFile) -> Path:
+    """Where a results file goes in ``directory``: its default name, never outside."""
+    return confined(directory, default_name(results))
+
+
+def build_results(records: list[ResultRecord], environment: Environment, label: str = "", provenance: Provenance | None = None) -> ResultsFile:
+    return ResultsFile(
+        created=now(),
+        label=label,
+        provenance=provenance or Provenance(),
+        environment=environment,
+        records=sorted(records, key=lambda r: r.claim_id),
+    )
 
 
 def write_results(path: Path, results: ResultsFile) -> None:
-    write_if_changed(path, json.dumps(results.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
+    current = results.model_copy(update={"schema_version": RESULTS_SCHEMA_VERSION})
+    write_if_changed(path, json.dumps(current.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
 
 
 def read_results(path: Path) -> ResultsFile:
@@ -71,24 +92,62 @@ def read_results(path: Path) -> ResultsFile:
         if not isinstance(data, dict) or data.get("format") != RESULTS_FORMAT:
             raise InvalidFileError([Problem(path, "format", f"not a torchclaims results file (expected format = {RESULTS_FORMAT!r})")])
 
-    return load_versioned_json(path, ResultsFile, RESULTS_SCHEMA_VERSION, is_results_file)
+    return load_versioned_json(path, ResultsFile, READABLE_VERSIONS, limits.LIMITS.results_file_bytes, is_results_file)
 
 
-def superseded_by(results: ResultsFile, directory: Path, keep: Path) -> list[Path]:
-    """Other results files in ``directory`` from the same environment (same backend,
-    versions, device and variables): a new run of that configuration replaces them,
-    while runs of other versions stay and make up the history."""
+def same_run_configuration(a: ResultsFile, b: ResultsFile) -> bool:
+    """Same environment (backend, versions, device, variables), made the same way
+    (provenance and label): such files may be merged into one."""
+    return a.environment.cache_identity() == b.environment.cache_identity() and (a.provenance, a.label) == (b.provenance, b.label)
+
+
+def superseded_by(results: ResultsFile, directory: Path, keep: Path) -> list[tuple[Path, ResultsFile]]:
+    """Other results files in ``directory`` of the same run configuration: a new
+    run merges their records and replaces them, while runs of other versions (or
+    made another way) stay and make up the history."""
     same = []
     for path in sorted(directory.glob("*.json")):
-        if path == keep:
+        if path.resolve() == keep.resolve():
             continue
         try:
             other = read_results(path)
         except InvalidFileError:
             continue  # not ours to delete; the site reports it
-        if other.environment.cache_identity() == results.environment.cache_identity():
-            same.append(path)
+        if same_run_configuration(other, results):
+            same.append((path, other))
     return same
+
+
+def merge_by_claim(new: ResultsFile, new_path: Path, older: list[tuple[Path, ResultsFile]]) -> tuple[ResultsFile, list[str]]:
+    """``new`` plus, for every claim it does not hold, the newest record of the
+    ``older`` files (their figures copied beside ``new_path``). Returns the merged
+    file and the ids of the claims kept from the older files."""
+    records = {r.claim_id: r for r in new.records}
+    kept: dict[str, tuple[Path, ResultRecord]] = {}
+    for path, results in older:
+        for record in results.records:
+            if record.claim_id in records:
+                continue
+            if record.claim_id not in kept or kept[record.claim_id][1].started_at < record.started_at:
+                kept[record.claim_id] = (path, record)
+    for claim_id, (path, record) in kept.items():
+        records[claim_id] = _move_figures(record, path.parent, new_path)
+    merged = new.model_copy(update={"records": sorted(records.values(), key=lambda r: r.claim_id)})
+    return merged, sorted(kept)
+
+
+def _move_figures(record: ResultRecord, old_dir: Path, new_path: Path) -> ResultRecord:
+    paths = []
+    for figure in record.figures:
+        source = old_dir / figure
+        relative = f"figures/{new_path.stem}/{record.claim_id}/{Path(figure).name}"
+        copy = new_path.parent / relative
+        if source.is_file():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            if source.resolve() != copy.resolve():
+                shutil.copyfile(source, copy)
+            paths.append(relative)
+    return record.model_copy(update={"figures": paths})
 
 
 def export_figures(records: list[ResultRecord], records_dir: Path, results_path: Path) -> list[ResultRecord]:

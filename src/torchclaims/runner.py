@@ -3,18 +3,25 @@
 Children fork from a multiprocessing fork server that has torch (and the other
 heavy modules) imported already, so isolation costs a fork, not an import. The
 parent never imports torch. Whatever a child does (raise, ``sys.exit``,
-``os._exit``, segfault, hang), the parent turns it into a result record, and the
-other claims are unaffected.
+``os._exit``, segfault, hang, fork and leave processes behind), the parent turns
+it into a result record, and the other claims are unaffected.
+
+Nothing a run starts outlives it: each claim's process ends everything its
+script started (torchclaims._child), a timeout or Ctrl-C asks it to do so
+(SIGTERM, then SIGKILL for its session), and closing the runner stops the fork
+server and the multiprocessing resource tracker it started.
 """
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import importlib.util
 import json
 import multiprocessing
 import multiprocessing.connection
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -22,14 +29,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
 
-from . import _child
+from . import _child, limits
 from .errors import InvalidFileError, TorchclaimsError
+from .fileio import locked
 from .records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
 
-LOG_TAIL_LINES = 40
 PRELOAD = ("torch", "numpy", "matplotlib.pyplot", "torchclaims._child", "torchclaims.verify")
+GRACE_S = 10.0  # how long a claim's process may take to end its script's processes
 
 
 @dataclass(frozen=True)
@@ -56,8 +65,13 @@ class Probe:
     environment: Environment
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run; every process it started has ended."""
+
+
 class Runner:
-    """Owns the fork server; runs jobs ``parallel`` at a time."""
+    """Owns the fork server; runs jobs ``parallel`` at a time. Use it as a
+    context manager: leaving it stops the helper processes it started."""
 
     def __init__(self, backend: str, *, parallel: int):
         self.backend = backend
@@ -75,6 +89,22 @@ class Runner:
         preload = [m for m in PRELOAD if importlib.util.find_spec(m.split(".")[0])]
         self._ctx.set_forkserver_preload(preload)
         self.threads = max(1, (os.cpu_count() or 1) // self.parallel)
+        # Helpers already running belong to someone else in this process.
+        self._own_forkserver = forkserver._forkserver._forkserver_pid is None
+        self._own_tracker = getattr(resource_tracker._resource_tracker, "_pid", None) is None
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the fork server and the resource tracker this runner started."""
+        if self._own_forkserver:
+            _stop_forkserver()
+        if self._own_tracker:
+            _stop_resource_tracker()
 
     def probe(self, timeout: float = 300.0) -> Probe:
         """Resolve the backend and fingerprint the environment in a child."""
@@ -108,22 +138,33 @@ class Runner:
         running: dict[int, _Running] = {}
         results: dict[str, ResultRecord] = {}
         with tempfile.TemporaryDirectory(prefix="torchclaims-") as scratch:
-            while pending or running:
-                while pending and len(running) < self.parallel:
-                    job = pending.popleft()
-                    on_start(job)
-                    started = self._start(job, Path(scratch))
-                    running[started.process.sentinel] = started
-                deadline = min(r.deadline for r in running.values())
-                multiprocessing.connection.wait(list(running), timeout=max(0.0, deadline - time.monotonic()))
-                for sentinel, item in list(running.items()):
-                    timed_out = item.process.is_alive() and time.monotonic() >= item.deadline
-                    if item.process.is_alive() and not timed_out:
-                        continue
-                    del running[sentinel]
-                    record = self._finish(item, environment, timed_out)
-                    results[item.job.claim_id] = record
-                    on_done(item.job, record)
+            try:
+                while pending or running:
+                    while pending and len(running) < self.parallel:
+                        job = pending.popleft()
+                        on_start(job)
+                        started = self._start(job, Path(scratch))
+                        running[started.process.sentinel] = started
+                    deadline = min(r.deadline for r in running.values())
+                    multiprocessing.connection.wait(list(running), timeout=max(0.0, deadline - time.monotonic()))
+                    for sentinel, item in list(running.items()):
+                        timed_out = item.process.is_alive() and time.monotonic() >= item.deadline
+                        if item.process.is_alive() and not timed_out:
+                            continue
+                        del running[sentinel]
+                        record = self._finish(item, environment, timed_out)
+                        results[item.job.claim_id] = record
+                        on_done(item.job, record)
+            except KeyboardInterrupt:
+                _end_claim_processes([item.process for item in running.values()])
+                stopped = sorted(item.job.claim_id for item in running.values())
+                raise Interrupted(
+                    f"interrupted: {len(results)} of {len(jobs)} claims finished; "
+                    f"stopped {', '.join(stopped) or 'nothing'}; every process the run started has ended"
+                ) from None
+            except BaseException:
+                _end_claim_processes([item.process for item in running.values()])
+                raise
         return results
 
     def _start(self, job: Job, scratch: Path) -> _Running:
@@ -133,6 +174,7 @@ class Runner:
             script=str(job.script),
             cwd=str(job.script.parent),
             env={
+                **_inductor_cache(),
                 **self.env,
                 "TORCHCLAIMS_RECORD_PATH": f"{stem}.record.json",
                 "TORCHCLAIMS_SCRIPT": job.script_rel,
@@ -140,7 +182,11 @@ class Runner:
             log_path=f"{stem}.log",
             status_path=f"{stem}.status.json",
             figures_dir=f"{stem}.figures",
+            tmp_dir=f"{stem}.tmp",
             threads=self.threads,
+            log_bytes=limits.LIMITS.log_tail_bytes,
+            log_lines=limits.LIMITS.log_tail_lines,
+            page_output_bytes=limits.LIMITS.page_output_bytes,
             gallery=job.gallery,
         )
         process = self._ctx.Process(target=_child.run, args=(child_job,), name=f"claim:{job.claim_id}")
@@ -150,8 +196,9 @@ class Runner:
     def _finish(self, item: _Running, environment: Environment, timed_out: bool) -> ResultRecord:
         process, child = item.process, item.child
         if timed_out:
-            _kill_group(process.pid)
-        process.join(10)
+            _end_claim_processes([process])
+        process.join(GRACE_S)
+        shutil.rmtree(child.tmp_dir, ignore_errors=True)  # in case the claim's process could not
         duration = round(time.monotonic() - item.started, 3)
         cause = _failure_cause(process.exitcode, timed_out, item.job.timeout, Path(child.status_path))
         record = None
@@ -167,24 +214,28 @@ class Runner:
                     record = None
         if record is None:
             record = error_record(item.job, environment, cause, item.started_at, duration, _tail(Path(child.log_path)))
-        figures = _keep_figures(Path(child.figures_dir), item.job.record_path) if record.checks else []
-        # The parent knows the script's project path and content for sure (in the
-        # child, sphinx-gallery changes the working directory).
-        script = ScriptInfo(path=item.job.script_rel, sha256=_sha256(item.job.script))
-        # The duration is the child's wall time, imports included: what the claim costs a build.
-        # The environment is the one the child was started in (the cache key's), not
-        # one the script may have changed (inductor sets its own variables, say).
-        update = {
-            "cache_key": item.job.cache_key,
-            "inputs": item.job.inputs,
-            "script": script,
-            "duration_s": duration,
-            "environment": environment,
-            "figures": figures,
-        }
-        record = record.model_copy(update=update)
-        write_record(item.job.record_path, record)
+        with locked(item.job.record_path.parent):  # another run may write the same claim's record
+            figures = _keep_figures(Path(child.figures_dir), item.job.record_path) if record.checks else []
+            record = _stamp(record, item, environment, duration, figures)
+            write_record(item.job.record_path, record)
         return record
+
+def _stamp(record: ResultRecord, item: _Running, environment: Environment, duration: float, figures: list[str]) -> ResultRecord:
+    # The parent knows the script's project path and content for sure (in the
+    # child, sphinx-gallery changes the working directory).
+    script = ScriptInfo(path=item.job.script_rel, sha256=_sha256(item.job.script))
+    # The duration is the child's wall time, imports included: what the claim costs a build.
+    # The environment is the one the child was started in (the cache key's), not
+    # one the script may have changed (inductor sets its own variables, say).
+    update = {
+        "cache_key": item.job.cache_key,
+        "inputs": item.job.inputs,
+        "script": script,
+        "duration_s": duration,
+        "environment": environment,
+        "figures": figures,
+    }
+    return record.model_copy(update=update)
 
 
 @dataclass
@@ -203,48 +254,130 @@ def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
     shutil.rmtree(target, ignore_errors=True)
     figures = sorted(scratch.glob("figure-*.png"), key=lambda p: int(p.stem.split("-")[1]))
     if figures:
-        target.mkdir(parents=True)
+        target.mkdir(parents=True, exist_ok=True)
     for figure in figures:
         shutil.move(figure, target / figure.name)
     return [f"{target.name}/{figure.name}" for figure in figures]
 
 
-def _kill_group(pid: int | None) -> None:
-    """Kill the child and everything it started (it leads its own session)."""
+def _end_claim_processes(processes: list) -> None:
+    """Ask claim processes to end their scripts' processes (SIGTERM), then kill
+    the sessions of those that did not manage within the grace period."""
+    for process in processes:
+        _signal(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # each claim's process leads its own session
+            except (ProcessLookupError, PermissionError):
+                pass
+            process.join(5)
+
+
+def _signal(pid: int | None, sig: int) -> None:
     if pid is None:
         return
     try:
-        os.killpg(pid, signal.SIGKILL)
+        os.kill(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
 
+def _wait_or_kill(pid: int, seconds: float) -> None:
+    """Reap ``pid`` (a child of ours), killing it if it has not ended in time."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not done:
+        _signal(pid, signal.SIGKILL)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _stop_forkserver() -> None:
+    server = forkserver._forkserver
+    pid = server._forkserver_pid
+    if pid is None:
+        return
+    # Its clients are done; a process that still holds its pipe must not keep it alive.
+    _signal(pid, signal.SIGTERM)
+    server._stop()  # closes the pipe, reaps it, forgets its address
+
+
+def _stop_resource_tracker() -> None:
+    """The tracker ends once every holder of its pipe has closed it (it unlinks
+    what leaked first); a stray holder cannot keep it alive for long."""
+    tracker = resource_tracker._resource_tracker
+    with tracker._lock:
+        fd, pid = getattr(tracker, "_fd", None), getattr(tracker, "_pid", None)
+        if fd is None or pid is None:
+            return
+        os.close(fd)
+        tracker._fd = tracker._pid = None
+    _wait_or_kill(pid, 10.0)
+
+
+def _inductor_cache() -> dict[str, str]:
+    """Keep inductor's compile cache where torch puts it by default (under the
+    system temporary directory), although scripts get a TMPDIR of their own."""
+    if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
+        return {}
+    try:
+        user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())
+    except (KeyError, OSError):
+        return {}
+    return {"TORCHINDUCTOR_CACHE_DIR": os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")}
+
+
 def _failure_cause(exitcode: int | None, timed_out: bool, timeout: float, status_path: Path) -> str | None:
+    """Why a claim's run gave no record (None: it ended normally).
+
+    ``exitcode`` is the claim process's; the status file holds the script's."""
     if timed_out:
         return f"timed out after {timeout:g}s (the process was killed)"
     try:
         status = json.loads(status_path.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):
         status = {}
-    if exitcode is not None and exitcode < 0:
+    if not isinstance(status, dict):
+        status = {}
+    code = status.get("exit_code", exitcode) if exitcode == 0 else exitcode
+    if status.get("stopped"):
+        return f"the run was stopped ({status['stopped']}) before the script ended"
+    if isinstance(code, int) and code < 0:
         try:
-            name = signal.Signals(-exitcode).name
+            name = signal.Signals(-code).name
         except ValueError:
-            name = f"signal {-exitcode}"
-        return f"the process was killed by {name} (exit code {exitcode})"
+            name = f"signal {-code}"
+        return f"the process was killed by {name} (exit code {code})"
     if status.get("ended"):
-        return status["ended"]
-    if exitcode:
-        return f"the process exited with code {exitcode} (os._exit or a crash before the script ended)"
+        return str(status["ended"])
+    if code:
+        return f"the process exited with code {code} (os._exit or a crash before the script ended)"
     return None
 
 
 def _tail(log: Path) -> str:
+    """The end of a script's output (the claim's process kept it within the limit)."""
     try:
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        with log.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 2 * limits.LIMITS.log_tail_bytes))
+            data = handle.read()
     except OSError:
         return ""
-    return "\n".join(lines[-LOG_TAIL_LINES:])
+    return data.decode("utf-8", "replace")[-limits.LIMITS.log_tail_bytes :]
 
 
 def error_record(job: Job, environment: Environment, cause: str, started_at, duration: float, log_tail: str = "") -> ResultRecord:

@@ -1,7 +1,11 @@
 """The results store: this build's records merged with committed results files.
 
 Everything a page shows about verdicts comes from here. A claim with no entry
-is "not run"; nothing is ever inferred from the absence of an error.
+is "not run"; nothing is ever inferred from the absence of an error. Every
+results file passes torchclaims.admission on the way in, and every entry
+carries its :class:`~torchclaims.provenance.Source`: within a matrix column the
+build's own records come first, then attested workflow runs, then files
+submitted by hand, newest first within each.
 """
 
 from __future__ import annotations
@@ -10,13 +14,18 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .admission import Admission
+from .attestation import read_sidecar
 from .backends import all_backends
 from .errors import InvalidFileError, Problem
+from .provenance import Source, Trust
 from .records import Environment, ResultRecord, read_record, record_json
 from .results import read_results
 
 THIS_BUILD = "this build"
 EARLIER_BUILD = "an earlier build"
+THIS_MACHINE = "this machine"  # records an earlier run left in _build/records (show)
+OWN_ORIGINS = (THIS_BUILD, EARLIER_BUILD, THIS_MACHINE)
 
 
 @dataclass(frozen=True)
@@ -24,8 +33,14 @@ class Entry:
     """A record and where it came from."""
 
     record: ResultRecord
-    origin: str  # THIS_BUILD or the results file name
+    origin: str  # THIS_BUILD, EARLIER_BUILD, THIS_MACHINE or the results file name
     label: str = ""
+    source: Source | None = None  # filled in from origin and label when not given
+
+    def __post_init__(self) -> None:
+        if self.source is None:
+            trust = Trust.BUILD if self.origin in OWN_ORIGINS else Trust.BY_HAND
+            object.__setattr__(self, "source", Source(trust, self.origin, self.label))
 
     @property
     def backend(self) -> str:
@@ -69,8 +84,10 @@ class Store:
         return sorted(self.entries.get(claim_id, []), key=lambda e: e.record.started_at, reverse=True)
 
     def latest_by_column(self, claim_id: str) -> dict[str, Entry]:
+        """The entry each column shows: the most trusted source first (a file
+        never outranks this build), the newest record within it."""
         latest: dict[str, Entry] = {}
-        for entry in self.history(claim_id):
+        for entry in sorted(self.history(claim_id), key=lambda e: e.source.trust):  # stable: newest first within a rank
             latest.setdefault(entry.column, entry)
         return latest
 
@@ -101,21 +118,19 @@ def load_store(
     build_environment: Environment | None,
     results_dir: Path | None,
     history_dir: Path | None = None,
+    admission: Admission | None = None,
 ) -> Store:
-    """Merge this build's records, earlier builds' superseded records and every
-    valid results file in ``results_dir``."""
+    """Merge this build's records, earlier builds' superseded records and the
+    records of every results file in ``results_dir`` that pass ``admission``
+    (by default the checks that need no claims: verdicts, environments, dates)."""
     store = Store(build_environment=build_environment)
+    admission = admission or Admission()
     for record in build_records.values():
         store.add(Entry(record, THIS_BUILD))
     if results_dir is not None and results_dir.is_dir():
         for path in sorted(results_dir.glob("*.json")):
-            try:
-                results = read_results(path)
-            except InvalidFileError as exc:
-                store.problems.extend(exc.problems)
-                continue
-            for record in results.records:
-                store.add(Entry(record, path.name, results.label))
+            for entry in results_entries(path, admission, store.problems):
+                store.add(entry)
     # After the results files, so a record merged into results/ is named by its file.
     for path in sorted(history_dir.rglob("*.json")) if history_dir and history_dir.is_dir() else []:
         try:
@@ -123,3 +138,21 @@ def load_store(
         except InvalidFileError as exc:
             store.problems.extend(exc.problems)
     return store
+
+
+def results_entries(path: Path, admission: Admission, problems: list[Problem]) -> list[Entry]:
+    """The admitted records of one results file, each with its source; what is
+    wrong with the file goes to ``problems``."""
+    try:
+        results = read_results(path)
+    except InvalidFileError as exc:
+        problems.extend(exc.problems)
+        return []
+    records, rejected = admission.check(path, results)
+    attestation, wrong = read_sidecar(path, results.provenance)
+    problems.extend(rejected + wrong)
+    if attestation is not None:
+        source = Source(Trust.ATTESTED, path.name, results.label, results.provenance, attestation.url, attestation.run_url)
+    else:
+        source = Source(Trust.BY_HAND, path.name, results.label, results.provenance)
+    return [Entry(record, path.name, results.label, source) for record in records]
