@@ -50,12 +50,14 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
 }
 
+# Passed on as text: the extension checks each value and names the variable
+# when one is not a valid number or flag.
 torchclaims_backend = os.environ.get("TORCHCLAIMS_BACKEND", "cpu")
-torchclaims_timeout = float(os.environ.get("TORCHCLAIMS_TIMEOUT", "300"))
-torchclaims_parallel = int(os.environ.get("TORCHCLAIMS_JOBS", str(os.cpu_count() or 1)))
-torchclaims_force = os.environ.get("TORCHCLAIMS_FORCE", "0") == "1"
-torchclaims_execute = os.environ.get("TORCHCLAIMS_EXECUTE", "1") != "0"
-torchclaims_max_age_days = float(os.environ.get("TORCHCLAIMS_MAX_AGE_DAYS", "90"))
+torchclaims_timeout = os.environ.get("TORCHCLAIMS_TIMEOUT", "300")
+torchclaims_parallel = os.environ.get("TORCHCLAIMS_JOBS", str(os.cpu_count() or 1))
+torchclaims_force = os.environ.get("TORCHCLAIMS_FORCE", "0")
+torchclaims_execute = os.environ.get("TORCHCLAIMS_EXECUTE", "1")
+torchclaims_max_age_days = os.environ.get("TORCHCLAIMS_MAX_AGE_DAYS", "90")
 # nox -s docs builds into _build/sphinx; the extension then publishes the site
 # into this folder without doctrees, sources or build information.
 torchclaims_publish_dir = os.environ.get("TORCHCLAIMS_PUBLISH_DIR", "_build/html")

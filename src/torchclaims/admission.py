@@ -29,6 +29,15 @@ CLOCK_SKEW = timedelta(minutes=15)
 UNAVAILABLE = "(unavailable)"  # what the fingerprint records for an unusable backend
 
 
+@dataclass
+class Admitted:
+    """What came of checking one results file."""
+
+    records: list[ResultRecord]  # those that passed
+    problems: list[Problem]  # one per failure, file-level ones included
+    rejected: dict[str, list[Problem]]  # claim id -> why its record was left out
+
+
 def expected_verdict(record: ResultRecord):
     """The verdict a record's checks give (a record without checks is an error)."""
     return combine([check.outcome for check in record.checks])
@@ -74,20 +83,25 @@ class Admission:
     def for_project(cls, root: Path, claims: Mapping[str, Claim]) -> Admission:
         return cls(claims=claims, scripts=ScriptHistory(root))
 
-    def check(self, path: Path, results: ResultsFile) -> tuple[list[ResultRecord], list[Problem]]:
+    def check(self, path: Path, results: ResultsFile) -> Admitted:
         """The records that pass, and one problem per failure."""
         problems = [Problem(path, name, message) for name, message in environment_problems(results.environment)]
         if results.created > self.now + CLOCK_SKEW:
             problems.append(Problem(path, "created", f"{results.created:%Y-%m-%d %H:%M} UTC lies in the future"))
         if problems:  # the file as a whole cannot be right: none of its records is shown
-            return [], problems
-        accepted = []
+            return Admitted([], problems, {record.claim_id: problems for record in results.records})
+        admitted = Admitted([], [], {})
         for index, record in enumerate(results.records):
-            found = self._record_problems(record, results)
-            problems.extend(Problem(path, f"records.{index}.{name}", f"claim {record.claim_id}: {message}") for name, message in found)
-            if not found:
-                accepted.append(record)
-        return accepted, problems
+            found = [
+                Problem(path, f"records.{index}.{name}", f"claim {record.claim_id}: {message}")
+                for name, message in self._record_problems(record, results)
+            ]
+            if found:
+                admitted.problems.extend(found)
+                admitted.rejected[record.claim_id] = found
+            else:
+                admitted.records.append(record)
+        return admitted
 
     def _record_problems(self, record: ResultRecord, results: ResultsFile) -> list[tuple[str, str]]:
         found = []

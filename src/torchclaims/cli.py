@@ -117,9 +117,9 @@ def cmd_lint(args) -> ExitCode:
 
 def _admitted(path: Path, admission: Admission) -> tuple[ResultsFile, dict]:
     results = read_results(path)
-    records, problems = admission.check(path, results)
-    _report(problems, "left out")
-    return results, {r.claim_id: r for r in records}
+    admitted = admission.check(path, results)
+    _report(admitted.problems, "left out")
+    return results, {r.claim_id: r for r in admitted.records}
 
 
 def cmd_diff(args) -> ExitCode:

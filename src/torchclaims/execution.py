@@ -13,7 +13,9 @@ from pathlib import Path
 
 from .cache import Staleness, cache_key, script_inputs, staleness
 from .claims import Claim
+from . import limits
 from .errors import InvalidFileError, UsageError
+from .fileio import decode_utf8, read_bytes
 from .records import ResultRecord, Verdict, now, read_record, write_record
 from .runner import Job, Probe, Runner, error_record, unverified_record
 from ._child import GalleryTarget
@@ -66,6 +68,17 @@ def previous_record(path: Path, warn: Callable[[str], None]) -> ResultRecord | N
         return None
 
 
+def unrunnable(script: Path, rel: str) -> str | None:
+    """Why a script cannot be run at all (missing, too large, not UTF-8), or None."""
+    if not script.is_file():
+        return f"script {rel} does not exist"
+    try:
+        decode_utf8(script, read_bytes(script, limits.LIMITS.script_bytes, "script"))
+    except InvalidFileError as exc:
+        return f"script {rel} cannot be run: {exc.problems[0].message}"
+    return None
+
+
 def verify(
     claims: list[Claim],
     settings: Settings,
@@ -95,8 +108,9 @@ def _verify(runner: Runner, claims, settings: Settings, gallery_target, extra_re
         script = settings.root / claim.script
         path = record_path(settings, probe.backend, claim.id)
         job = Job(claim.id, script, claim.script, path, "", {}, settings.timeout, gallery_target(claim))
-        if not script.is_file():
-            records[claim.id] = error_record(job, environment, f"script {claim.script} does not exist", now(), 0.0)
+        cannot = unrunnable(script, claim.script)
+        if cannot:
+            records[claim.id] = error_record(job, environment, cannot, now(), 0.0)
             write_record(path, records[claim.id])
             continue
         inputs = script_inputs(script, settings.root)

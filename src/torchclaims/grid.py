@@ -118,8 +118,9 @@ class Grid:
         return next(c for c in self.columns if c.backend == backend)
 
     def cell(self, claim: Claim, backend: str, version: str) -> Cell:
-        """The newest record of the claim on this backend and version, if any."""
-        entry = next((e for e in self.store.history(claim.id) if e.backend == backend and e.version == version), None)
+        """The record of the claim on this backend and version a page shows, if any: the
+        build's own before any results file, then attested runs, the newest within each."""
+        entry = next((e for e in self.store.ranked(claim.id) if e.backend == backend and e.version == version), None)
         stale = stale_reason(entry.record, self.script_sha.get(claim.id), self.max_age_days) if entry else ""
         return Cell(claim, backend, version, entry, stale)
 

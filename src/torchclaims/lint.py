@@ -13,10 +13,13 @@ import ast
 import re
 from pathlib import Path
 
+from . import limits
 from .backends import BUILTIN_BACKENDS
 from .claims import ClaimSet, load_claims
-from .errors import Problem
+from .errors import InvalidFileError, Problem
+from .fileio import decode_utf8, read_bytes
 from .fixed_judgements import fixed_judgements
+from .gallery_text import script_markup_problems
 
 DEVICE_TYPES = sorted({b.device_type for b in BUILTIN_BACKENDS} | {"hip", "privateuseone"})
 _DEVICE_LITERAL = re.compile(rf"^({'|'.join(DEVICE_TYPES)})(:\d+)?$")
@@ -65,12 +68,17 @@ def _device_literals(tree: ast.AST) -> list[tuple[str, int]]:
 def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], list[Problem]]:
     """Problems inside one gallery script, and the claim ids it verifies."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        source = decode_utf8(Path(rel), read_bytes(path, limits.LIMITS.script_bytes, "script"))
+    except InvalidFileError as exc:
+        return [], [Problem(Path(rel), p.field, p.message, p.line) for p in exc.problems]
+    try:
+        tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         return [], [Problem(Path(rel), "", f"syntax error: {exc.msg}", exc.lineno)]
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [Problem(Path(rel), "", f"cannot be read: {exc}")]
-    problems = []
+    problems = [
+        Problem(Path(rel), "", f"{why}; write it as plain text (the site shows this block as text)", line)
+        for line, why in script_markup_problems(source)
+    ]
     calls = _verification_ids(tree)
     if not calls:
         problems.append(

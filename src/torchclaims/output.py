@@ -69,7 +69,7 @@ def merge_file(path: Path, target: Path, admission: Admission, attest_repository
     InvalidFileError lists every problem; nothing is copied then.
     """
     results = read_results(path)
-    _, problems = admission.check(path, results)
+    problems = admission.check(path, results).problems
     attestation = verify_with_gh(path, attest_repository) if attest_repository and not problems else None
     if attestation is not None:
         problems += disagreements(attestation, path, results.provenance)

@@ -72,6 +72,7 @@ def column_label(env: Environment) -> str:
 class Store:
     entries: dict[str, list[Entry]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    rejected: dict[str, list[Problem]] = field(default_factory=dict)  # claim id -> records left out, and why
     build_environment: Environment | None = None
 
     def add(self, entry: Entry) -> None:
@@ -83,11 +84,15 @@ class Store:
         """Every entry for a claim, newest first."""
         return sorted(self.entries.get(claim_id, []), key=lambda e: e.record.started_at, reverse=True)
 
+    def ranked(self, claim_id: str) -> list[Entry]:
+        """Every entry for a claim, the most trusted source first (this build, then
+        attested workflow runs, then files submitted by hand), newest first within each."""
+        return sorted(self.history(claim_id), key=lambda e: e.source.trust)  # stable: dates stay in order
+
     def latest_by_column(self, claim_id: str) -> dict[str, Entry]:
-        """The entry each column shows: the most trusted source first (a file
-        never outranks this build), the newest record within it."""
+        """The entry each column shows: a file never outranks this build."""
         latest: dict[str, Entry] = {}
-        for entry in sorted(self.history(claim_id), key=lambda e: e.source.trust):  # stable: newest first within a rank
+        for entry in self.ranked(claim_id):
             latest.setdefault(entry.column, entry)
         return latest
 
@@ -129,7 +134,7 @@ def load_store(
         store.add(Entry(record, THIS_BUILD))
     if results_dir is not None and results_dir.is_dir():
         for path in sorted(results_dir.glob("*.json")):
-            for entry in results_entries(path, admission, store.problems):
+            for entry in results_entries(path, admission, store):
                 store.add(entry)
     # After the results files, so a record merged into results/ is named by its file.
     for path in sorted(history_dir.rglob("*.json")) if history_dir and history_dir.is_dir() else []:
@@ -140,19 +145,21 @@ def load_store(
     return store
 
 
-def results_entries(path: Path, admission: Admission, problems: list[Problem]) -> list[Entry]:
+def results_entries(path: Path, admission: Admission, store: Store) -> list[Entry]:
     """The admitted records of one results file, each with its source; what is
-    wrong with the file goes to ``problems``."""
+    wrong with the file goes to the store's problems (and rejections)."""
     try:
         results = read_results(path)
     except InvalidFileError as exc:
-        problems.extend(exc.problems)
+        store.problems.extend(exc.problems)
         return []
-    records, rejected = admission.check(path, results)
+    admitted = admission.check(path, results)
     attestation, wrong = read_sidecar(path, results.provenance)
-    problems.extend(rejected + wrong)
+    store.problems.extend(admitted.problems + wrong)
+    for claim_id, problems in admitted.rejected.items():
+        store.rejected.setdefault(claim_id, []).extend(problems)
     if attestation is not None:
         source = Source(Trust.ATTESTED, path.name, results.label, results.provenance, attestation.url, attestation.run_url)
     else:
         source = Source(Trust.BY_HAND, path.name, results.label, results.provenance)
-    return [Entry(record, path.name, results.label, source) for record in records]
+    return [Entry(record, path.name, results.label, source) for record in admitted.records]

@@ -19,6 +19,7 @@ def setup(app: Sphinx) -> dict:
     from .changes_page import setup_changes
     from .claim import setup_claim
     from .gallery import setup_gallery
+    from .gallery_safety import setup_gallery_safety
     from .links import setup_links
     from .markup import setup_markup
     from .matrix import setup_matrix
@@ -38,6 +39,7 @@ def setup(app: Sphinx) -> dict:
     setup_backends_table(app)  # backend-descriptors
     setup_gallery(app)  # gallery cards with verdicts, script pages that lead back to their claim
     setup_publishing(app)  # downloads, search data, favicon, the published folder
+    setup_gallery_safety(app)  # script text and links never run in a reader's browser
     app.connect("builder-inited", _add_static)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": _code_version()}
 

@@ -26,7 +26,7 @@ from .evidence import evidence_blocks, history, origin_text, run_line, scope_wor
 from .links import claim_anchor, claim_ref, evidence_anchor, matrix_ref, register_label
 from .markup import badge, bullets, doc_link, join_nodes, link, paragraph
 from .state import BuildState, get_state, warn
-from .tracking import note_shown
+from .tracking import TOPIC, note_shown
 
 
 def freshness_text(entry: Entry) -> str:
@@ -99,6 +99,11 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
         section += nodes.rubric("", "Evidence")
         blocks = evidence_blocks(state, claim)
         section.extend(blocks or [paragraph("No result record exists for this claim yet, so there is no verdict.")])
+        left_out = state.store.rejected.get(claim.id, [])
+        if left_out:
+            section += nodes.rubric("", "Records left out")
+            section += paragraph("These submitted records failed the checks every results file must pass, so they are not shown as verdicts:")
+            section += bullets([paragraph(f"{p.path.name} [{p.field}]: {p.message}") for p in left_out])
         table = history(state, claim, docname)
         if table is not None:
             section += nodes.rubric("", "History across versions")
@@ -106,7 +111,9 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
         if claim.id in state.script_sha:
             section += paragraph("Verification script: ", doc_link(claim.script, state.example_docname(claim)))
         else:
-            section += paragraph("Verification script: ", nodes.literal("", claim.script), " (missing: the claim cannot be verified)")
+            section += paragraph(
+                "Verification script: ", nodes.literal("", claim.script), " (missing or unreadable: it has no page, and the claim cannot be verified)"
+            )
     if claim.see_also:
         links = [claim_ref(other, nodes.literal("", other)) for other in claim.see_also]
         section += paragraph("See also: ", *join_nodes(links))
@@ -120,11 +127,13 @@ class ClaimDirective(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         state = get_state(self.env.app)
-        claim = state.claims.claims.get(self.arguments[0])
+        claim_id = self.arguments[0]
+        note_shown(self.env, [claim_id], state.digest([claim_id]))  # also when unknown: re-read once it exists
+        claim = state.claims.claims.get(claim_id)
         if claim is None:
-            warn(f"unknown claim id {self.arguments[0]!r}", "directive", location=self.get_location())
+            warn(f"unknown claim id {claim_id!r}", "directive", location=self.get_location())
             return []
-        note_shown(self.env, [claim.id], state.digest([claim.id]))
+        _note_links(self.env, state, [claim])
         register_label(self.env, claim_anchor(claim.id), claim.title)
         return [claim_section(state, claim, self.env.docname)]
 
@@ -141,10 +150,18 @@ class TopicClaimsDirective(SphinxDirective):
             warn(f"unknown topic {topic!r}; expected one of {', '.join(TOPICS)}", "directive", location=self.get_location())
             return []
         claims = state.claims.by_topic()[topic]
-        note_shown(self.env, [c.id for c in claims], state.digest([c.id for c in claims]), key=f"topic:{topic}")
+        note_shown(self.env, [c.id for c in claims], state.digest([c.id for c in claims]), key=f"{TOPIC}{topic}")
+        _note_links(self.env, state, claims)
         for claim in claims:
             register_label(self.env, claim_anchor(claim.id), claim.title)
         return [claim_section(state, claim, self.env.docname) for claim in claims]
+
+
+def _note_links(env, state: BuildState, claims: list[Claim]) -> None:
+    """Pages link to the claims in see_also: re-read them when those change or go."""
+    linked = sorted({other for claim in claims for other in claim.see_also})
+    if linked:
+        note_shown(env, linked, state.digest(linked), key="links:" + ",".join(linked))
 
 
 class ClaimVerdictRole(SphinxRole):
@@ -155,12 +172,12 @@ class ClaimVerdictRole(SphinxRole):
         state = get_state(self.env.app)
         claim_id, _, backend = self.text.strip().partition(" ")
         backend = backend.strip()
+        note_shown(self.env, [claim_id], state.digest([claim_id]))  # also when unknown: re-read once it exists
         if claim_id not in state.claims.claims:
             warn(f"unknown claim id {claim_id!r}", "role", location=self.get_location())
             return [nodes.literal("", claim_id)], []
-        note_shown(self.env, [claim_id], state.digest([claim_id]))
-        history = state.store.history(claim_id)
-        chosen = [e for e in history if e.backend == backend] if backend else [e for e in history if e.origin == THIS_BUILD]
+        ranked = state.store.ranked(claim_id)  # the build's own first: a file never outranks it
+        chosen = [e for e in ranked if e.backend == backend] if backend else [e for e in ranked if e.origin == THIS_BUILD]
         entry = chosen[0] if chosen else None
         out = nodes.inline(classes=["tc-role"], support_smartquotes=False)
         out += verdict_badge(entry)

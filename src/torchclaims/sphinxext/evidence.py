@@ -30,13 +30,15 @@ NOT_RUN = "not run"
 
 
 def verdict_badge(entry: Entry | None, stale: str = "") -> nodes.inline:
-    """'✔ holds' (with what the verdict alone does not show), never colour alone."""
+    """'✔ holds' (with what the verdict alone does not show), never colour alone, and
+    always where it came from: a file submitted by hand looks different."""
     if entry is None:
         return badge(f"∅ {NOT_RUN}", "notrun")
     record = entry.record
     text = f"{SYMBOLS[record.verdict]} {record.verdict.value}" + (f", {record.note}" if record.note else "")
-    container = nodes.inline(classes=["tc-verdict"])
+    container = nodes.inline(classes=["tc-verdict", entry.source.css_class])
     container += badge(text, record.verdict.value)
+    container += badge(entry.source.mark, "source")
     if stale:
         container += badge("stale", "stale")
     return container
@@ -47,6 +49,19 @@ def origin_text(entry: Entry) -> str:
     if entry.origin in (THIS_BUILD, EARLIER_BUILD):
         return entry.origin
     return f"{entry.origin}" + (f", {entry.label}" if entry.label else "")
+
+
+def source_paragraph(entry: Entry) -> nodes.paragraph:
+    """Where a record came from, with links to the workflow run and its attestation."""
+    source = entry.source
+    parts: list = [nodes.emphasis("", "Source: "), source.describe()]
+    run_url = source.provenance.run_url if source.provenance else ""
+    if run_url:
+        parts += [" · ", link("workflow run", run_url)]
+    if source.attestation_url:
+        check = "gh attestation verify FILE --repo " + source.provenance.repository
+        parts += [" · ", link("attestations", source.attestation_url), " (check: ", nodes.literal("", check), ")"]
+    return paragraph(*parts)
 
 
 def scope_words(claim: Claim, backend: str) -> list[nodes.Node]:
@@ -145,6 +160,7 @@ def run_body(state: BuildState, cell: Cell, reference: Cell | None, named: bool)
     body = nodes.container(ids=[evidence_anchor(cell.claim.id, cell.backend, cell.version)], classes=["tc-run"])
     if named:
         body += paragraph(*run_line(state.grid, cell))
+    body += source_paragraph(cell.entry)
     if record.reason:
         body += paragraph(nodes.emphasis("", "Reason: "), record.reason)
     if cell.stale:
@@ -185,5 +201,5 @@ def history(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None:
         download = download_for(e)
         files = paragraph(link("JSON", root + download.json), " · ", link("CSV", root + download.csv))
         where = paragraph(f"{e.column}, {ran_on(e.record.environment)}", *scope_words(claim, e.backend))
-        rows.append([e.record.date, where, verdict_badge(e), origin_text(e), files])
+        rows.append([e.record.date, where, verdict_badge(e), e.source.describe(), files])
     return table(["Date", "Backend, version and device", "Verdict", "From", "Download"], rows, ["tc-history"], caption="Every record of this claim, newest first")

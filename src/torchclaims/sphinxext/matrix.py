@@ -45,7 +45,7 @@ def _tooltip(grid: Grid, cell: Cell) -> str:
     record, env = cell.entry.record, cell.entry.record.environment
     symbol, word = WORDS[cell.kind]
     parts = [f"{symbol} {word}" + (f", {record.note}" if record.note else ""), f"on {ran_on(env)}, {cell.version}, torch {env.torch}, Python {env.python}, {env.os}"]
-    parts.append(f"{record.date}, from {origin_text(cell.entry)}")
+    parts.append(f"{record.date}, from {origin_text(cell.entry)} ({cell.entry.source.mark})")
     if record.reason:
         parts.append("reason: " + (record.reason if len(record.reason) <= 300 else record.reason[:300] + "…"))
     if cell.stale:
@@ -60,13 +60,14 @@ def _run(grid: Grid, cell: Cell, shown: bool) -> str:
     inner = f'<span class="tc-badge tc-{cell.kind}">{symbol} {esc(word + note)}</span>'
     if cell.entry is not None:
         inner += f' <span class="tc-date">{esc(cell.entry.record.date)}</span>'
+        inner += f' <span class="tc-badge tc-source">{esc(cell.entry.source.mark)}</span>'
         inner += ' <span class="tc-badge tc-stale">stale</span>' if cell.stale else ""
         inner += "" if cell.target else ' <span class="tc-scope">outside its scope</span>'
     attributes = f'data-version="{esc(cell.version)}" data-verdict="{cell.kind}" title="{esc(_tooltip(grid, cell))}"' + ("" if shown else " hidden")
     if cell.entry is None:
         return f'<span class="tc-run" {attributes}>{inner}</span>'
     href = href_marker(cell.claim.id, evidence_anchor(cell.claim.id, cell.backend, cell.version))
-    return f'<a class="tc-run" href="{href}" {attributes}>{inner}</a>'
+    return f'<a class="tc-run {cell.entry.source.css_class}" href="{href}" {attributes}>{inner}</a>'
 
 
 def _cell(grid: Grid, claim: Claim, column: Column) -> str:

@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
 from sphinx.application import Sphinx
+from sphinx.errors import ConfigError
 from sphinx.util import logging
 
+from .. import config as settings_text
+from .. import limits
+from ..admission import Admission
 from ..claims import Claim, ClaimSet, load_claims
 from ..execution import Outcome, Settings, history_dir, verify
-from ..errors import InvalidFileError
+from ..errors import InvalidFileError, UsageError
+from ..fileio import decode_utf8, read_bytes
 from ..lint import cross_check
 from ..grid import Grid
 from ..records import now, read_record
@@ -88,12 +94,14 @@ def _gallery_target(app: Sphinx, root: Path, gallery_dir: str):
     return target
 
 
-def remove_orphan_pages(gallery_output: Path, src_dir: Path) -> list[str]:
-    """Delete generated example pages whose script is gone (sphinx-gallery keeps them)."""
+def remove_orphan_pages(gallery_output: Path, src_dir: Path, keep: set[str] | None = None) -> list[str]:
+    """Delete generated example pages whose script is gone, or (with ``keep``)
+    not among the scripts that get a page (sphinx-gallery keeps them)."""
     removed = []
     for page in sorted(gallery_output.glob("*.rst")):
         script = src_dir / f"{page.stem}.py"
-        if page.name == "index.rst" or (script.is_file() and not page.name.startswith("_")):
+        wanted = script.is_file() and not page.name.startswith("_") and (keep is None or page.stem in keep)
+        if page.name == "index.rst" or wanted:
             continue
         for generated in gallery_output.glob(f"{page.stem}.*"):
             generated.unlink()
@@ -129,25 +137,73 @@ def _existing_records(settings: Settings) -> dict:
     return records
 
 
+def _checked_settings(config) -> dict:
+    """The build's settings (conf.py, usually from environment variables), checked
+    here so a bad value stops the build with one line instead of a traceback."""
+    try:
+        return {
+            "timeout": settings_text.seconds(config.torchclaims_timeout, "torchclaims_timeout (TORCHCLAIMS_TIMEOUT)"),
+            "parallel": settings_text.count(config.torchclaims_parallel, "torchclaims_parallel (TORCHCLAIMS_JOBS)"),
+            "force": settings_text.flag(config.torchclaims_force, "torchclaims_force (TORCHCLAIMS_FORCE)"),
+            "execute": settings_text.flag(config.torchclaims_execute, "torchclaims_execute (TORCHCLAIMS_EXECUTE)"),
+            "max_age_days": settings_text.days(config.torchclaims_max_age_days, "torchclaims_max_age_days (TORCHCLAIMS_MAX_AGE_DAYS)"),
+        }
+    except UsageError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def readable_scripts(root: Path, claims: ClaimSet) -> dict[str, str]:
+    """claim id -> sha256 of each executable claim's script that can be shown:
+    present, within the size limit and UTF-8 (sphinx-gallery stops the whole
+    build on one that is not). The others are reported and get no page."""
+    found = {}
+    for claim in claims.executable():
+        path = root / claim.script
+        if not path.is_file():
+            continue  # cross_check reports it
+        try:
+            data = read_bytes(path, limits.LIMITS.script_bytes, "script")
+            decode_utf8(path, data)
+        except InvalidFileError as exc:
+            for problem in exc.problems:
+                warn(f"{claim.script}: {problem.message}; it gets no page", "claim", location=str(path))
+            continue
+        found[claim.id] = hashlib.sha256(data).hexdigest()
+    return found
+
+
+def _only_pages_for(app: Sphinx, scripts: list[str]) -> None:
+    """Let sphinx-gallery build pages for these scripts only (helpers, scripts no
+    claim names and scripts that cannot be read are ignored)."""
+    conf = app.config.sphinx_gallery_conf
+    allowed = "|".join(re.escape(Path(script).name) for script in scripts) or "(?!)"
+    conf["ignore_pattern"] = f"(?:{conf['ignore_pattern']})|^(?!(?:{allowed})$)"
+
+
 def prepare(app: Sphinx) -> None:
     """builder-inited: load claims, verify the stale ones, load the results store."""
     config = app.config
+    checked = _checked_settings(config)
     root = Path(app.confdir)
     claims = load_claims(root / config.torchclaims_claims_dir)
     for problem in claims.problems + cross_check(root, claims):
         warn(str(problem), "claim", location=str(problem.path))
+    script_sha = readable_scripts(root, claims)
+    shown = [c.script for c in claims.executable() if c.id in script_sha]
+    _only_pages_for(app, shown)
     gallery_dir = config.torchclaims_gallery_output
-    for stem in remove_orphan_pages(Path(app.srcdir, gallery_dir), root / "gallery"):
-        logger.info(f"torchclaims: removed the generated page of {stem}, whose script is gone")
+    keep = {Path(script).stem for script in shown}
+    for stem in remove_orphan_pages(Path(app.srcdir, gallery_dir), root / "gallery", keep):
+        logger.info(f"torchclaims: removed the generated page of {stem}, whose script is gone or cannot be shown")
     outcome = None
     build_records = {}
-    if config.torchclaims_execute:
+    if checked["execute"]:
         settings = Settings(
             root=root,
             backend=config.torchclaims_backend,
-            timeout=float(config.torchclaims_timeout),
-            parallel=int(config.torchclaims_parallel),
-            force=bool(config.torchclaims_force),
+            timeout=checked["timeout"],
+            parallel=checked["parallel"],
+            force=checked["force"],
         )
         outcome = verify(
             [c for c in claims.executable() if (root / c.script).is_file()],
@@ -165,27 +221,25 @@ def prepare(app: Sphinx) -> None:
         build_records = _existing_records(Settings(root=root, backend=config.torchclaims_backend))
     results_dir = root / config.torchclaims_results_dir if config.torchclaims_results_dir else None
     history = history_dir(Settings(root=root))
-    store = load_store(build_records, outcome.probe.environment if outcome else None, results_dir, history)
+    admission = Admission.for_project(root, claims.claims)
+    store = load_store(build_records, outcome.probe.environment if outcome else None, results_dir, history, admission)
     for problem in store.problems:
         warn(f"results file rejected: {problem}", "results", location=str(problem.path))
-    script_sha = {
-        c.id: hashlib.sha256((root / c.script).read_bytes()).hexdigest()
-        for c in claims.executable()
-        if (root / c.script).is_file()
-    }
     results_uri = "/" + results_dir.relative_to(Path(app.srcdir)).as_posix() if results_dir else ""
-    state = BuildState(claims, store, gallery_dir, float(config.torchclaims_max_age_days), outcome, script_sha, results_dir, results_uri)
+    state = BuildState(claims, store, gallery_dir, checked["max_age_days"], outcome, script_sha, results_dir, results_uri)
     setattr(app, _STATE_ATTRIBUTE, state)
 
 
 def setup_state(app: Sphinx) -> None:
+    # Numbers and flags may come as text (from environment variables in conf.py):
+    # prepare() checks them.
     app.add_config_value("torchclaims_backend", "cpu", "env", str)
-    app.add_config_value("torchclaims_timeout", 300, "", (int, float))
-    app.add_config_value("torchclaims_parallel", 2, "", int)
-    app.add_config_value("torchclaims_force", False, "", bool)
-    app.add_config_value("torchclaims_execute", True, "", bool)
+    app.add_config_value("torchclaims_timeout", 300, "", (int, float, str))
+    app.add_config_value("torchclaims_parallel", 2, "", (int, str))
+    app.add_config_value("torchclaims_force", False, "", (bool, str))
+    app.add_config_value("torchclaims_execute", True, "", (bool, str))
     app.add_config_value("torchclaims_claims_dir", "claims", "env", str)
     app.add_config_value("torchclaims_results_dir", "results", "env", str)
     app.add_config_value("torchclaims_gallery_output", "docs/auto_gallery", "env", str)
-    app.add_config_value("torchclaims_max_age_days", 90, "env", (int, float))
+    app.add_config_value("torchclaims_max_age_days", 90, "env", (int, float, str))
     app.connect("builder-inited", prepare, priority=400)

@@ -4,7 +4,10 @@ At read time each directive stores a digest of what it showed (claim record +
 every result entry). On the next build ``env-get-outdated`` recomputes the
 digests from the fresh store and returns the pages whose digests differ. This
 does not depend on file modification times, and a claim without a record is
-handled like any other (its digest changes when a record appears).
+handled like any other (its digest changes when a record appears). A page that
+lists a *selection* (every claim, a topic's claims) is noted by the selection,
+not by the ids it held, so adding, removing or renaming a claim re-reads every
+page that lists it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from .state import get_state
 _ATTRIBUTE = "torchclaims_shown"
 ALL_CLAIMS = "*"  # key of pages that show every claim (the matrix)
 EVERY_BUILD = "every build"  # key of pages that say when and how the site was built: re-read each time
+TOPIC = "topic:"  # key prefix of pages that show a topic's claims
 
 
 def shown(env: BuildEnvironment) -> dict[str, dict[str, tuple[list[str], str]]]:
@@ -56,10 +60,18 @@ def outdated_pages(app: Sphinx, env: BuildEnvironment, added, changed, removed) 
         if EVERY_BUILD in keys:
             stale.append(docname)
             continue
-        current = {key: (list(state.claims.claims) if key == ALL_CLAIMS else ids) for key, (ids, _) in keys.items()}
-        if any(state.digest(current[key]) != digest for key, (_, digest) in keys.items()):
+        if any(state.digest(selection(state, key, ids)) != digest for key, (ids, digest) in keys.items()):
             stale.append(docname)
     return stale
+
+
+def selection(state, key: str, ids: list[str]) -> list[str]:
+    """The claims a key stands for now (a fixed list of ids stands for itself)."""
+    if key == ALL_CLAIMS:
+        return list(state.claims.claims)
+    if key.startswith(TOPIC):
+        return [claim.id for claim in state.claims.by_topic().get(key.removeprefix(TOPIC), [])]
+    return ids
 
 
 def setup_tracking(app: Sphinx) -> None:
