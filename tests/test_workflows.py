@@ -159,12 +159,52 @@ def test_accelerators_checkouts_do_not_persist_credentials():
         assert value in (False, "false"), f"job {job}: actions/checkout needs `persist-credentials: false`"
 
 
-def test_accelerators_use_no_secrets_and_no_write_permission():
+def writes(grant) -> set[str]:
+    return {scope for scope, level in (grant or {}).items() if level == "write"}
+
+
+def test_accelerators_use_no_secrets_and_write_only_to_sign_attestations():
+    """The only write permissions are the two an attestation needs, in the one job
+    that signs: it runs no repository code and never runs for a pull request."""
     workflow = load(ACCELERATORS)
     assert not [s for s in strings(workflow) if re.search(r"\bsecrets\b", s)], "accelerators.yml must not use secrets"
-    grants = [workflow["permissions"]] + [job.get("permissions", {}) for job in workflow["jobs"].values()]
-    for grant in grants:
-        assert grant in ({},) or all(level in ("read", "none") for level in grant.values()), f"write permission: {grant}"
+    assert not writes(workflow["permissions"])
+    signing = {name: job for name, job in workflow["jobs"].items() if writes(job.get("permissions"))}
+    assert list(signing) == ["attest"], f"jobs with write permissions: {sorted(signing)}"
+    attest = signing["attest"]
+    assert writes(attest["permissions"]) == {"id-token", "attestations"}
+    assert str(attest["runs-on"]).startswith("ubuntu-"), "sign on a GitHub-hosted runner, never a self-hosted one"
+    uses = [step.get("uses", "") for step in attest["steps"]]
+    assert all(step.get("uses") and "run" not in step for step in attest["steps"]), "the signing job runs no scripts"
+    assert not [u for u in uses if u.startswith("actions/checkout@")], "the signing job never checks out repository code"
+    assert any(u.startswith("actions/attest-build-provenance@") for u in uses)
+
+
+def test_pull_requests_are_never_attested():
+    workflow = load(ACCELERATORS)
+    for head in (FORK, REPOSITORY):
+        assert simulate(workflow, pull_request(head), approve=True)["attest"] == "skipped"
+
+
+@pytest.mark.parametrize("event", ["push", "schedule", "workflow_dispatch"])
+def test_trusted_runs_are_attested(event):
+    assert simulate(load(ACCELERATORS), TRUSTED_EVENTS[event], approve=False)["attest"] == "success"
+
+
+def test_verification_states_the_workflow_run_and_pull_requests_are_compared():
+    steps_by_name = {step.get("name"): step for _, step in steps(load(ACCELERATORS))}
+    verify_script = steps_by_name["Verify the claims"]["run"]
+    assert verify_script.count("--workflow-run") == 2  # the xla session and the others
+    compare = steps_by_name["Compare the results files this pull request commits with this run"]
+    assert "github.event_name == 'pull_request'" in compare["if"]
+    assert "torchclaims diff --reproduce" in compare["run"]
+
+
+def test_publish_merges_only_attested_files():
+    workflow = load(PUBLISH)
+    merge = next(step for _, step in steps(workflow) if step.get("name") == "Merge them into results/")
+    assert '--verify-attestation "$GITHUB_REPOSITORY"' in merge["run"]
+    assert workflow["jobs"]["build"]["permissions"]["attestations"] == "read"
 
 
 def test_accelerators_scripts_take_no_expressions():
