@@ -127,7 +127,7 @@ sphinx_gallery_conf = {
     "write_computation_times": False,
     "download_all_examples": False,
 }
-torchclaims_timeout = float(os.environ.get("TORCHCLAIMS_TIMEOUT", "20"))
+torchclaims_timeout = os.environ.get("TORCHCLAIMS_TIMEOUT", "20")  # text, checked by the extension (as in conf.py)
 torchclaims_parallel = 2
 torchclaims_publish_dir = os.environ.get("TORCHCLAIMS_PUBLISH_DIR", "")
 '''

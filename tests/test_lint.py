@@ -136,6 +136,36 @@ def test_script_with_a_syntax_error_is_reported_with_its_line(kb):
 
 
 @pytest.mark.parametrize(
+    "text, marker, why",
+    [
+        (".. raw:: html\n\n   <script>alert(1)</script>", ".. raw::", "raw directive"),
+        (".. |x| raw:: html\n\n   <b>x</b>", ".. |x| raw::", "raw directive"),
+        (".. role:: html(raw)\n   :format: html", ".. role::", "role built on raw"),
+        (".. include:: /etc/passwd", ".. include::", "include reads another file"),
+        ("`click <javascript:alert(1)>`_", "javascript:", "javascript: link"),
+        (".. csv-table::\n   :url: https://example.com/x.csv", ":url:", ":file: or :url:"),
+    ],
+)
+@pytest.mark.parametrize("where_", ["docstring", "comment block"])
+def test_markup_that_would_render_as_html_is_reported_with_its_line(kb, text, marker, why, where_):
+    if where_ == "docstring":
+        source = script_text("first-claim").replace("What the script checks.", "What the script checks.\n\n" + text)
+    else:
+        comment = "\n".join("# " + line if line else "#" for line in text.splitlines())
+        source = script_text("first-claim", body=f"\n# %%\n# A section\n#\n{comment}\n\nx = 1\n")
+    script = write_script(kb, "first-claim", text=source)
+    problem = only(lint(kb), "gallery/first_claim.py")
+    assert why in problem.message
+    assert problem.line == line_of(script, marker)
+
+
+def test_html_inside_code_or_as_plain_words_is_not_markup(kb):
+    body = 'html = "<b>bold</b>"\n# a comment about javascript: not in a text block\n'
+    write_script(kb, "first-claim", text=script_text("first-claim", body=body))
+    assert about(lint(kb), "gallery/first_claim.py") == []
+
+
+@pytest.mark.parametrize(
     "code, literal",
     [
         ('y = x.to("cuda")', "cuda"),

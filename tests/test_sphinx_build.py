@@ -227,3 +227,26 @@ def test_changed_result_rerenders_page_and_appears_on_changes_page(tmp_path):
     changes = html(tmp_path, "docs/changes")
     assert "1 of them changed verdict" in changes
     assert "kb-flip" in changes and "an earlier build" in changes
+
+
+def test_adding_renaming_and_removing_a_claim_updates_every_page_listing_it_without_a_full_rebuild(tmp_path):
+    write_site(tmp_path)
+    write_claim(tmp_path, "kb-first", "holds")  # runs once; the claims added later are attributed: nothing to run
+    assert build(tmp_path).returncode == 0
+
+    def listed() -> dict[str, str]:
+        return {page: html(tmp_path, f"docs/{page}") for page in ("topic", "matrix")}
+
+    write_claim(tmp_path, "kb-added", None)
+    assert build(tmp_path).returncode == 0
+    assert all("Claim kb-added" in text for text in listed().values())
+
+    record = (tmp_path / "claims" / "kb-added.toml").read_text().replace("kb-added", "kb-renamed")
+    (tmp_path / "claims" / "kb-added.toml").unlink()
+    (tmp_path / "claims" / "kb-renamed.toml").write_text(record)
+    assert build(tmp_path).returncode == 0
+    assert all("Claim kb-renamed" in text and "kb-added" not in text for text in listed().values())
+
+    (tmp_path / "claims" / "kb-renamed.toml").unlink()
+    assert build(tmp_path).returncode == 0
+    assert all("kb-renamed" not in text and "Claim kb-first" in text for text in listed().values())

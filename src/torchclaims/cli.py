@@ -57,6 +57,7 @@ def cmd_verify(args) -> ExitCode:
     root = _root(args)
     timeout = config.seconds(os.environ.get("TORCHCLAIMS_TIMEOUT", "300") if args.timeout is None else args.timeout, "--timeout / TORCHCLAIMS_TIMEOUT")
     records_dir = config.directory(args.records_dir, "--records-dir") if args.records_dir else None
+    jobs = config.count(args.jobs, "--jobs")
     provenance = from_github_actions() if args.workflow_run else None
     claims = load_claims(root / "claims")
     for problem in claims.problems:
@@ -71,7 +72,7 @@ def cmd_verify(args) -> ExitCode:
         root=root,
         backend=requested_backend(args.backend),
         timeout=timeout,
-        parallel=config.count(args.jobs, "--jobs"),
+        parallel=jobs,
         records_dir=records_dir,
         force=args.force,
         require_usable=True,  # a results file never holds a backend that could not run

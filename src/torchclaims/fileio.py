@@ -74,7 +74,7 @@ def read_json(path: Path, max_bytes: int, what: str = "file"):
 
 def safe_name(text: str, max_length: int = 80) -> str:
     """A file-name part made from data: letters, digits, '.', '_', '+', '-' only."""
-    cleaned = re.sub(r"[^A-Za-z0-9._+-]", "_", text)[:max_length].lstrip(".")
+    cleaned = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._+-]", "_", text))[:max_length].lstrip(".")
     return cleaned or "_"
 
 

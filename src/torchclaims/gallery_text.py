@@ -16,12 +16,12 @@ import re
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 UNSAFE = (
-    (re.compile(r"^\s*\.\.\s+(\|[^|]*\|\s+)?raw\s*::", _FLAGS), "a raw directive puts HTML or JavaScript on the page"),
-    (re.compile(r"^\s*\.\.\s+role\s*::.*\(\s*raw\s*\)", _FLAGS), "a role built on raw puts HTML on the page"),
-    (re.compile(r"^\s*\.\.\s+(\|[^|]*\|\s+)?include\s*::", _FLAGS), "include reads another file into the page"),
-    (re.compile(r"^\s*:(file|url)\s*:", _FLAGS), "a :file: or :url: option reads another file into the page"),
-    (re.compile(r"\b(javascript|vbscript)\s*:", _FLAGS), "a javascript: link runs script when a reader clicks it"),
-    (re.compile(r"\bdata\s*:\s*text/html", _FLAGS), "a data:text/html link carries a page of its own"),
+    (re.compile(r"^[ \t]*\.\.[ \t]+(\|[^|\n]*\|[ \t]+)?raw[ \t]*::", _FLAGS), "a raw directive puts HTML or JavaScript on the page"),
+    (re.compile(r"^[ \t]*\.\.[ \t]+role[ \t]*::.*\([ \t]*raw[ \t]*\)", _FLAGS), "a role built on raw puts HTML on the page"),
+    (re.compile(r"^[ \t]*\.\.[ \t]+(\|[^|\n]*\|[ \t]+)?include[ \t]*::", _FLAGS), "include reads another file into the page"),
+    (re.compile(r"^[ \t]*:(file|url)[ \t]*:", _FLAGS), "a :file: or :url: option reads another file into the page"),
+    (re.compile(r"\b(javascript|vbscript)[ \t]*:", _FLAGS), "a javascript: link runs script when a reader clicks it"),
+    (re.compile(r"\bdata[ \t]*:[ \t]*text/html", _FLAGS), "a data:text/html link carries a page of its own"),
 )
 _SEPARATOR = re.compile(r"^#\s*%%|^#{20,}\s*$")
 

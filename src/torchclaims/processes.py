@@ -151,11 +151,13 @@ class OutputTail:
             del self._data[: -self.max_bytes]
 
     def text(self, max_lines: int) -> str:
-        data = bytes(self._data[-self.max_bytes :])
-        lines = data.decode("utf-8", "replace").splitlines()[-max_lines:]
-        dropped = self.total - len("\n".join(lines).encode("utf-8", "replace"))
-        mark = [f"[… {dropped:,} earlier bytes of output not kept]"] if dropped > 1 else []
-        return "\n".join(mark + lines)
+        """The last lines within ``max_bytes`` (a mark first when anything was dropped)."""
+        kept = "\n".join(bytes(self._data[-self.max_bytes :]).decode("utf-8", "replace").splitlines()[-max_lines:])
+        if len(kept.encode("utf-8")) >= self.total:
+            return kept
+        room = self.max_bytes - 64  # the mark fits in 64 bytes
+        kept = kept.encode("utf-8")[-room:].decode("utf-8", "ignore")
+        return f"[… {self.total - len(kept.encode('utf-8')):,} earlier bytes of output not kept]\n{kept}"
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ def as_text(block: str) -> str:
         title, lines = lines[:2], lines[2:]
     note = ".. note:: This text block of the script holds raw markup or a script link; it is shown as text."
     body = textwrap.indent("\n".join(lines), "    ", lambda line: True)
-    return "\n".join(title + ["", note, "", "::", "", body, ""])
+    return "\n".join(title + ["", note, "", ".. code-block:: text", "", body, ""])
 
 
 def neutralise_page(source: str, script: Path) -> tuple[str, list[str]]:

@@ -1,0 +1,101 @@
+"""Shared pieces of the hostile-input tests: payloads, process checks, CLI runs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# Markup that must never render: each would run script in a reader's browser.
+SCRIPT_TAG = '<script>alert("tc-xss")</script>'
+PAYLOAD = f'{SCRIPT_TAG}<img src=x onerror=alert("tc-xss")><a href="javascript:alert(1)">x</a>'
+
+
+class _ActiveMarkup(HTMLParser):
+    """Finds markup that would run: a script holding the payload, an event
+    handler attribute, or a script address in a link (escaped text is inert)."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[str] = []
+        self._script = False
+
+    def handle_starttag(self, tag, attrs):
+        self._script = tag == "script"
+        for name, value in attrs:
+            value = (value or "").strip().lower()
+            if name.startswith("on") and "tc-xss" in value:
+                self.found.append(f"<{tag} {name}=...>")
+            if name in ("href", "src", "action", "formaction") and value.startswith(("javascript:", "vbscript:", "data:text/html")):
+                self.found.append(f"<{tag} {name}={value[:30]}>")
+
+    def handle_endtag(self, tag):
+        self._script = False
+
+    def handle_data(self, data):
+        if self._script and "tc-xss" in data:
+            self.found.append("<script> with the payload")
+
+
+def active_markup(html_dir: Path) -> list[str]:
+    """What in the built HTML pages would run a payload."""
+    found = []
+    for path in sorted(html_dir.rglob("*.html")):
+        parser = _ActiveMarkup()
+        parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+        found.extend(f"{path.relative_to(html_dir)}: {item}" for item in parser.found)
+    return found
+
+
+def assert_clean_exit(run: subprocess.CompletedProcess | tuple) -> None:
+    """No Python traceback reached the user."""
+    text = run.stdout + run.stderr if hasattr(run, "stdout") else "".join(run)
+    assert "Traceback (most recent call last)" not in text, text[-3000:]
+
+
+def cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``torchclaims ARGS`` in its own process, as a user runs it."""
+    environment = dict(os.environ, PYTHONPATH=str(SRC), **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "torchclaims", *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until_gone(pids, seconds: float = 20.0) -> list[int]:
+    """The pids still running after ``seconds`` (empty when all ended)."""
+    deadline = time.monotonic() + seconds
+    left = [pid for pid in pids if alive(pid)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = [pid for pid in left if alive(pid)]
+    return left
+
+
+def descendants(root: int) -> set[int]:
+    from torchclaims.processes import descendants as below
+
+    return below(root)
+
+
+def end(pids) -> None:
+    """Clean up after a failed test: kill what it left (by pid, never by name)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -1,0 +1,258 @@
+"""Hostile results files: malformed, oversized, forged or misplaced, each is
+reported with its file and field, never shown as evidence, never written
+outside its folder, and never stops a reader (or costs the other files)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from factories import STARTED, make_environment, make_kb, make_record, make_results, script_info, write_results_file
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hostile import PAYLOAD, assert_clean_exit, cli
+
+from torchclaims import limits
+from torchclaims.admission import Admission
+from torchclaims.claims import load_claims
+from torchclaims.errors import InvalidFileError
+from torchclaims.provenance import Trust
+from torchclaims.records import CheckResult, Verdict, now
+from torchclaims.results import read_results, write_results
+from torchclaims.store import THIS_BUILD, load_store
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+CUDA = dict(backend="cuda", device="cuda:0", device_name="NVIDIA H100 80GB HBM3", accelerator_runtime={"cuda": "12.8"})
+
+
+@pytest.fixture
+def kb(tmp_path):
+    make_kb(tmp_path, "a-claim", "b-claim")
+    (tmp_path / "results").mkdir()
+    return tmp_path
+
+
+def admission(root) -> Admission:
+    return Admission.for_project(root, load_claims(root / "claims").claims)
+
+
+def record(root, claim_id="a-claim", verdict="holds", **overrides):
+    return make_record(claim_id, verdict, script=script_info(root, claim_id), **overrides)
+
+
+def rejected(root, results, name="x.json") -> list:
+    path = root / "results" / name
+    write_results(path, results)
+    return admission(root).check(path, read_results(path)).problems
+
+
+def fields(problems) -> set[str]:
+    return {p.field for p in problems}
+
+
+# -- unreadable files --------------------------------------------------------------
+
+
+@FAST
+@given(data=st.binary(max_size=4000))
+def test_random_bytes_are_an_invalid_file(tmp_path, data):
+    path = tmp_path / "random.json"
+    path.write_bytes(data)
+    with pytest.raises(InvalidFileError) as raised:
+        read_results(path)
+    assert all(p.path == path for p in raised.value.problems)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@FAST
+@given(key=st.sampled_from(["created", "label", "provenance", "environment", "records", "format", "schema_version"]), value=JSON)
+def test_any_value_in_any_top_level_field_is_reported_or_accepted(tmp_path, key, value):
+    data = make_results([make_record("a-claim")]).model_dump(mode="json")
+    data[key] = value
+    path = tmp_path / "fuzzed.json"
+    path.write_text(json.dumps(data))
+    store = load_store({}, None, tmp_path)  # never raises
+    assert all(p.path == path for p in store.problems)
+
+
+@FAST
+@given(field=st.sampled_from(["claim_id", "verdict", "checks", "started_at", "script", "environment", "figures", "conditions"]), value=JSON)
+def test_any_value_in_any_record_field_is_reported_or_accepted(tmp_path, field, value):
+    data = make_results([make_record("a-claim")]).model_dump(mode="json")
+    data["records"][0][field] = value
+    (tmp_path / "fuzzed.json").write_text(json.dumps(data))
+    load_store({}, None, tmp_path)  # never raises
+
+
+@pytest.mark.parametrize("depth", [40, 5000, 200_000])
+def test_deep_nesting_is_refused_before_parsing(tmp_path, depth):
+    path = tmp_path / "deep.json"
+    path.write_text('{"format": "torchclaims-results", "x": ' + "[" * depth + "]" * depth + "}")
+    with pytest.raises(InvalidFileError) as raised:
+        read_results(path)
+    assert f"deeper than {limits.LIMITS.json_depth} levels" in raised.value.problems[0].message
+
+
+def test_an_oversized_file_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "huge.json"
+    with path.open("wb") as handle:
+        handle.truncate(limits.LIMITS.results_file_bytes + 1)  # sparse: costs no disk
+    with pytest.raises(InvalidFileError) as raised:
+        read_results(path)
+    assert f"the limit is {limits.LIMITS.results_file_bytes:,}" in raised.value.problems[0].message
+
+
+def test_oversized_text_is_cut_with_a_mark_and_counts_are_bounded(tmp_path):
+    long = "x" * (limits.RECORD_TEXT_CHARS * 3)
+    results = make_results([make_record("a-claim", "unverified", reason=long, conditions={"model": long})])
+    write_results(tmp_path / "long.json", results)
+    loaded = read_results(tmp_path / "long.json").records[0]
+    assert len(loaded.reason) == limits.RECORD_TEXT_CHARS and "more characters cut" in loaded.reason
+    assert len(loaded.conditions["model"]) == limits.RECORD_TEXT_CHARS
+    data = results.model_dump(mode="json")
+    data["records"][0]["checks"] = data["records"][0]["checks"] * (limits.MAX_CHECKS + 1)
+    (tmp_path / "many.json").write_text(json.dumps(data))
+    with pytest.raises(InvalidFileError) as raised:
+        read_results(tmp_path / "many.json")
+    assert raised.value.problems[0].field == "records.0.checks"
+
+
+@FAST
+@given(text=st.text(min_size=1, max_size=300) | st.just(PAYLOAD))
+def test_html_and_any_text_in_every_text_field_loads_as_plain_data(tmp_path, text):
+    environment = make_environment(device_name=text, os=text, env_vars={"TORCH_X": text})
+    check = CheckResult(name=text, outcome=Verdict.HOLDS, detail=text)
+    results = make_results(
+        [make_record("a-claim", checks=[check], conditions={text[:50]: text}, log_tail=text, environment=environment)],
+        environment,
+        label=text,
+    )
+    write_results(tmp_path / "text.json", results)
+    store = load_store({}, None, tmp_path)
+    assert store.problems == []
+    (entry,) = store.entries["a-claim"]
+    assert entry.record.checks[0].name == text[: limits.RECORD_NAME_CHARS] or "cut" in entry.record.checks[0].name
+
+
+# -- forged and inconsistent records -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "verdict, checks, says",
+    [
+        ("holds", [], "checks (none) give error"),
+        ("holds", [Verdict.HOLDS, Verdict.REFUTED], "give refuted"),
+        ("holds", [Verdict.UNVERIFIED], "give unverified"),
+        ("refuted", [Verdict.HOLDS], "give holds"),
+        ("unverified", [], "give error"),
+    ],
+)
+def test_a_verdict_that_does_not_follow_from_its_checks_is_rejected(kb, verdict, checks, says):
+    forged = record(kb, verdict=verdict, checks=[CheckResult(name=f"c{i}", outcome=o) for i, o in enumerate(checks)])
+    problems = rejected(kb, make_results([forged, record(kb, "b-claim")]))
+    assert [p.field for p in problems] == ["records.0.verdict"]
+    assert says in problems[0].message and "a-claim" in problems[0].message
+
+
+@pytest.mark.parametrize(
+    "environment, field",
+    [
+        (dict(CUDA, accelerator_runtime={}), "environment.accelerator_runtime"),  # a CPU-only torch
+        (dict(CUDA, device="cpu"), "environment.device"),
+        (dict(CUDA, device_name="cpu"), "environment.device_name"),
+        (dict(CUDA, accelerator_runtime={"hip": "6.4"}), "environment.accelerator_runtime"),
+        (dict(backend="rocm", device="cuda:0", device_name="AMD MI300X", accelerator_runtime={"cuda": "12.8"}), "environment.accelerator_runtime"),
+        (dict(backend="xla", device="xla:0", device_name="XLA CPU"), "environment.packages"),
+        (dict(backend="cuda", device="(unavailable)", device_name="(unavailable)"), "environment.device"),
+        (dict(backend="no-such-backend"), "environment.backend"),
+        (dict(packages={"torch": "2.1.0"}), "environment.packages.torch"),
+    ],
+)
+def test_an_environment_that_does_not_fit_its_backend_rejects_the_file(kb, environment, field):
+    env = make_environment(**environment)
+    problems = rejected(kb, make_results([record(kb, environment=env)], env))
+    assert field in fields(problems), problems
+
+
+def test_a_consistent_cuda_file_passes(kb):
+    env = make_environment(**CUDA)
+    assert rejected(kb, make_results([record(kb, environment=env)], env)) == []
+
+
+def test_future_dates_are_rejected(kb):
+    future = now() + timedelta(days=3)
+    assert "created" in fields(rejected(kb, make_results([record(kb, started_at=future)], created=future)))
+    assert "records.0.started_at" in fields(rejected(kb, make_results([record(kb, started_at=future)], created=STARTED)))
+
+
+def test_unknown_claims_and_unknown_script_versions_are_rejected(kb):
+    other = record(kb, "b-claim").model_copy(update={"script": script_info(kb, "b-claim").model_copy(update={"sha256": "b" * 64})})
+    problems = rejected(kb, make_results([record(kb, "a-claim"), other, make_record("gone-claim")]))
+    assert fields(problems) == {"records.1.script.sha256", "records.2.claim_id"}
+    assert "no version of gallery/b_claim.py" in next(p.message for p in problems if p.field == "records.1.script.sha256")
+
+
+def test_a_record_from_another_environment_than_its_file_is_rejected(kb):
+    moved = record(kb, environment=make_environment(torch="2.14.1"))
+    assert "records.0.environment" in fields(rejected(kb, make_results([moved], make_environment())))
+
+
+def test_a_results_file_never_outranks_the_builds_own_record(kb):
+    env = make_environment()
+    build = record(kb, verdict="refuted", started_at=STARTED)
+    newer_forgery = record(kb, started_at=STARTED + timedelta(days=30))
+    write_results_file(kb / "results" / "same-env.json", [newer_forgery], env, created=STARTED + timedelta(days=30))
+    store = load_store({"a-claim": build}, env, kb / "results", admission=admission(kb))
+    (shown,) = store.latest_by_column("a-claim").values()
+    assert shown.origin == THIS_BUILD and shown.record.verdict is Verdict.REFUTED
+    hand = next(e for e in store.history("a-claim") if e.origin == "same-env.json")
+    assert hand.source.trust is Trust.BY_HAND and hand.source.mark == "submitted by hand, not reproduced"
+
+
+def test_a_declared_workflow_run_without_attestation_counts_as_submitted_by_hand(kb):
+    from torchclaims.provenance import Provenance
+
+    declared = Provenance(kind="workflow", repository="torchclaims/torchclaims", workflow=".github/workflows/accelerators.yml", run_id="1")
+    write_results_file(kb / "results" / "ci.json", [record(kb)], provenance=declared)
+    store = load_store({}, None, kb / "results", admission=admission(kb))
+    (entry,) = store.entries["a-claim"]
+    assert entry.source.trust is Trust.BY_HAND
+    assert "declares workflow" in entry.source.describe() and "no verified attestation" in entry.source.describe()
+
+
+# -- merge -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("torch", ["../../../escaped", "2.13.0/../../x", "..", "a\\b"])
+def test_merge_never_writes_outside_its_folder(kb, torch):
+    env = make_environment(torch=torch, packages={"torch": torch})
+    source = write_results_file(kb / "sent.json", [record(kb, environment=env)], env)
+    run = cli("merge", str(source), "--into", str(kb / "results"), "--root", str(kb))
+    assert_clean_exit(run)
+    assert run.returncode == 0, run.stderr
+    written = [p for p in kb.rglob("*.json") if p.name != "sent.json"]
+    assert [p.parent for p in written] == [kb / "results"], written
+    assert ".." not in written[0].name and "/" not in written[0].name
+
+
+def test_merge_refuses_a_forged_file_whole_and_copies_nothing(kb):
+    source = write_results_file(kb / "sent.json", [record(kb), record(kb, "b-claim", verdict="holds", checks=[])])
+    run = cli("merge", str(source), "--into", str(kb / "results"), "--root", str(kb))
+    assert_clean_exit(run)
+    assert run.returncode == 3
+    assert "[records.1.verdict]" in run.stderr and "sent.json" in run.stderr
+    assert list((kb / "results").iterdir()) == []
+
+
+def test_merge_with_attestation_needs_gh_and_says_so(kb, monkeypatch):
+    source = write_results_file(kb / "sent.json", [record(kb)])
+    run = cli("merge", str(source), "--into", str(kb / "results"), "--root", str(kb), "--verify-attestation", "o/r", env={"PATH": "/nonexistent"})
+    assert_clean_exit(run)
+    assert run.returncode == 2 and "GitHub CLI (gh)" in run.stderr

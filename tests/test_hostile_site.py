@@ -1,0 +1,181 @@
+"""One site built from hostile input: a claim record, a script and a results file
+with HTML and JavaScript in every text field, a script that floods its page,
+unreadable files, and results files that are forged, misplaced, dated in the
+future, nested too deeply or too large. The build finishes, names each bad
+file, renders no markup from the input, and marks what was submitted by hand."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from factories import claim_fields, claim_toml, default_source, make_environment, make_record, make_results, script_info
+from hostile import PAYLOAD, SCRIPT_TAG, active_markup, assert_clean_exit
+from kb import HEADER, build, page_text, write_claim, write_site
+
+from torchclaims import limits
+from torchclaims.records import now
+from torchclaims.results import ResultsFile, write_results
+
+# Fields whose format is fixed (patterns, enums, dates) keep their valid values.
+STRUCTURAL = {"format", "schema_version", "created", "started_at", "verdict", "outcome", "claim_id", "backend", "device", "sha256"}
+STRUCTURAL |= {"figures", "kind", "repository", "commit", "run_id", "run_attempt", "duration_s"}
+
+
+def poisoned(value, key: str = ""):
+    """``value`` with the payload in every free-text string, map keys included."""
+    if key in STRUCTURAL:
+        return value
+    if isinstance(value, dict):
+        free_keys = key in ("conditions", "env_vars", "packages", "inputs", "accelerator_runtime")
+        return {(f"{k} {PAYLOAD}" if free_keys else k): poisoned(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [poisoned(v, key) for v in value]
+    return f"{value} {PAYLOAD}" if isinstance(value, str) else value
+
+
+HOSTILE_SCRIPT = f'''"""
+Claim kb-html
+=============
+
+:claim-verdict:`kb-html`
+
+Checks {SCRIPT_TAG} and `a link <javascript:alert("tc-xss")>`_.
+
+.. raw:: html
+
+   {SCRIPT_TAG}
+"""
+import torch
+from torchclaims.verify import verification
+v = verification("kb-html", model='{SCRIPT_TAG}')
+
+# %%
+# A comment block with raw HTML
+#
+# .. raw:: html
+#
+#    <img src=x onerror=alert("tc-xss")>
+
+class Shown:
+    def _repr_html_(self):
+        return '{SCRIPT_TAG}'
+
+Shown()
+
+# %%
+# A flood of output
+
+for line in range(12000):
+    print("flood " * 20)
+print("z" * 600000)
+
+with v.check('{SCRIPT_TAG}') as check:
+    check.expect(True, "")
+v.finish()
+'''
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile-site")
+    write_site(root)
+    write_claim(root, "kb-holds", "holds")
+    write_claim(root, "kb-html", "holds")
+    html_claim = claim_fields(
+        "kb-html",
+        title="Claim with <script> in its title",
+        statement=f"The statement {PAYLOAD} is checked by its script.",
+        made_by=PAYLOAD,
+        topic="device-switch",
+        caveats=[PAYLOAD],
+        sources=[default_source(quote=f"quote {SCRIPT_TAG}", publisher=PAYLOAD, note=PAYLOAD, url='https://e.com/"><script>alert("tc-xss")</script>')],
+    )
+    (root / "claims" / "kb-html.toml").write_text(claim_toml(html_claim))
+    (root / "gallery" / "kb_html.py").write_text(HOSTILE_SCRIPT)
+    write_claim(root, "kb-badscript", "holds")
+    (root / "gallery" / "kb_badscript.py").write_bytes(HEADER.format(id="kb-badscript").encode() + b"# caf\xe9\n")
+    (root / "claims" / "latin.toml").write_bytes('id = "latin"\ntitle = "caf\xe9"\n'.encode("latin-1"))
+    write_results_files(root)
+    run = build(root)
+    return root, run
+
+
+def write_results_files(root: Path) -> None:
+    results = root / "results"
+    results.mkdir()
+    env = make_environment(torch="9.9.9", packages={"torch": "9.9.9"})
+    hostile_record = make_record("kb-holds", "unverified", script=script_info(root, "kb-holds"), environment=env)
+    hostile_record = hostile_record.model_copy(update={"conditions": {"model": "m"}, "log_tail": "tail"})
+    data = make_results([hostile_record], env, label="a label").model_dump(mode="json")
+    (results / "hostile.json").write_text(json.dumps(poisoned(data)))
+    ResultsFile.model_validate(json.loads((results / "hostile.json").read_text()))  # still a valid file
+    info = script_info(root, "kb-holds")
+    write_results(results / "forged.json", make_results([make_record("kb-holds", "holds", checks=[], script=info, environment=env)], env))
+    cuda = make_environment(backend="cuda", device="cpu", device_name="Intel Xeon", torch="2.13.0+cpu")
+    write_results(results / "cuda-on-cpu.json", make_results([make_record("kb-holds", script=info, environment=cuda)], cuda))
+    soon = now() + timedelta(days=2)
+    build_env = make_environment(torch="9.9.8", packages={"torch": "9.9.8"})
+    future = make_results([make_record("kb-holds", script=info, environment=build_env, started_at=soon)], build_env, created=soon)
+    write_results(results / "future.json", future)
+    (results / "deep.json").write_text('{"format": "torchclaims-results", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with (results / "huge.json").open("wb") as handle:
+        handle.truncate(limits.LIMITS.results_file_bytes + 1)
+
+
+def html(root: Path, page: str) -> str:
+    return page_text(root / "_build" / "html" / f"{page}.html")
+
+
+def test_the_build_finishes_without_a_traceback(site):
+    _, run = site
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert_clean_exit(run)
+
+
+def test_no_markup_from_the_input_renders(site):
+    root, _ = site
+    assert active_markup(root / "_build" / "html") == []
+    topic = html(root, "docs/topic")
+    assert "The statement <script>alert(" in topic  # shown as text (escaped in the HTML; quotes made typographic)
+    assert "onerror=alert" in html(root, "docs/auto_gallery/kb_html")  # the comment block, as text
+
+
+@pytest.mark.parametrize(
+    "name, field",
+    [
+        ("latin.toml", "not UTF-8"),
+        ("kb_badscript.py", "not UTF-8"),
+        ("deep.json", "deeper than"),
+        ("huge.json", "the limit is"),
+        ("forged.json", "[records.0.verdict]"),
+        ("cuda-on-cpu.json", "[environment.device]"),
+        ("future.json", "[created]"),
+        ("kb_html.py", "raw directive"),
+    ],
+)
+def test_each_bad_file_is_named_with_its_problem(site, name, field):
+    _, run = site
+    lines = [line for line in run.stderr.splitlines() if name in line]
+    assert any(field in line for line in lines), "\n".join(lines) or run.stderr[-2000:]
+
+
+def test_submitted_records_are_marked_and_rejected_ones_are_listed(site):
+    root, _ = site
+    topic = html(root, "docs/topic")
+    holds = topic[topic.index("Claim kb-holds") :]
+    assert "submitted by hand, not reproduced" in holds
+    assert "Records left out" in holds and "forged.json [records.0.verdict]" in holds
+    assert "cuda" not in html(root, "docs/matrix").split("Claim")[0]  # no column from the rejected file
+    assert "kb-badscript" in topic and "cannot be run: not UTF-8" in topic
+
+
+def test_a_flooded_page_is_bounded(site):
+    root, _ = site
+    page = root / "_build" / "html" / "docs" / "auto_gallery" / "kb_html.html"
+    assert page.stat().st_size < limits.LIMITS.page_output_bytes * 2 + 200_000
+    assert "output cut here" in page_text(page)
+    doctree = root / "_build" / "html" / ".doctrees" / "docs" / "auto_gallery" / "kb_html.doctree"
+    assert doctree.stat().st_size < limits.LIMITS.page_output_bytes * 3 + 200_000

@@ -1,0 +1,141 @@
+"""Provenance: how a results file was made, the attestation that backs a workflow
+run, and how far each source is trusted on the site."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+
+import pytest
+from factories import make_kb, make_record, script_info, write_results_file
+from hostile import assert_clean_exit, cli
+
+from torchclaims.admission import Admission
+from torchclaims.attestation import sidecar_path
+from torchclaims.claims import load_claims
+from torchclaims.errors import UsageError
+from torchclaims.provenance import Provenance, Trust, from_github_actions
+from torchclaims.results import read_results
+from torchclaims.store import load_store
+
+REPOSITORY = "torchclaims/torchclaims"
+COMMIT = "c" * 40
+GITHUB = {
+    "GITHUB_REPOSITORY": REPOSITORY,
+    "GITHUB_WORKFLOW_REF": f"{REPOSITORY}/.github/workflows/accelerators.yml@refs/heads/main",
+    "GITHUB_RUN_ID": "4242",
+    "GITHUB_RUN_ATTEMPT": "1",
+    "GITHUB_SHA": COMMIT,
+    "RUNNER_NAME": "gpu-box-1",
+}
+RUN = Provenance(kind="workflow", repository=REPOSITORY, workflow=".github/workflows/accelerators.yml", run_id="4242", run_attempt="1", commit=COMMIT, runner="gpu-box-1")
+
+
+def test_a_workflow_run_is_described_by_the_github_variables():
+    assert from_github_actions(GITHUB) == RUN
+    assert RUN.run_url == f"https://github.com/{REPOSITORY}/actions/runs/4242/attempts/1"
+
+
+def test_outside_a_workflow_the_run_cannot_be_stated():
+    with pytest.raises(UsageError, match="GITHUB_SHA"):
+        from_github_actions({k: v for k, v in GITHUB.items() if k != "GITHUB_SHA"})
+
+
+def test_verify_states_the_run_in_the_results_file(tmp_path):
+    make_kb(tmp_path, "a-claim")
+    run = cli("verify", "--root", str(tmp_path), "--workflow-run", "--output", str(tmp_path / "out"), env=GITHUB)
+    assert run.returncode == 0, run.stderr
+    (path,) = (tmp_path / "out").glob("*.json")
+    assert read_results(path).provenance == RUN
+
+
+def test_a_file_without_provenance_is_read_as_submitted_by_hand(tmp_path):
+    path = write_results_file(tmp_path / "old.json", [make_record("a-claim")])
+    data = json.loads(path.read_text())
+    data["schema_version"] = 1
+    del data["provenance"]
+    path.write_text(json.dumps(data))
+    (entry,) = load_store({}, None, tmp_path).entries["a-claim"]
+    assert entry.source.trust is Trust.BY_HAND
+
+
+# -- attestations -------------------------------------------------------------------
+
+
+def fake_gh(tmp_path, answer: str, code: int = 0):
+    """A ``gh`` that answers ``attestation verify`` as GitHub's CLI would."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    gh = bin_dir / "gh"
+    gh.write_text(f"#!/bin/sh\ncat <<'EOF'\n{answer}\nEOF\nexit {code}\n")
+    gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def verification(digest: str, repository: str = REPOSITORY, run_id: str = "4242") -> str:
+    certificate = {
+        "sourceRepositoryURI": f"https://github.com/{repository}",
+        "sourceRepositoryDigest": COMMIT,
+        "runInvocationURI": f"https://github.com/{repository}/actions/runs/{run_id}/attempts/1",
+        "buildSignerURI": f"https://github.com/{repository}/.github/workflows/accelerators.yml@refs/heads/main",
+        "runnerEnvironment": "github-hosted",
+    }
+    statement = {"subject": [{"name": "cpu.json", "digest": {"sha256": digest}}]}
+    return json.dumps([{"verificationResult": {"statement": statement, "signature": {"certificate": certificate}}}])
+
+
+@pytest.fixture
+def sent(tmp_path):
+    make_kb(tmp_path, "a-claim")
+    path = write_results_file(tmp_path / "sent.json", [make_record("a-claim", script=script_info(tmp_path, "a-claim"))], provenance=RUN)
+    return tmp_path, path, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def merge(root, path, env):
+    return cli("merge", str(path), "--into", str(root / "results"), "--root", str(root), "--verify-attestation", REPOSITORY, env=env)
+
+
+def entry_of(root):
+    store = load_store({}, None, root / "results", admission=Admission.for_project(root, load_claims(root / "claims").claims))
+    return store, store.entries.get("a-claim", [None])[0]
+
+
+def test_a_verified_attestation_makes_the_file_the_projects_own(sent):
+    root, path, digest = sent
+    run = merge(root, path, fake_gh(root, verification(digest)))
+    assert_clean_exit(run)
+    assert run.returncode == 0, run.stderr
+    assert "attested, run 4242" in run.stdout
+    store, entry = entry_of(root)
+    assert store.problems == []
+    assert entry.source.trust is Trust.ATTESTED and entry.source.mark == "project workflow, attested"
+
+
+def test_an_attested_file_changed_afterwards_falls_back_to_submitted_by_hand(sent):
+    root, path, digest = sent
+    assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0
+    (copy,) = (root / "results").glob("*.json")
+    copy.write_text(copy.read_text().replace('"label": "test runner"', '"label": "edited"'))
+    store, entry = entry_of(root)
+    assert entry.source.trust is Trust.BY_HAND
+    assert any(p.field == "results_sha256" and p.path == sidecar_path(copy) for p in store.problems)
+
+
+@pytest.mark.parametrize(
+    "answer, code, says",
+    [
+        ("", 1, "gh attestation verify failed"),
+        ("[]", 0, "cannot read"),
+        (verification("0" * 64), 0, "cannot read"),  # attests other content
+        (verification("{digest}", repository="someone/else"), 0, "attested for someone/else"),
+        (verification("{digest}", run_id="1"), 0, "the attestation names torchclaims/torchclaims run 1"),
+    ],
+)
+def test_a_failed_or_mismatched_attestation_keeps_the_file_out(sent, answer, code, says):
+    root, path, digest = sent
+    run = merge(root, path, fake_gh(root, answer.replace("{digest}", digest), code))
+    assert_clean_exit(run)
+    assert run.returncode == 3 and says in run.stderr, run.stderr
+    assert list(root.glob("results/*.json")) == []
