@@ -181,8 +181,9 @@ def test_an_environment_that_does_not_fit_its_backend_rejects_the_file(kb, envir
     assert field in fields(problems), problems
 
 
-def test_a_consistent_cuda_file_passes(kb):
-    env = make_environment(**CUDA)
+@pytest.mark.parametrize("torch", ["2.13.0", "2.13.0+cu128"])  # the distribution's version has no +local tag
+def test_a_consistent_cuda_file_passes(kb, torch):
+    env = make_environment(**CUDA, torch=torch, packages={"torch": "2.13.0"})
     assert rejected(kb, make_results([record(kb, environment=env)], env)) == []
 
 

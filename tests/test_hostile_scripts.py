@@ -13,12 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile import SRC, assert_clean_exit, cli, descendants, end, wait_until_gone
+from hostile import SRC, assert_clean_exit, cli, descendants, end, run_claims, wait_until_gone
 from kb import build, write_claim, write_site
 
 from torchclaims import limits
-from torchclaims.claims import load_claims
-from torchclaims.execution import Settings, verify
 from torchclaims.records import Verdict, read_record
 from torchclaims.results import read_results
 
@@ -56,12 +54,6 @@ with open({str(pidfile)!r}, "a") as handle:
 
 def recorded_pids(pidfile: Path) -> list[int]:
     return [int(pid) for pid in pidfile.read_text().split()] if pidfile.exists() else []
-
-
-def run_claims(root: Path, **settings):
-    claims = load_claims(root / "claims")
-    assert not claims.problems, claims.problems
-    return verify(claims.executable(), Settings(root=root, parallel=2, **settings), log=lambda m: None, warn=lambda m: None)
 
 
 def test_nothing_a_script_starts_outlives_its_run_however_it_ends(tmp_path):

@@ -49,6 +49,7 @@ class ChildJob:
     status_path: str
     figures_dir: str  # where figures left open by a plain run are saved
     tmp_dir: str  # the script's own TMPDIR, removed when the claim ends
+    tmp_links: dict[str, str]  # name in tmp_dir -> shared directory it links to (torch's caches)
     threads: int
     log_bytes: int  # the end of the output kept for the record
     log_lines: int
@@ -155,6 +156,9 @@ def run(job: ChildJob) -> None:
         processes.become_subreaper()
         processes.die_with_parent(signal.SIGTERM)  # the fork server is gone: clean up and leave
         os.makedirs(job.tmp_dir, mode=0o700, exist_ok=True)
+        for name, target in job.tmp_links.items():
+            os.makedirs(target, exist_ok=True)
+            os.symlink(target, os.path.join(job.tmp_dir, name))
         read_fd, write_fd = os.pipe()
         pid = os.fork()
         if pid == 0:

@@ -64,11 +64,15 @@ def environment_problems(env: Environment) -> list[tuple[str, str]]:
         found.append(("environment.accelerator_runtime", "a ROCm (HIP) build of torch runs backend rocm, not cuda"))
     if backend.primary_package != "torch" and backend.primary_package not in env.packages:
         found.append(("environment.packages", f"backend {env.backend} runs through {backend.primary_package}, which is not recorded"))
-    if env.packages.get("torch", env.torch) != env.torch:
+    if _release(env.packages.get("torch", env.torch)) != _release(env.torch):  # the package version has no +local tag
         found.append(("environment.packages.torch", f"{env.packages['torch']} differs from environment.torch {env.torch}"))
     if backend.name != "cpu" and env.device_name.strip().lower() in ("", "unknown", "cpu"):
         found.append(("environment.device_name", f"{env.device_name!r} does not name a {env.backend} device"))
     return found
+
+
+def _release(version: str) -> str:
+    return version.split("+", 1)[0]
 
 
 @dataclass

@@ -152,12 +152,19 @@ class OutputTail:
 
     def text(self, max_lines: int) -> str:
         """The last lines within ``max_bytes`` (a mark first when anything was dropped)."""
-        kept = "\n".join(bytes(self._data[-self.max_bytes :]).decode("utf-8", "replace").splitlines()[-max_lines:])
-        if len(kept.encode("utf-8")) >= self.total:
-            return kept
+        data = bytes(self._data[-self.max_bytes :])
+        dropped = self.total - len(data)
+        lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+        if len(lines) > max_lines:
+            dropped += len("".join(lines[:-max_lines]).encode("utf-8", "replace"))
+            lines = lines[-max_lines:]
+        kept = "".join(lines)
+        if dropped <= 0:
+            return kept.rstrip("\n")
         room = self.max_bytes - 64  # the mark fits in 64 bytes
-        kept = kept.encode("utf-8")[-room:].decode("utf-8", "ignore")
-        return f"[… {self.total - len(kept.encode('utf-8')):,} earlier bytes of output not kept]\n{kept}"
+        cut = kept.encode("utf-8", "replace")[-room:]
+        dropped += len(kept.encode("utf-8", "replace")) - len(cut)
+        return f"[… {dropped:,} earlier bytes of output not kept]\n" + cut.decode("utf-8", "ignore").rstrip("\n")
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,6 @@ class Runner:
             script=str(job.script),
             cwd=str(job.script.parent),
             env={
-                **_inductor_cache(),
                 **self.env,
                 "TORCHCLAIMS_RECORD_PATH": f"{stem}.record.json",
                 "TORCHCLAIMS_SCRIPT": job.script_rel,
@@ -183,6 +182,7 @@ class Runner:
             status_path=f"{stem}.status.json",
             figures_dir=f"{stem}.figures",
             tmp_dir=f"{stem}.tmp",
+            tmp_links=_shared_caches(),
             threads=self.threads,
             log_bytes=limits.LIMITS.log_tail_bytes,
             log_lines=limits.LIMITS.log_tail_lines,
@@ -328,16 +328,18 @@ def _stop_resource_tracker() -> None:
     _wait_or_kill(pid, 10.0)
 
 
-def _inductor_cache() -> dict[str, str]:
-    """Keep inductor's compile cache where torch puts it by default (under the
-    system temporary directory), although scripts get a TMPDIR of their own."""
-    if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
-        return {}
+def _shared_caches() -> dict[str, str]:
+    """Caches torch keeps under the system temporary directory, linked from each
+    script's own one: inductor finds its compiled kernels and headers where it
+    always does (a cold cache costs seconds per compile), and removing the
+    script's directory removes only the links."""
     try:
-        user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())
+        user = getpass.getuser()
     except (KeyError, OSError):
-        return {}
-    return {"TORCHINDUCTOR_CACHE_DIR": os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")}
+        user = f"uid_{os.getuid()}"
+    system = tempfile.gettempdir()
+    names = ("torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user), "cache")
+    return {name: os.path.join(system, name) for name in names}
 
 
 def _failure_cause(exitcode: int | None, timed_out: bool, timeout: float, status_path: Path) -> str | None:
