@@ -44,13 +44,3 @@ def test_claim_produces_a_record_on_cpu(outcome, claim_id):
     if record.verdict is Verdict.UNVERIFIED:
         assert record.reason, "an unverified verdict must say why"
 
-
-def test_the_committed_results_files_pass_the_load_checks():
-    """Every committed record is shown on the site: none fails the checks of
-    torchclaims.admission (a genuine inconsistency, or a check that is wrong)."""
-    from torchclaims.admission import Admission
-    from torchclaims.store import load_store
-
-    store = load_store({}, None, ROOT / "results", admission=Admission.for_project(ROOT, CLAIMS.claims))
-    assert [str(p) for p in store.problems] == []
-    assert store.entries, "results/ holds records"
