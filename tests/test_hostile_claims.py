@@ -66,8 +66,8 @@ def test_an_oversized_record_is_refused_before_it_is_read(tmp_path):
 @pytest.mark.parametrize(
     "field, value",
     [
-        ("statement", "A " * (limits.STATEMENT_CHARS // 2 + 1)),
-        ("made_by", "M" * (limits.NAME_CHARS + 1)),
+        ("proposition", "A " * (limits.STATEMENT_CHARS // 2 + 1)),
+        ("claimed_by", ["M" * (limits.NAME_CHARS + 1)]),
         ("caveats", ["C" * (limits.NOTE_CHARS + 1)]),
         ("sources", [default_source(note="N" * (limits.NOTE_CHARS + 1))]),
         ("sources", [default_source(url="https://example.com/" + "u" * limits.URL_CHARS)]),

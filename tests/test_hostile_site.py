@@ -87,8 +87,8 @@ def site(tmp_path_factory):
     html_claim = claim_fields(
         "kb-html",
         title="Claim with <script> in its title",
-        statement=f"The statement {PAYLOAD} is checked by its script.",
-        made_by=PAYLOAD,
+        proposition=f"The statement {PAYLOAD} is checked by its script.",
+        claimed_by=[PAYLOAD],
         topic="device-switch",
         caveats=[PAYLOAD],
         sources=[default_source(quote=f"quote {SCRIPT_TAG}", publisher=PAYLOAD, note=PAYLOAD, url='https://e.com/"><script>alert("tc-xss")</script>')],

@@ -96,7 +96,7 @@ def test_a_vendor_is_never_shown_beside_a_verdict_on_other_hardware_without_sayi
     assert "We check a narrower proposition of our own" in text
     # One line: the verdict, the device it ran on, and that this is not the vendor's hardware.
     assert re.search(
-        r"cpu · [^·]+ · torch 2\.13\.0 ✔ holds \d{4}-\d\d-\d\d, this build "
+        r"cpu · [^·]+ · torch 2\.13\.0 ✔ holds this build \d{4}-\d\d-\d\d, this build "
         r"\(outside the scope of the claim: says nothing about AWS Trainium \(TorchNeuron\)\)",
         text,
     )
@@ -149,7 +149,7 @@ def test_a_figure_without_a_record_says_so_and_warns(site):
 def test_a_verdict_in_prose_names_its_backend_device_and_scope(site):
     root, _, second = site
     text = html(root, "docs/figures")
-    assert re.search(r"On xla the claim ✘ refuted — xla · [^·]+ · torch_xla 2\.9\.0 \(torch 2\.9\.0\), \S+, xla-run\.json, xla box "
+    assert re.search(r"On xla the claim ✘ refuted submitted by hand, not reproduced — xla · [^·]+ · torch_xla 2\.9\.0 \(torch 2\.9\.0\), \S+, xla-run\.json, xla box "
                      r"\(outside the scope of the claim: says nothing about the CPU\)", text)
     assert "on CUDA ∅ not run (no record on cuda)" in text
     assert "claim-verdict: kb-holds has no record on cuda" in second.stderr

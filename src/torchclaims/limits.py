@@ -35,10 +35,10 @@ class Limits:
 LIMITS = Limits()
 
 # Claim records: a contributor is told to shorten the text (lint and build).
-STATEMENT_CHARS = 1000
+STATEMENT_CHARS = 1000  # the proposition
 NOTE_CHARS = 1000  # caveats and source notes
 QUOTE_CHARS = 600  # besides the 40-word rule
-NAME_CHARS = 200  # who made a claim, publisher, labels
+NAME_CHARS = 200  # each claimant, publisher, labels
 URL_CHARS = 2000
 
 # Result records: text a script produced is cut, with a mark, never rejected,
