@@ -198,9 +198,12 @@ def test_two_runs_on_one_folder_neither_crash_nor_lose_records(tmp_path):
 def test_verifying_one_claim_keeps_the_records_of_the_others(tmp_path):
     write_claim(tmp_path, "kb-a", "holds")
     write_claim(tmp_path, "kb-b", "refuted")
+    write_claim(tmp_path, "kb-gone", "holds")
     output = tmp_path / "results"
     assert cli("verify", "--root", str(tmp_path), "--output", str(output), "--label", "box").returncode == 0
     (first,) = output.glob("*.json")
+    earlier = {r.claim_id: r for r in read_results(first).records}
+    (tmp_path / "claims" / "kb-gone.toml").unlink()  # a claim removed since
     time.sleep(1.1)  # a new file name (it carries the time)
     run = cli("verify", "kb-a", "--force", "--root", str(tmp_path), "--output", str(output), "--label", "box")
     assert run.returncode == 0, run.stderr
@@ -208,6 +211,7 @@ def test_verifying_one_claim_keeps_the_records_of_the_others(tmp_path):
     assert second != first and "kept the earlier records of 1 claim(s)" in run.stdout
     records = {r.claim_id: r for r in read_results(second).records}
     assert set(records) == {"kb-a", "kb-b"} and records["kb-b"].verdict is Verdict.REFUTED
+    assert records["kb-a"].started_at > earlier["kb-a"].started_at and records["kb-b"] == earlier["kb-b"]
 
 
 # -- the site build ------------------------------------------------------------------

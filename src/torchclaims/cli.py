@@ -84,7 +84,8 @@ def cmd_verify(args) -> ExitCode:
     records = [outcome.records[c.id] for c in selected if c.id in outcome.records]
     results = build_results(records, outcome.probe.environment, label=args.label, provenance=provenance)
     output = Path(args.output) if args.output else root / "_build" / "results"
-    path = write_run(results, output, settings.records_root() / outcome.probe.backend, log=print)
+    executable = {c.id for c in claims.executable()}
+    path = write_run(results, output, settings.records_root() / outcome.probe.backend, executable, log=print)
     print_table(records)
     print(f"results file: {path}")
     errored = [r.claim_id for r in records if r.verdict is Verdict.ERROR]

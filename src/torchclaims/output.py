@@ -30,8 +30,9 @@ from .results import (
 )
 
 
-def write_run(results: ResultsFile, output: Path, records_dir: Path, log: Callable[[str], None] = print) -> Path:
-    """Write a run's results file into ``output`` (a folder, or a ``.json`` path)."""
+def write_run(results: ResultsFile, output: Path, records_dir: Path, claims: set[str], log: Callable[[str], None] = print) -> Path:
+    """Write a run's results file into ``output`` (a folder, or a ``.json`` path),
+    keeping the earlier records of the other ``claims`` (executable claim ids)."""
     explicit = output.suffix == ".json"
     folder = output.parent if explicit else output
     with locked(folder):
@@ -40,7 +41,7 @@ def write_run(results: ResultsFile, output: Path, records_dir: Path, log: Callab
         older = [] if explicit else superseded_by(results, folder, keep=path)
         if path.exists():
             older.append((path, _same_configuration(path, results)))
-        merged, kept = merge_by_claim(results, path, older)
+        merged, kept = merge_by_claim(results, path, older, claims)
         write_results(path, merged)
         for old, _ in older:
             if old.resolve() != path:

@@ -118,15 +118,18 @@ def superseded_by(results: ResultsFile, directory: Path, keep: Path) -> list[tup
     return same
 
 
-def merge_by_claim(new: ResultsFile, new_path: Path, older: list[tuple[Path, ResultsFile]]) -> tuple[ResultsFile, list[str]]:
-    """``new`` plus, for every claim it does not hold, the newest record of the
-    ``older`` files (their figures copied beside ``new_path``). Returns the merged
-    file and the ids of the claims kept from the older files."""
+def merge_by_claim(
+    new: ResultsFile, new_path: Path, older: list[tuple[Path, ResultsFile]], claims: set[str]
+) -> tuple[ResultsFile, list[str]]:
+    """``new`` plus, for every claim in ``claims`` it does not hold, the newest
+    record of the ``older`` files (their figures copied beside ``new_path``);
+    records of claims that no longer exist are dropped. Returns the merged file
+    and the ids of the claims kept from the older files."""
     records = {r.claim_id: r for r in new.records}
     kept: dict[str, tuple[Path, ResultRecord]] = {}
     for path, results in older:
         for record in results.records:
-            if record.claim_id in records:
+            if record.claim_id in records or record.claim_id not in claims:
                 continue
             if record.claim_id not in kept or kept[record.claim_id][1].started_at < record.started_at:
                 kept[record.claim_id] = (path, record)
