@@ -35,10 +35,10 @@ from pathlib import Path
 from . import _child, limits
 from .errors import InvalidFileError, TorchclaimsError
 from .fileio import locked
+from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resource_tracker
 from .records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
 
 PRELOAD = ("torch", "numpy", "matplotlib.pyplot", "torchclaims._child", "torchclaims.verify")
-GRACE_S = 10.0  # how long a claim's process may take to end its script's processes
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,9 @@ class Runner:
     def close(self) -> None:
         """Stop the fork server and the resource tracker this runner started."""
         if self._own_forkserver:
-            _stop_forkserver()
+            stop_forkserver()
         if self._own_tracker:
-            _stop_resource_tracker()
+            stop_resource_tracker()
 
     def probe(self, timeout: float = 300.0) -> Probe:
         """Resolve the backend and fingerprint the environment in a child."""
@@ -156,14 +156,14 @@ class Runner:
                         results[item.job.claim_id] = record
                         on_done(item.job, record)
             except KeyboardInterrupt:
-                _end_claim_processes([item.process for item in running.values()])
+                end_claim_processes([item.process for item in running.values()])
                 stopped = sorted(item.job.claim_id for item in running.values())
                 raise Interrupted(
                     f"interrupted: {len(results)} of {len(jobs)} claims finished; "
                     f"stopped {', '.join(stopped) or 'nothing'}; every process the run started has ended"
                 ) from None
             except BaseException:
-                _end_claim_processes([item.process for item in running.values()])
+                end_claim_processes([item.process for item in running.values()])
                 raise
         return results
 
@@ -196,7 +196,7 @@ class Runner:
     def _finish(self, item: _Running, environment: Environment, timed_out: bool) -> ResultRecord:
         process, child = item.process, item.child
         if timed_out:
-            _end_claim_processes([process])
+            end_claim_processes([process])
         process.join(GRACE_S)
         shutil.rmtree(child.tmp_dir, ignore_errors=True)  # in case the claim's process could not
         duration = round(time.monotonic() - item.started, 3)
@@ -258,74 +258,6 @@ def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
     for figure in figures:
         shutil.move(figure, target / figure.name)
     return [f"{target.name}/{figure.name}" for figure in figures]
-
-
-def _end_claim_processes(processes: list) -> None:
-    """Ask claim processes to end their scripts' processes (SIGTERM), then kill
-    the sessions of those that did not manage within the grace period."""
-    for process in processes:
-        _signal(process.pid, signal.SIGTERM)
-    deadline = time.monotonic() + GRACE_S
-    for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
-    for process in processes:
-        if process.is_alive():
-            try:
-                os.killpg(process.pid, signal.SIGKILL)  # each claim's process leads its own session
-            except (ProcessLookupError, PermissionError):
-                pass
-            process.join(5)
-
-
-def _signal(pid: int | None, sig: int) -> None:
-    if pid is None:
-        return
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _wait_or_kill(pid: int, seconds: float) -> None:
-    """Reap ``pid`` (a child of ours), killing it if it has not ended in time."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if done or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    if not done:
-        _signal(pid, signal.SIGKILL)
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-
-
-def _stop_forkserver() -> None:
-    server = forkserver._forkserver
-    pid = server._forkserver_pid
-    if pid is None:
-        return
-    # Its clients are done; a process that still holds its pipe must not keep it alive.
-    _signal(pid, signal.SIGTERM)
-    server._stop()  # closes the pipe, reaps it, forgets its address
-
-
-def _stop_resource_tracker() -> None:
-    """The tracker ends once every holder of its pipe has closed it (it unlinks
-    what leaked first); a stray holder cannot keep it alive for long."""
-    tracker = resource_tracker._resource_tracker
-    with tracker._lock:
-        fd, pid = getattr(tracker, "_fd", None), getattr(tracker, "_pid", None)
-        if fd is None or pid is None:
-            return
-        os.close(fd)
-        tracker._fd = tracker._pid = None
-    _wait_or_kill(pid, 10.0)
 
 
 def _shared_caches() -> dict[str, str]:
