@@ -11,14 +11,15 @@ import pytest
 from factories import STARTED, make_environment, make_kb, make_record, make_results, script_info, write_results_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hostile import PAYLOAD, assert_clean_exit, cli
+from hostile import PAYLOAD, assert_clean_exit, cli, run_claims
+from kb import write_claim
 
 from torchclaims import limits
 from torchclaims.admission import Admission
 from torchclaims.claims import load_claims
 from torchclaims.errors import InvalidFileError
 from torchclaims.provenance import Trust
-from torchclaims.records import CheckResult, Verdict, now
+from torchclaims.records import CheckResult, Verdict, now, read_record
 from torchclaims.results import read_results, write_results
 from torchclaims.store import THIS_BUILD, load_store
 
@@ -257,3 +258,13 @@ def test_merge_with_attestation_needs_gh_and_says_so(kb, monkeypatch):
     run = cli("merge", str(source), "--into", str(kb / "results"), "--root", str(kb), "--verify-attestation", "o/r", env={"PATH": "/nonexistent"})
     assert_clean_exit(run)
     assert run.returncode == 2 and "GitHub CLI (gh)" in run.stderr
+
+
+def test_a_corrupt_earlier_record_is_replaced_not_fatal(tmp_path):
+    write_claim(tmp_path, "kb-holds", "holds")
+    corrupt = tmp_path / "_build" / "records" / "cpu" / "kb-holds.json"
+    corrupt.parent.mkdir(parents=True)
+    corrupt.write_bytes(b"\xff\xfe not a record" + b"[" * 100_000)
+    outcome = run_claims(tmp_path, timeout=120)
+    assert outcome.records["kb-holds"].verdict is Verdict.HOLDS
+    assert read_record(corrupt).verdict is Verdict.HOLDS  # a valid record again

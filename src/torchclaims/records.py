@@ -176,10 +176,10 @@ def now() -> datetime:
 def write_if_changed(path: Path, text: str) -> bool:
     """Atomically replace ``path`` with ``text`` unless it already holds it."""
     try:
-        if path.read_text(encoding="utf-8") == text:
+        if path.read_bytes() == text.encode("utf-8"):
             return False
     except OSError:
-        pass
+        pass  # absent or unreadable: replaced below
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
