@@ -179,6 +179,9 @@ def run(job: ChildJob) -> None:
         status = {"ended": str(status.get("ended", ""))[:2000], "exit_code": ended.exit_code, "stopped": ended.stopped, "left": left}
         Path(job.status_path).write_text(json.dumps(status))
         code = 0
+    except BaseException as exc:  # never leave the script's processes behind, nor an empty status
+        Path(job.status_path).write_text(json.dumps({"ended": f"the claim's supervising process failed: {type(exc).__name__}: {exc}"}))
+        processes.end_tree(os.getpid())
     finally:
         os._exit(code)
 
