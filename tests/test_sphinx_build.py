@@ -74,7 +74,7 @@ def test_topic_page_shows_each_verdict_with_evidence_and_environment(site):
     assert "“A verbatim quote for kb-holds” — PyTorch documentation (2026-10)" in text
     for badge in ("✔ holds", "✘ refuted", "? unverified", "⚠ error", "❝ attributed — no verdict"):
         assert badge in text
-    assert re.search(r"cpu · \S[^·]* · torch 2\.13\.0 ✔ holds \d{4}-\d\d-\d\d, this build", text)  # backend, device, version, date, origin
+    assert re.search(r"cpu · \S[^·]* · torch 2\.13\.0 ✔ holds this build \d{4}-\d\d-\d\d, this build", text)  # backend, device, version, source, date, origin
     assert "sum: max abs error = 0" in text
     assert "no accelerator on this machine" in text
     assert "ValueError: boom from the script" in text
@@ -175,10 +175,10 @@ def test_matrix_merges_the_committed_results_file(site):
     assert "neuron AWS Trainium (TorchNeuron) not run ✔ 0 holds" in text
     raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
     # each cell links to the evidence of its run and keeps its badge
-    assert '<a class="tc-run" href="topic.html#claim-kb-holds--cpu--torch-2-13-0" data-version="torch 2.13.0" data-verdict="holds"' in raw
+    assert '<a class="tc-run tc-source-build" href="topic.html#claim-kb-holds--cpu--torch-2-13-0" data-version="torch 2.13.0" data-verdict="holds"' in raw
     assert '<th scope="col" data-backend="xla"' in raw and '<th scope="row">' in raw and "<caption>" in raw
     topic = html(root, "docs/topic")
-    assert re.search(r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted \S+, xla-run\.json, xla box", topic)
+    assert re.search(r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted submitted by hand, not reproduced \S+, xla-run\.json, xla box", topic)
     raw = (root / "_build" / "html" / "docs" / "topic.html").read_text()
     assert 'alt="figure 1 of the xla · torch_xla 2.9.0 run"' in raw  # the results file's figure
 
@@ -194,7 +194,7 @@ def test_gallery_page_shows_code_output_and_verdict(site):
     text = html(root, "docs/auto_gallery/kb_holds")
     assert "from torchclaims . verify import verification" in text  # the code, highlighted
     assert "Claim kb-holds: HOLDS" in text  # the script's printed summary
-    assert re.search(r"✔ holds — cpu · [^·]+ · torch 2\.13\.0 \(torch 2\.13\.0\S*\), \d{4}-\d\d-\d\d, this build", text)
+    assert re.search(r"✔ holds this build — cpu · [^·]+ · torch 2\.13\.0 \(torch 2\.13\.0\S*\), \d{4}-\d\d-\d\d, this build", text)
 
 
 def test_second_build_reruns_nothing(site):
