@@ -1,7 +1,8 @@
 """Every results file the site shows, as JSON and CSV a reader can download.
 
 A committed results file is published byte for byte (what was merged, checked
-and perhaps attested), with a CSV of its records beside it; this build's
+and perhaps attested), with a CSV beside it of the records the site shows (those
+the load checks admitted, torchclaims.admission); this build's
 records and each earlier build's record are published the same way. The CSV has
 one row per measurement (a check without measurements, or a record without
 checks, still has its row), so a spreadsheet can filter by any column. Text a
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .records import ResultRecord, record_json, write_if_changed
-from .results import ResultsFile, read_results, write_results
+from .results import ResultsFile, write_results
 from .store import EARLIER_BUILD, THIS_BUILD, Entry, Store, version_label
 
 FOLDER = "downloads"
@@ -109,8 +110,9 @@ def write_downloads(outdir: Path, store: Store, build: ResultsFile | None, resul
             else:
                 source = results_dir / entry.origin
                 (outdir / download.json).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, outdir / download.json)
-                records = read_results(source).records
+                shutil.copyfile(source, outdir / download.json)  # the file as submitted (an attestation names its bytes)
+                # The table holds what the site shows: the records the load checks admitted.
+                records = [e.record for shown in store.entries.values() for e in shown if e.origin == entry.origin]
             write_if_changed(outdir / download.csv, records_csv(records))
             written[download.stem] = download
     for stale in sorted(folder.rglob("*")) if folder.is_dir() else []:
