@@ -1,11 +1,17 @@
 """Sessions: docs (the site), tests, lint, verify (no site), xla (second backend),
-refresh (regenerate the committed results files).
+refresh (regenerate the committed results files), sweep (every claim on every
+release of sweep/releases.toml).
 
 torch is pinned explicitly because an open requirement pulls a multi-GB CUDA
-build; override the pin to rebuild after an update:
+build; override the pin to rebuild after an update, and name the CPU builds'
+index to download the CPU build instead of the package index's default:
 
-    nox -s docs -- --torch "torch==2.14.1"
+    nox -s docs -- --torch "torch==2.15.0"
+    nox -s docs -- --torch-index cpu
     nox -s docs -- --backend auto
+
+Every install holds the packages claim scripts import at sweep/constraints.txt,
+so a build and the sweep's run of the same release are the same configuration.
 """
 
 import argparse
@@ -22,6 +28,9 @@ nox.options.reuse_venv = "yes"
 nox.options.sessions = ["lint", "tests", "docs"]
 
 TORCH = os.environ.get("TORCHCLAIMS_TORCH", "torch==2.13.0")
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU builds of torch: about 200 MB instead of several GB
+CONSTRAINTS = ("-c", "sweep/constraints.txt")
+SWEEP_LABEL = "sweep:"  # how the release sweep labels its results files (torchclaims.release_sweep)
 XLA_REQUIREMENTS = ["torch==2.9.0", "torch_xla==2.9.0"]
 
 
@@ -30,14 +39,19 @@ def options(session: nox.Session) -> argparse.Namespace:
     parser.add_argument("--backend", default=os.environ.get("TORCHCLAIMS_BACKEND", "cpu"))
     parser.add_argument("--torch", default=TORCH, help="pip requirement for torch (default %(default)s)")
     parser.add_argument("--force", action="store_true", help="re-run every claim")
+    parser.add_argument(
+        "--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""),
+        help="extra package index for torch; 'cpu' names the CPU builds (default: the configured index only)",
+    )
     known, rest = parser.parse_known_args(session.posargs)
     known.rest = rest
     return known
 
 
-def install(session: nox.Session, torch_requirement: str, extras: str) -> None:
-    session.install(torch_requirement)
-    session.install("-e", f".[{extras}]", torch_requirement)
+def install(session: nox.Session, torch_requirement: str, extras: str, torch_index: str = "") -> None:
+    index = CPU_INDEX if torch_index == "cpu" else torch_index
+    session.install(torch_requirement, *CONSTRAINTS, *(["--extra-index-url", index] if index else []))
+    session.install("-e", f".[{extras}]", torch_requirement, *CONSTRAINTS)
 
 
 @nox.session
@@ -48,7 +62,7 @@ def docs(session: nox.Session) -> None:
     the pages to _build/html without doctrees, sources or build information.
     """
     opts = options(session)
-    install(session, opts.torch, "docs,claims")
+    install(session, opts.torch, "docs,claims", opts.torch_index)
     env = {"TORCHCLAIMS_BACKEND": opts.backend, "TORCHCLAIMS_FORCE": "1" if opts.force else "0", "TORCHCLAIMS_PUBLISH_DIR": "_build/html"}
     session.run("sphinx-build", "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx", *opts.rest, env=env)
     session.log("site: _build/html/index.html (open it in a browser, or serve the folder: python -m http.server -d _build/html)")
@@ -58,7 +72,7 @@ def docs(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (includes every real claim on the CPU)."""
     opts = options(session)
-    install(session, opts.torch, "docs,claims,test")
+    install(session, opts.torch, "docs,claims,test", opts.torch_index)
     session.run("pytest", *opts.rest)
 
 
@@ -73,7 +87,7 @@ def lint(session: nox.Session) -> None:
 def verify(session: nox.Session) -> None:
     """Verify claims without building the site; writes a results file."""
     opts = options(session)
-    install(session, opts.torch, "claims")
+    install(session, opts.torch, "claims", opts.torch_index)
     session.run("torchclaims", "verify", "--backend", opts.backend, *opts.rest, env={"TORCHCLAIMS_BACKEND": opts.backend})
 
 
@@ -81,8 +95,8 @@ XLA_LABEL = "torch_xla on the CPU (PJRT_DEVICE=CPU)"
 
 
 def verify_xla(session: nox.Session, label: str, *args: str) -> None:
-    session.install(*XLA_REQUIREMENTS)
-    session.install("-e", ".[claims]", *XLA_REQUIREMENTS)  # pinned again so pip keeps torch 2.9.0
+    session.install(*XLA_REQUIREMENTS, *CONSTRAINTS)
+    session.install("-e", ".[claims]", *XLA_REQUIREMENTS, *CONSTRAINTS)  # pinned again so pip keeps torch 2.9.0
     session.run(
         "torchclaims", "verify", "--backend", "xla", "--output", "results", "--records-dir", "_build/records-xla",
         "--label", label, *args,
@@ -101,14 +115,19 @@ def committed_results() -> dict[str, list[Path]]:
     """'cpu-2.14.1' or 'xla' -> the committed results files this machine can make again.
 
     Read without the package (nox loads this file before any venv exists); a
-    file that does not parse is left to the site build, which reports it.
+    file that does not parse is left to the site build, which reports it. The
+    release sweep's own files are left to `nox -s sweep`, which reruns only the
+    releases whose file is outdated, one environment at a time.
     """
     found: dict[str, list[Path]] = {}
     for path in sorted(Path(__file__).parent.glob("results/*.json")):
         try:
-            env = json.loads(path.read_text(encoding="utf-8"))["environment"]
+            data = json.loads(path.read_text(encoding="utf-8"))
+            env, label = data["environment"], str(data.get("label", ""))
             backend, torch = env["backend"], env["torch"].split("+")[0]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if label.startswith(SWEEP_LABEL):
             continue
         if backend in ("cpu", "xla"):
             found.setdefault(f"cpu-{torch}" if backend == "cpu" else "xla", []).append(path)
@@ -142,6 +161,18 @@ def refresh(session: nox.Session, target: str) -> None:
             path.unlink()
             shutil.rmtree(path.parent / "figures" / path.stem, ignore_errors=True)
             session.log(f"replaced {path}")
+
+
+@nox.session(default=False)
+def sweep(session: nox.Session) -> None:
+    """Every claim on every release of sweep/releases.toml, one environment at a time, into results/.
+
+    Never part of the default sessions or CI: each release other than the local
+    CPU wheel downloads a CUDA build of torch (several GB). Arguments go to
+    `torchclaims sweep` (--series, --versions, --dry-run, --torch-index, --work-dir).
+    """
+    session.install("-e", ".", *CONSTRAINTS)
+    session.run("torchclaims", "sweep", *session.posargs)
 
 
 @nox.session(default=False, python=False)

@@ -1,4 +1,4 @@
-"""Command line: verify, lint, diff, merge, show, new, schema.
+"""Command line: verify, lint, diff, merge, show, new, schema, sweep.
 
 Works in the current environment with no site build. ``verify`` runs the same
 scripts through the same isolated runner as the Sphinx build. Usage errors are
@@ -17,7 +17,7 @@ from pathlib import Path
 from . import config
 from .admission import Admission
 from .backends import BACKEND_ENV_VAR, requested_backend
-from .changes import describe, only_in, verdict_changes
+from .changes import describe
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, Problem, TorchclaimsError, UsageError
 from .provenance import from_github_actions
@@ -125,31 +125,40 @@ def _admitted(path: Path, admission: Admission) -> tuple[ResultsFile, dict]:
 
 
 def cmd_diff(args) -> ExitCode:
+    from .upgrades import compare
+    from .version_history import Run
+
     admission = _admission(_root(args))
     (old, before), (new, after) = _admitted(Path(args.old), admission), _admitted(Path(args.new), admission)
     if args.reproduce and old.backend != new.backend:
         print(f"not compared: {args.old} is from backend {old.backend}, {args.new} from {new.backend}")
         return ExitCode.OK
-    changes = verdict_changes(before, after)
+    # The same comparison as the upgrade pages (torchclaims.upgrades), on the records the load checks admit.
+    comparison = compare(Run(args.old, old.environment, before, old.label), Run(args.new, new.environment, after, new.label))
+    changes = comparison.verdicts
     print(f"old: {args.old} ({old.backend}, torch {old.environment.torch}, {old.created:%Y-%m-%d})")
     print(f"new: {args.new} ({new.backend}, torch {new.environment.torch}, {new.created:%Y-%m-%d})")
     if old.backend != new.backend:
         print(f"note: the files come from different backends ({old.backend} and {new.backend})")
     print(f"versions: {describe(old.environment, new.environment)}")
-    for label, ids in (("only in old", only_in(before, after)), ("only in new", only_in(after, before))):
+    for label, ids in (("only in old", comparison.only_old), ("only in new", comparison.only_new)):
         if ids:
             print(f"{label} (not compared): {', '.join(ids)}")
-    print(f"{len(set(before) & set(after))} claims compared, {len(changes)} changed verdict")
+    print(f"{comparison.compared} claims compared, {len(changes)} changed verdict")
     for change in changes:
         mark = "REGRESSION " if change.regression else ""
         print(f"{mark}{change.claim_id}: {change.old.verdict.value} -> {change.new.verdict.value}")
         if change.new is not None and change.new.reason:
             print(f"    now: {change.new.reason[:200]}")
+    for name, rows in comparison.moved.items():
+        print(f"{len(rows)} {name} moved beyond their tolerance" + (":" if rows else ""))
+        for row in rows:
+            note = f" ({row.note})" if row.note else ""
+            print(f"  {row.claim_id}: {row.what}: {row.before} -> {row.after}{note}")
     if args.reproduce and changes:
         print(f"not reproduced: {len(changes)} claim(s) gave another verdict in {args.new}", file=sys.stderr)
         return ExitCode.FAILED
-    regressions = [c for c in changes if c.regression]
-    return ExitCode.FAILED if regressions and not args.no_gate and not args.reproduce else ExitCode.OK
+    return ExitCode.FAILED if comparison.regressions and not args.no_gate and not args.reproduce else ExitCode.OK
 
 
 def cmd_merge(args) -> ExitCode:
@@ -223,6 +232,28 @@ def cmd_show(args) -> ExitCode:
     return ExitCode.INVALID_INPUT if store.problems else ExitCode.OK
 
 
+def cmd_sweep(args) -> ExitCode:
+    import time
+
+    from .release_sweep import CPU_INDEX, PeakDisk, Sweep, report, select
+    from .releases import load_releases
+
+    root = _root(args)
+    releases = load_releases(root)
+    unknown = sorted(set(args.series) - set(releases.series))
+    if unknown:
+        raise UsageError(f"unknown series {', '.join(unknown)}; sweep/releases.toml names {', '.join(releases.series)}")
+    index = CPU_INDEX if args.torch_index == "cpu" else args.torch_index
+    work_dir = Path(args.work_dir).resolve()
+    sweep = Sweep(root, releases, work_dir, root / "results", torch_index=index, timeout=args.timeout)
+    started = time.perf_counter()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    with PeakDisk(work_dir) as peak:
+        measured = sweep.sweep(select(releases, args.series, args.versions), dry_run=args.dry_run)
+    print("\n".join(["", "sweep summary:"] + report(measured, time.perf_counter() - started, peak.peak)))
+    return ExitCode.FAILED if any(m.status == "failed" for m in measured) else ExitCode.OK
+
+
 def cmd_new(args) -> ExitCode:
     from .scaffold import scaffold
 
@@ -287,6 +318,15 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("claims", nargs="*", help="claim ids: print each record in full (also those of local runs)")
     show.add_argument("--results-dir", default="results")
     show.set_defaults(run=cmd_show)
+
+    sweep = add("sweep", "run every claim on each release of sweep/releases.toml, one environment at a time, into results/")
+    sweep.add_argument("--series", action="append", default=[], help="a series of sweep/releases.toml (default: every default series)")
+    sweep.add_argument("--versions", nargs="+", default=[], help="only these releases")
+    sweep.add_argument("--work-dir", default=".sweep", help="the environment, pip's temporary files and record cache (default: .sweep)")
+    sweep.add_argument("--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""), help="extra index for torch on cpu series; 'cpu' names the CPU builds")
+    sweep.add_argument("--timeout", type=float, default=float(os.environ.get("TORCHCLAIMS_TIMEOUT", 300)), help="seconds per claim")
+    sweep.add_argument("--dry-run", action="store_true", help="say what would run; install nothing")
+    sweep.set_defaults(run=cmd_sweep)
 
     new = add("new", "scaffold a claim record and its verification script")
     new.add_argument("claim_id")

@@ -27,6 +27,8 @@ def setup(app: Sphinx) -> dict:
     from .publishing import setup_publishing
     from .state import setup_state
     from .tracking import setup_tracking
+    from .upgrade_pages import setup_upgrade_pages
+    from .versions import setup_versions
 
     setup_state(app)  # config values; verify claims before sphinx-gallery runs
     setup_tracking(app)  # re-read pages whose evidence changed
@@ -40,6 +42,8 @@ def setup(app: Sphinx) -> dict:
     setup_gallery(app)  # gallery cards with verdicts, script pages that lead back to their claim
     setup_publishing(app)  # downloads, search data, favicon, the published folder
     setup_gallery_safety(app)  # script text and links never run in a reader's browser
+    setup_versions(app)  # the release list; version strips on claim sections, range slices in the matrix
+    setup_upgrade_pages(app)  # upgrade, upgrade-index, build-against-history
     app.connect("builder-inited", _add_static)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": _code_version()}
 

@@ -27,6 +27,7 @@ from .links import claim_anchor, claim_ref, evidence_anchor, matrix_ref, registe
 from .markup import badge, bullets, doc_link, join_nodes, link, paragraph
 from .state import BuildState, get_state, warn
 from .tracking import TOPIC, note_shown
+from .versions import strip_placeholder
 
 
 def freshness_text(entry: Entry) -> str:
@@ -81,6 +82,8 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
     section += nodes.title("", claim.title)
     section.extend(claim_and_proposition(claim))
     section += verdict_lines(state, claim)
+    if claim.executable:
+        section += strip_placeholder(claim.id)  # filled in by versions.py
     section += paragraph(f"Topic: {TOPICS[claim.topic]} · id: ", nodes.literal("", claim.id), " · ", matrix_ref(claim.id, nodes.inline("", "its row in the matrix")))
     sources = []
     for source in claim.sources:

@@ -7,7 +7,8 @@ that version and its date, marks the backends the claim is about ("target"),
 says in the cell when a verdict is outside the claim's scope, carries the
 reason and environment in its tooltip, and links to the evidence block of that
 run. Every other version of a backend is in the page too, hidden until the
-reader picks it. Filters (topic, backend, verdict, text) and the version
+reader picks it; a backend whose releases were swept also offers each series'
+whole range there (versions.py). Filters (topic, backend, verdict, text) and the version
 choice live in the URL (static/torchclaims.js); a legend, a "built on … with
 …" stamp and the downloads of every results file sit beside the grid. The
 markup is written here rather than as a docutils table so that cells can carry
@@ -30,6 +31,7 @@ from .links import evidence_anchor, href_marker, matrix_anchor, raw_html, regist
 from .markup import esc
 from .state import BuildState, get_state
 from .tracking import ALL_CLAIMS, EVERY_BUILD, note_shown
+from .versions import RangeView, range_views
 
 WORDS = {**{v.value: (s, v.value) for v, s in SYMBOLS.items()}, NOT_RUN: ("∅", "not run"), ATTRIBUTED: ("❝", "no verdict")}
 TOTALED = KINDS[:-1]  # attributed claims have no verdict on any backend: not counted per column
@@ -70,10 +72,11 @@ def _run(grid: Grid, cell: Cell, shown: bool) -> str:
     return f'<a class="tc-run {cell.entry.source.css_class}" href="{href}" {attributes}>{inner}</a>'
 
 
-def _cell(grid: Grid, claim: Claim, column: Column) -> str:
+def _cell(grid: Grid, claim: Claim, column: Column, ranges: list[RangeView]) -> str:
     target = claim.covers(column.backend)
     mark = '<span class="tc-target-mark">◎ target</span>' if target else ""
     runs = "".join(_run(grid, cell, i == 0) for i, cell in enumerate(grid.cells(claim, column.backend)))
+    runs += "".join(view.run_html(claim.id) for view in ranges if claim.executable)  # hidden until picked (versions.py)
     classes = ' class="tc-target"' if target else ""
     return f'<td data-backend="{esc(column.backend)}"{classes}>{mark}{runs}</td>'
 
@@ -91,14 +94,15 @@ def _totals(grid: Grid, column: Column) -> str:
     return "".join(out)
 
 
-def _header(grid: Grid, column: Column) -> str:
+def _header(grid: Grid, column: Column, ranges: list[RangeView]) -> str:
     backend = esc(column.backend)
     devices = "".join(
         f'<span class="tc-device" data-version="{esc(v)}"{"" if i == 0 else " hidden"}>{esc(" / ".join(column.devices.get(v, ())))}</span>'
         for i, v in enumerate(column.versions)
     ) or f'<span class="tc-device">{esc(column.reader_name)}</span>'
-    if len(column.versions) > 1:
-        options = "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in column.versions)
+    picks = [(v, v) for v in column.versions] + [(view.value, view.label) for view in ranges]
+    if len(picks) > 1:
+        options = "".join(f'<option value="{esc(v)}">{esc(label)}</option>' for v, label in picks)
         version = f'<label class="tc-version"><span class="tc-sr">version shown for {backend}</span><select data-tc-version="{backend}">{options}</select></label>'
     else:
         version = f'<span class="tc-version">{esc(column.shown or "not run")}</span>'
@@ -106,11 +110,11 @@ def _header(grid: Grid, column: Column) -> str:
     return f'<th scope="col" data-backend="{backend}" title="{title}"><span class="tc-backend">{backend}</span>{devices}{version}{_totals(grid, column)}</th>'
 
 
-def _row(grid: Grid, claim: Claim) -> str:
+def _row(grid: Grid, claim: Claim, ranges: dict[str, list[RangeView]]) -> str:
     words = [claim.title, claim.id, " ".join(claim.claimed_by), " ".join(claim.about), about_text(claim), TOPICS[claim.topic], claim.proposition]
     about = f'<span class="tc-about">{esc("about " + and_words(claim.about))}</span>'
     head = f'<th scope="row"><a href="{href_marker(claim.id)}">{esc(claim.title)}</a>{about}</th>'
-    cells = "".join(_cell(grid, claim, column) for column in grid.columns)
+    cells = "".join(_cell(grid, claim, column, ranges.get(column.backend, [])) for column in grid.columns)
     return (
         f'<tr class="tc-claim-row" id="{matrix_anchor(claim.id)}" data-topic="{esc(claim.topic)}" '
         f'data-text="{esc(" ".join(words).lower())}">{head}{cells}</tr>'
@@ -188,6 +192,7 @@ class ClaimsMatrixDirective(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         state = get_state(self.env.app)
         grid, claims = state.grid, state.claims
+        ranges = range_views(self.env.app)  # backend -> its series' whole ranges, picked like a version
         note_shown(self.env, list(claims.claims), state.digest(list(claims.claims)), key=ALL_CLAIMS)
         note_shown(self.env, [], "", key=EVERY_BUILD)  # the stamp says when the site was built
         if not claims.claims:
@@ -201,13 +206,13 @@ class ClaimsMatrixDirective(SphinxDirective):
                 )
             for claim in topic_claims:
                 register_label(self.env, matrix_anchor(claim.id), claim.title)
-                rows.append(_row(grid, claim))
+                rows.append(_row(grid, claim, ranges))
         total = len(claims.claims)
         caption = (
             f"{total} claims × {len(grid.columns)} backends. Each cell: the newest verdict of the claim on the backend, "
             "for the version its header names; ∅ where no record exists."
         )
-        heads = "".join(_header(grid, column) for column in grid.columns)
+        heads = "".join(_header(grid, column, ranges.get(column.backend, [])) for column in grid.columns)
         markup = (
             f'<div class="tc-matrix-page">{_filters(grid, total)}<div class="tc-matrix-layout">'
             '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends (scrolls inside)">'

@@ -1,0 +1,97 @@
+"""A small site with runs of two earlier torch releases: strips, range columns, upgrade pages, the build against history."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kb import build, page_text, write_claim, write_site
+from torchclaims.records import Environment, Verdict, read_record
+from torchclaims.results import build_results, write_results
+
+UPGRADES_PAGE = "# Upgrades\n\n```{upgrade-index}\n```\n\n```{toctree}\n:glob:\nupgrades/*\n```\n"
+CHANGES_PAGE = "# Changes\n\n```{build-against-history}\n```\n\n```{claims-changes}\n```\n"
+
+
+def release_run(record, version: str, verdict: Verdict, **update):
+    env = record.environment.model_dump()
+    env_at = Environment.model_validate({**env, "torch": version, "packages": {**env["packages"], "torch": version}})
+    return record.model_copy(update={"environment": env_at, "verdict": verdict, "reason": "", **update}), env_at
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("versions")
+    write_site(root)
+    write_claim(root, "kb-holds", "holds")
+    write_claim(root, "kb-unverified", "unverified")
+    (root / "docs" / "upgrades.md").write_text(UPGRADES_PAGE)
+    (root / "docs" / "changes.md").write_text(CHANGES_PAGE)
+    (root / "index.md").write_text((root / "index.md").read_text().replace("docs/changes\n", "docs/changes\ndocs/upgrades\n"))
+    first = build(root)
+    assert first.returncode == 0, first.stderr[-3000:]
+    holds = read_record(root / "_build" / "records" / "cpu" / "kb-holds.json")
+    unverified = read_record(root / "_build" / "records" / "cpu" / "kb-unverified.json")
+    build_torch = holds.environment.torch.split("+")[0]
+    (root / "sweep").mkdir()
+    (root / "sweep" / "releases.toml").write_text(
+        f'[series.torch]\nbackend = "cpu"\npackage = "torch"\nversions = ["2.9.0", "2.10.0", "2.11.0", "{build_torch}"]\n'
+    )
+    (root / "sweep" / "constraints.txt").write_text(f"numpy=={holds.environment.packages['numpy']}\n")
+    for version, verdict in (("2.9.0", Verdict.HOLDS), ("2.10.0", Verdict.REFUTED)):
+        record, env = release_run(holds, version, verdict)
+        other, _ = release_run(unverified, version, Verdict.UNVERIFIED, reason=unverified.reason)
+        write_results(root / "results" / f"cpu-torch{version}.json", build_results([record, other], env, label=f"sweep {version}"))
+    second = build(root)
+    assert second.returncode == 0, second.stderr[-3000:]
+    return root, build_torch, second
+
+
+def html(root, page: str) -> str:
+    return page_text(root / "_build" / "html" / page)
+
+
+def test_every_claim_shows_its_strip_and_the_sentence_it_says(site):
+    root, build_torch, _ = site
+    text = html(root, "docs/topic.html")
+    assert "Across releases" in text
+    assert f"holds since torch {build_torch}; refuted on torch 2.10.0; holds on torch 2.9.0; no run of 2.11.0" in text
+    assert "unverified on every torch release with a run" in text and "no accelerator on this machine" in text
+    assert "2.11.0 ∅" in text
+
+
+def test_the_matrix_has_a_range_column_beside_the_versions(site):
+    root, build_torch, _ = site
+    text = html(root, "docs/matrix.html")
+    assert f"cpu · torch 2.9.0–{build_torch} (range)" in text
+    assert "cpu · torch 2.10.0" in text  # one version at a time stays available
+
+
+def test_an_upgrade_page_names_the_two_runs_the_packages_and_what_moved(site):
+    root, _, _ = site
+    text = html(root, "docs/upgrades/torch-2.9.0-2.10.0.html")
+    assert "Before: cpu-torch2.9.0.json (cpu, torch 2.9.0" in text and "After: cpu-torch2.10.0.json (cpu, torch 2.10.0" in text
+    assert "torch 2.9.0 2.10.0" in text  # the packages table
+    assert "2 claims compared; 1 changed verdict, 1 of them held before and no longer hold" in text
+    assert "kb-holds ✔ holds ✘ refuted" in text
+    index = html(root, "docs/upgrades.html")
+    assert "torch 2.9.0 → 2.10.0 : 1 verdicts moved" in index and "No committed run yet of 2.11.0" in index
+
+
+def test_the_upgrade_page_and_torchclaims_diff_say_the_same(site):
+    root, _, _ = site
+    diff = subprocess.run(
+        [sys.executable, "-m", "torchclaims", "diff", str(root / "results" / "cpu-torch2.9.0.json"), str(root / "results" / "cpu-torch2.10.0.json")],
+        capture_output=True, text=True,
+    )
+    assert diff.returncode == 1  # a claim that held no longer does
+    assert "REGRESSION kb-holds: holds -> refuted" in diff.stdout and "0 measurements moved beyond their tolerance" in diff.stdout
+
+
+def test_the_build_is_compared_with_the_committed_history(site):
+    root, build_torch, _ = site
+    text = html(root, "docs/changes.html")
+    assert f"This build (torch {build_torch}) against the committed run of the nearest earlier release: 1 claim moved: kb-holds." in text
+    assert "Before: cpu-torch2.10.0.json" in text and "After: this build" in text
