@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html as html_module
+import re
 import subprocess
 import sys
 
@@ -62,11 +64,20 @@ def test_every_claim_shows_its_strip_and_the_sentence_it_says(site):
     assert "2.11.0 ∅" in text
 
 
-def test_the_matrix_has_a_range_column_beside_the_versions(site):
+def test_the_matrix_offers_the_range_beside_the_single_versions(site):
     root, build_torch, _ = site
-    text = html(root, "docs/matrix.html")
-    assert f"cpu · torch 2.9.0–{build_torch} (range)" in text
-    assert "cpu · torch 2.10.0" in text  # one version at a time stays available
+    raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text(encoding="utf-8")
+    picker = re.search(r'<select data-tc-version="cpu">(.*?)</select>', raw, re.S)[1]
+    assert '<option value="torch 2.10.0">torch 2.10.0</option>' in picker  # one version at a time stays available
+    assert f'<option value="range:torch">torch 2.9.0–{build_torch} (range)</option>' in picker
+    row = re.search(r'<tr class="tc-claim-row" id="[^"]*kb-holds.*?</tr>', raw, re.S)[0]
+    view = re.search(r'<span class="tc-run tc-range" data-version="range:torch" data-verdict="holds"[^>]*hidden>(.*?)</span></span>\s*</td>', row, re.S)
+    assert view is not None, row
+    assert f"holds since torch {build_torch}" in page_text_of(view[1])
+
+
+def page_text_of(fragment: str) -> str:
+    return " ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
 
 
 def test_an_upgrade_page_names_the_two_runs_the_packages_and_what_moved(site):
