@@ -29,11 +29,12 @@ backend = "cpu"
 package = "transformers"
 versions = ["4.57.6", "5.24.0"]
 requires = ["torch==2.13.0"]
+follows = ["tokenizers"]
 default = false
 """
 
 
-def write(root: Path, releases: str = RELEASES, constraints: str = "# held\nnumpy==2.4.6\ntransformers==5.24.0\n") -> Path:
+def write(root: Path, releases: str = RELEASES, constraints: str = "# held\nnumpy==2.4.6\ntransformers==5.24.0\ntokenizers==0.23.3\n") -> Path:
     (root / "sweep").mkdir(parents=True, exist_ok=True)
     (root / "sweep" / "releases.toml").write_text(releases)
     (root / "sweep" / "constraints.txt").write_text(constraints)
@@ -59,11 +60,12 @@ def test_requirements_of_a_release_include_the_series_pins(tmp_path):
     assert releases.series["transformers"].requirements("4.57.6") == ["transformers==4.57.6", "torch==2.13.0"]
 
 
-def test_the_varied_package_is_left_out_of_its_series_constraints(tmp_path):
+def test_the_varied_package_and_its_followers_are_left_out_of_its_series_constraints(tmp_path):
     releases = load_releases(write(tmp_path))
-    text = releases.constraints_without("transformers")
-    assert "numpy==2.4.6" in text and "transformers==" not in text
-    assert "transformers==5.24.0" in releases.constraints_without("torch")
+    text = releases.constraints_for(releases.series["transformers"])
+    assert "numpy==2.4.6" in text and "transformers==" not in text and "tokenizers==" not in text
+    assert "transformers==5.24.0" in releases.constraints_for(releases.series["torch"])
+    assert releases.series["transformers"].held == {"numpy": "2.4.6"}
 
 
 def test_a_run_stands_for_a_release_only_when_the_release_is_the_only_change(tmp_path):

@@ -57,7 +57,7 @@ def test_stale_runs_are_marked():
     assert range_sentence(TORCH, steps).endswith("the runs of 2.9.0 used an older version of the script")
 
 
-def test_the_store_groups_runs_and_pages_prefer_committed_files_strips_prefer_this_build():
+def test_the_store_groups_runs_and_strips_prefer_this_build_to_a_file_of_its_release():
     store = Store(build_environment=make_environment(torch="2.10.0"))
     for r in (run("2.9.0", {"a": "holds", "b": "holds"}), run("2.10.0", {"a": "refuted"})):
         for record in r.records.values():
@@ -66,23 +66,23 @@ def test_the_store_groups_runs_and_pages_prefer_committed_files_strips_prefer_th
     store.add(Entry(build.records["a"], THIS_BUILD))
     found = runs(store)
     assert sorted(r.origin for r in found) == ["cpu-torch2.10.0.json", "cpu-torch2.9.0.json", THIS_BUILD]
-    assert series_runs(found, TORCH, prefer_build=True)["2.10.0"].origin == THIS_BUILD
-    committed = series_runs(found, TORCH, prefer_build=False)
+    assert series_runs(found, TORCH)["2.10.0"].origin == THIS_BUILD
+    committed = series_runs([r for r in found if r.committed], TORCH)
     assert committed["2.10.0"].origin == "cpu-torch2.10.0.json"
     assert consecutive(committed) == [("2.9.0", "2.10.0")]
 
 
 def test_a_run_with_other_held_versions_is_no_release_of_the_series():
     other = run("2.10.0", {"a": "holds"}, packages={"torch": "2.10.0", "numpy": "1.26.4"})
-    assert series_runs([other], TORCH, prefer_build=True) == {}
+    assert series_runs([other], TORCH) == {}
 
 
 def test_the_build_is_compared_with_its_release_or_the_nearest_earlier_one():
     committed = {v: run(v, {"a": "holds"}) for v in ("2.9.0", "2.11.0")}
-    build = run("2.12.1", {"a": "holds"}, origin=THIS_BUILD)
-    assert baseline_for(build, committed, "2.12.1").origin == "cpu-torch2.11.0.json"
-    assert baseline_for(build, committed, "2.9.0").origin == "cpu-torch2.9.0.json"
-    assert baseline_for(build, {}, "2.9.0") is None
+    assert baseline_for(committed, "2.12.1").origin == "cpu-torch2.11.0.json"
+    assert baseline_for(committed, "2.9.0").origin == "cpu-torch2.9.0.json"
+    assert baseline_for(committed, "2.0.0").origin == "cpu-torch2.9.0.json"
+    assert baseline_for({}, "2.9.0") is None
 
 
 def measurement(value, tolerance="", unit="") -> Measurement:

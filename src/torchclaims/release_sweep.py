@@ -166,7 +166,7 @@ class Sweep:
     def pip_env(self, release: Release) -> dict[str, str]:
         """pip reads only the sweep's own constraints (lifting a machine-wide cap on torch) and keeps no cache."""
         constraints = self.work_dir / "constraints.txt"
-        constraints.write_text(self.releases.constraints_without(release.series.package), encoding="utf-8")
+        constraints.write_text(self.releases.constraints_for(release.series), encoding="utf-8")
         return {"PIP_CONSTRAINT": str(constraints), "PIP_NO_CACHE_DIR": "1", "TMPDIR": str(self.work_dir / "tmp"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
     def index_args(self, release: Release) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -51,6 +51,7 @@ class SeriesModel(BaseModel):
     versions: list[Version] = Field(min_length=1)
     requires: list[Requirement] = Field(default_factory=list)
     requires_by_version: dict[Version, list[Requirement]] = Field(default_factory=dict)
+    follows: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]] = Field(default_factory=list)
     default: bool = True
 
 
@@ -70,8 +71,14 @@ class Series:
     versions: tuple[str, ...]
     requires: tuple[str, ...] = ()
     requires_by_version: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    follows: tuple[str, ...] = ()  # packages left to pip: they move with the release (its own dependencies)
     default: bool = True
-    held: dict[str, str] = field(default_factory=dict)  # canonical name -> version, the varied package left out
+    held: dict[str, str] = field(default_factory=dict)  # canonical name -> version, the varied package and its followers left out
+
+    @property
+    def unheld(self) -> set[str]:
+        """Canonical names this series does not hold: the varied package and those that follow it."""
+        return {canonical(self.package), *(canonical(name) for name in self.follows)}
 
     def requirements(self, version: str) -> list[str]:
         """What pip installs for one release of the series."""
@@ -117,10 +124,10 @@ class Releases:
     def for_backend(self, backend: str) -> list[Series]:
         return [s for s in self.series.values() if s.backend == backend]
 
-    def constraints_without(self, package: str) -> str:
-        """The constraints file's text less the varied package (pip refuses a pin that contradicts a requirement)."""
+    def constraints_for(self, series: Series) -> str:
+        """The constraints file's text less what the series does not hold (pip refuses a pin that contradicts a requirement)."""
         lines = self.constraints_path.read_text(encoding="utf-8").splitlines()
-        kept = [line for line in lines if not (PIN.match(line.strip()) and canonical(PIN.match(line.strip())[1]) == canonical(package))]
+        kept = [line for line in lines if not (PIN.match(line.strip()) and canonical(PIN.match(line.strip())[1]) in series.unheld)]
         return "\n".join(kept) + "\n"
 
 
@@ -168,11 +175,11 @@ def load_releases(root: Path) -> Releases:
         unknown = sorted(set(s.requires_by_version) - set(s.versions))
         if unknown:
             problems.append(Problem(path, f"series.{name}.requires_by_version", f"names releases not in versions: {', '.join(unknown)}"))
-        mine = {k: v for k, v in held.items() if k != canonical(s.package)}
-        series[name] = Series(
+        one = Series(
             name, s.backend, s.package, tuple(s.versions), tuple(s.requires),
-            {k: tuple(v) for k, v in s.requires_by_version.items()}, s.default, mine,
+            {k: tuple(v) for k, v in s.requires_by_version.items()}, tuple(s.follows), s.default,
         )
+        series[name] = replace(one, held={k: v for k, v in held.items() if k not in one.unheld})
     if problems:
         raise InvalidFileError(problems)
     return Releases(series, held, constraints)

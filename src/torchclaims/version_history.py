@@ -60,13 +60,11 @@ def runs(store: Store) -> list[Run]:
     return out
 
 
-def series_runs(all_runs: list[Run], series: Series, prefer_build: bool) -> dict[str, Run]:
-    """release -> the run that stands for it: this build first when ``prefer_build``
-    (what the claim pages show), else the committed file (what upgrade pages compare);
-    the newest of equals."""
+def series_runs(all_runs: list[Run], series: Series) -> dict[str, Run]:
+    """release -> the run that stands for it, oldest release first: this build before
+    committed files, the newest of equals. Upgrade pages pass committed runs only."""
     chosen: dict[str, Run] = {}
-    rank = (lambda run: (run.committed, -run.started.timestamp())) if prefer_build else (lambda run: (not run.committed, -run.started.timestamp()))
-    for run in sorted(all_runs, key=rank):
+    for run in sorted(all_runs, key=lambda run: (run.committed, -run.started.timestamp())):
         version = series.release_of(run.environment)
         if version is not None:
             chosen.setdefault(version, run)
@@ -156,7 +154,7 @@ def consecutive(chosen: dict[str, Run]) -> list[tuple[str, str]]:
     return list(zip(versions, versions[1:]))
 
 
-def baseline_for(build: Run, committed: dict[str, Run], version: str) -> Run | None:
+def baseline_for(committed: dict[str, Run], version: str) -> Run | None:
     """The committed run this build is compared with: the same release, else the
     newest older one, else the oldest newer one."""
     if version in committed:

@@ -40,7 +40,7 @@ def page_name(series: Series, old: str, new: str) -> str:
 
 
 def write_upgrade_pages(app: Sphinx) -> None:
-    """builder-inited, after the runs are grouped: one page per neighbouring pair of committed runs."""
+    """builder-inited, after the runs are grouped: one page per neighbouring pair of committed files."""
     versions = get_versions(app)
     folder = Path(app.srcdir, app.config.torchclaims_upgrades_dir)
     if versions.releases is None and not folder.is_dir():
@@ -152,8 +152,7 @@ class BuildAgainstHistoryDirective(SphinxDirective):
             return [paragraph("This build ran no claim, so there is nothing to compare with the committed history.")]
         for series in versions.series():
             version = series.release_of(build.environment) if series.backend == build.environment.backend else None
-            committed = {v: r for v, r in versions.committed[series.name].items() if r.committed}
-            baseline = baseline_for(build, committed, version) if version else None
+            baseline = baseline_for(versions.committed[series.name], version) if version else None
             if baseline is not None:
                 return self.compared(build, baseline, series, version)
         return [paragraph(

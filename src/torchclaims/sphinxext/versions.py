@@ -39,7 +39,7 @@ class VersionsState:
     releases: Releases | None
     runs: list[Run]
     shown: dict[str, dict[str, Run]] = field(default_factory=dict)  # series -> release -> run (this build first)
-    committed: dict[str, dict[str, Run]] = field(default_factory=dict)  # series -> release -> run (committed files first)
+    committed: dict[str, dict[str, Run]] = field(default_factory=dict)  # series -> release -> committed results file
     digest: str = ""  # of the release list and held versions: a change re-reads every claim page
 
     def series(self) -> list[Series]:
@@ -65,8 +65,8 @@ def prepare_versions(app: Sphinx) -> None:
     all_runs = runs(get_state(app).store)
     state = VersionsState(releases, all_runs)
     for series in state.series():
-        state.shown[series.name] = series_runs(all_runs, series, prefer_build=True)
-        state.committed[series.name] = series_runs(all_runs, series, prefer_build=False)
+        state.shown[series.name] = series_runs(all_runs, series)
+        state.committed[series.name] = series_runs([run for run in all_runs if run.committed], series)
     digest = hashlib.sha256()
     for name in (RELEASES_FILE, CONSTRAINTS_FILE):
         path = root / name
