@@ -94,6 +94,8 @@ def test_measurements_move_beyond_tolerance_by_their_kind():
     assert not moved_beyond_tolerance(measurement(1e-7, bound), measurement(3e-6, bound))
     assert moved_beyond_tolerance(measurement(1e-7, bound), measurement(2e-5, bound))  # moved more than the bound, and crossed it
     assert moved_beyond_tolerance(measurement(3, ">= 1"), measurement(0, ">= 1"))
+    assert not moved_beyond_tolerance(measurement(4.1e4, ">= 10"), measurement(2.4e5, ">= 10"))  # far above a lower bound
+    assert moved_beyond_tolerance(measurement(0.5, "<= 1e-05"), measurement(0.1, "<= 1e-05"))  # an error that moved by more than its tolerance
     assert moved_beyond_tolerance(measurement("cpu", "== 'cpu'"), measurement("meta", "== 'cpu'"))
     assert moved_beyond_tolerance(measurement(2, ""), measurement(3, ""))  # a count
     assert moved_beyond_tolerance(measurement(True), measurement(False))

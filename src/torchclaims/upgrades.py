@@ -9,8 +9,8 @@ tables add their changed cells there). Free of Sphinx imports.
 A measurement "moved beyond its tolerance" when:
 - its value is text, a truth value or a whole number and it changed;
 - it is judged as ``== v`` and it changed;
-- it is judged against a bound (``<= 1e-05 + …``, ``>= 10``) and it moved by
-  more than that bound (any move for a bound of 0), or crossed it.
+- it is judged against a bound and crossed it, or, for an upper bound on an
+  error (``<= 1e-05 + …``), moved by more than the bound (any move for 0).
 Other measurements (timings and magnitudes nobody judges) vary from run to run
 and are not compared.
 """
@@ -53,7 +53,11 @@ def moved_beyond_tolerance(old: Measurement, new: Measurement) -> bool:
         return isinstance(a, int) and isinstance(b, int) and a != b
     operator, limit = bound[1], float(bound[2])
     holds = {"<=": lambda v: v <= limit, "<": lambda v: v < limit, ">=": lambda v: v >= limit, ">": lambda v: v > limit}[operator]
-    return abs(b - a) > abs(limit) or (limit == 0 and a != b) or holds(a) != holds(b)
+    if holds(a) != holds(b):
+        return True
+    # An upper bound is a tolerance on an error: a move larger than it counts even on one side.
+    # A lower bound (a speed-up of at least 10) says nothing about moves far above it.
+    return operator in ("<=", "<") and (abs(b - a) > limit or (limit == 0 and a != b))
 
 
 def measurement_moves(old: ResultRecord, new: ResultRecord) -> list[Moved]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -117,7 +118,8 @@ class UpgradeDirective(SphinxDirective):
 
 
 class UpgradeIndexDirective(SphinxDirective):
-    """``{upgrade-index}``: every upgrade page, newest first, with its counts, and the releases without a run."""
+    """``{upgrade-index}``: every upgrade page, newest first, with its counts, and the releases without a run;
+    it also puts the pages in the navigation, in that order."""
 
     def run(self) -> list[nodes.Node]:
         state, versions = get_state(self.env.app), get_versions(self.env.app)
@@ -125,6 +127,7 @@ class UpgradeIndexDirective(SphinxDirective):
         note_shown(self.env, ids, state.digest(ids), key=ALL_CLAIMS)
         out: list[nodes.Node] = []
         folder = self.env.app.config.torchclaims_upgrades_dir
+        pages = []
         for series in versions.series():
             committed = versions.committed[series.name]
             out.append(nodes.rubric("", f"{series.package} on {series.backend}"))
@@ -132,12 +135,24 @@ class UpgradeIndexDirective(SphinxDirective):
             for old, new in reversed(consecutive(committed)):
                 comparison = compare(committed[old], committed[new])
                 counts = f": {len(comparison.verdicts)} verdicts moved, {sum(len(m) for m in comparison.moved.values())} measurements or rows moved"
-                items.append(paragraph(doc_link(f"{series.package} {old} → {new}", f"{folder}/{page_name(series, old, new)}"), counts))
+                pages.append(f"{folder}/{page_name(series, old, new)}")
+                items.append(paragraph(doc_link(f"{series.package} {old} → {new}", pages[-1]), counts))
             out.append(bullets(items) if items else paragraph("Fewer than two releases of this series have a committed run."))
             missing = [v for v in series.versions if v not in committed]
             if missing:
                 out.append(paragraph(f"No committed run yet of {', '.join(missing)} (", nodes.literal("", "nox -s sweep"), " makes them)."))
-        return out
+        return [*out, hidden_toctree(self.env.docname, pages)]
+
+
+def hidden_toctree(parent: str, docnames: list[str]) -> nodes.compound:
+    """The upgrade pages in the navigation, newest first (a glob would sort 2.10 before 2.9)."""
+    toctree = addnodes.toctree(
+        parent=parent, entries=[(None, name) for name in docnames], includefiles=list(docnames), maxdepth=1,
+        caption=None, glob=False, hidden=True, includehidden=False, numbered=0, titlesonly=False,
+    )
+    wrapper = nodes.compound(classes=["toctree-wrapper"])
+    wrapper += toctree
+    return wrapper
 
 
 class BuildAgainstHistoryDirective(SphinxDirective):
