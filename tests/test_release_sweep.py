@@ -11,7 +11,7 @@ import pytest
 from factories import make_environment, make_kb, make_record, write_results_file
 from test_releases import write
 from torchclaims.cli import main
-from torchclaims.release_sweep import Sweep, plan, select
+from torchclaims.release_sweep import Measured, Sweep, plan, report, select
 from torchclaims.releases import load_releases
 from torchclaims.records import ScriptInfo
 
@@ -140,3 +140,13 @@ def test_the_command_line_dry_run_plans_without_installing(project, capsys):
     assert not (project / ".sweep" / "env").exists()
     assert main(["sweep", "--root", str(project), "--series", "nope", "--dry-run"]) == 2
     json.loads((project / "results" / "cpu-torch2.9.0-1.json").read_text())  # untouched
+
+
+def test_the_summary_prints_the_figures_beside_the_targets(project):
+    releases = select(load_releases(project), ["torch"], ["2.9.0", "2.10.0"])
+    ran = [Measured(releases[0], "ran", install_s=120, verify_s=150, env_bytes=6 * 10**9), Measured(releases[1], "current", "current: x.json")]
+    lines = report(ran, wall_s=300, peak_bytes=8 * 10**9)
+    assert lines[0].split() == ["torch-2.9.0", "ran", "(install", "2.0", "min,", "verify", "2.5", "min,", "environment", "6.0", "GB)"]
+    assert "1 environment(s) run, 1 current, 0 failed, in 5.0 min" in lines
+    assert "peak disk of the sweep's folder: 8.0 GB (target < 15 GB)" in lines
+    assert report([ran[1]], wall_s=4.2, peak_bytes=0)[-1] == "nothing to run: 4.2 s (target < 120 s)"
