@@ -128,7 +128,7 @@ class UpgradeIndexDirective(SphinxDirective):
         out: list[nodes.Node] = []
         folder = self.env.app.config.torchclaims_upgrades_dir
         pages = []
-        for series in versions.series():
+        for series in (s for s in versions.series() if s.default or versions.committed[s.name]):
             committed = versions.committed[series.name]
             out.append(nodes.rubric("", f"{series.package} on {series.backend}"))
             items = []

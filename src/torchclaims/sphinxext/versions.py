@@ -45,6 +45,11 @@ class VersionsState:
     def series(self) -> list[Series]:
         return list(self.releases.series.values()) if self.releases else []
 
+    def shown_series(self) -> list[Series]:
+        """Series a page draws: a default one with any run, another once a committed file stands for one of its releases
+        (this build alone stands for a release of the transformers series too, but nobody swept it)."""
+        return [s for s in self.series() if self.committed[s.name] or (s.default and self.shown[s.name])]
+
 
 _ATTRIBUTE = "_torchclaims_versions"
 
@@ -122,9 +127,7 @@ class RenderVersionStrips(SphinxPostTransform):
         state, versions = get_state(self.app), get_versions(self.app)
         for node in list(self.document.findall(version_strip)):
             rows = []
-            for series in versions.series():
-                if not versions.shown[series.name]:
-                    continue
+            for series in versions.shown_series():
                 steps = steps_for(state, versions, series, node["claim_id"])
                 rows.append([f"{series.backend} · {series.package}", strip_line(steps), range_sentence(series, steps)])
             if not rows:
@@ -172,7 +175,7 @@ def range_views(app: Sphinx) -> dict[str, list[RangeView]]:
     """backend -> one range per series with runs there (the matrix's hook)."""
     state, versions = get_state(app), get_versions(app)
     out: dict[str, list[RangeView]] = {}
-    for series in versions.series():
+    for series in versions.shown_series():
         chosen = list(versions.shown[series.name])
         if chosen:
             span = chosen[0] if len(chosen) == 1 else f"{chosen[0]}–{chosen[-1]}"
