@@ -88,6 +88,7 @@ def test_a_release_runs_in_its_own_environment_which_is_removed_afterwards(proje
     assert venv[1:3] == ["-m", "venv"] and torch[-1] == "torch==2.9.0"
     assert project_install[-2:] == [f"{project}[claims]", "torch==2.9.0"]
     assert verify[1] == "verify" and verify[verify.index("--backend") + 1] == "cpu"
+    assert verify[verify.index("--timeout") + 1] == "300"
     env = recorder.calls[1][1]
     assert env["PIP_NO_CACHE_DIR"] == "1" and env["TMPDIR"].startswith(str(project / ".sweep"))
     held = Path(env["PIP_CONSTRAINT"]).read_text()
@@ -150,3 +151,12 @@ def test_the_summary_prints_the_figures_beside_the_targets(project):
     assert "1 environment(s) run, 1 current, 0 failed, in 5.0 min" in lines
     assert "peak disk of the sweep's folder: 8.0 GB (target < 15 GB)" in lines
     assert report([ran[1]], wall_s=4.2, peak_bytes=0)[-1] == "nothing to run: 4.2 s (target < 120 s)"
+
+
+def test_a_series_may_give_its_claims_more_time(project):
+    recorder = Recorder(project)
+    xla = select(load_releases(project), ["torch_xla"], ["2.9.0"])[0]
+    sweep(project, recorder).run_release(xla)
+    verify = next(command for command, _ in recorder.calls if command[1:2] == ["verify"])
+    env = next(env for command, env in recorder.calls if command[1:2] == ["verify"])
+    assert verify[verify.index("--timeout") + 1] == "2400" and env["PJRT_DEVICE"] == "CPU"

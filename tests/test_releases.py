@@ -23,6 +23,7 @@ backend = "xla"
 package = "torch_xla"
 versions = ["2.8.1", "2.9.0"]
 requires_by_version = { "2.8.1" = ["torch==2.8.0"], "2.9.0" = ["torch==2.9.0"] }
+timeout = 2400
 
 [series.transformers]
 backend = "cpu"

@@ -208,7 +208,7 @@ class Sweep:
             verify = [
                 str(env_dir / "bin" / "torchclaims"), "verify", "--root", str(self.root), "--backend", release.series.backend,
                 "--output", str(self.results_dir), "--records-dir", str(self.work_dir / "records" / release.name),
-                "--label", self.label(release), "--timeout", f"{self.timeout:g}",
+                "--label", self.label(release), "--timeout", f"{release.series.timeout or self.timeout:g}",
             ]
             backend_env = {"TORCHCLAIMS_BACKEND": release.series.backend} | ({"PJRT_DEVICE": "CPU"} if release.series.backend == "xla" else {})
             status = self.run(verify, backend_env)  # 1: a claim errored; its record says why

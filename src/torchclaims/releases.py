@@ -52,6 +52,7 @@ class SeriesModel(BaseModel):
     requires: list[Requirement] = Field(default_factory=list)
     requires_by_version: dict[Version, list[Requirement]] = Field(default_factory=dict)
     follows: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]] = Field(default_factory=list)
+    timeout: float | None = Field(None, gt=0, le=7200)
     default: bool = True
 
 
@@ -73,6 +74,7 @@ class Series:
     requires_by_version: dict[str, tuple[str, ...]] = field(default_factory=dict)
     follows: tuple[str, ...] = ()  # packages left to pip: they move with the release (its own dependencies)
     default: bool = True
+    timeout: float | None = None  # seconds per claim, when the series needs more than the sweep's default
     held: dict[str, str] = field(default_factory=dict)  # canonical name -> version, the varied package and its followers left out
 
     @property
@@ -177,7 +179,7 @@ def load_releases(root: Path) -> Releases:
             problems.append(Problem(path, f"series.{name}.requires_by_version", f"names releases not in versions: {', '.join(unknown)}"))
         one = Series(
             name, s.backend, s.package, tuple(s.versions), tuple(s.requires),
-            {k: tuple(v) for k, v in s.requires_by_version.items()}, tuple(s.follows), s.default,
+            {k: tuple(v) for k, v in s.requires_by_version.items()}, tuple(s.follows), s.default, s.timeout,
         )
         series[name] = replace(one, held={k: v for k, v in held.items() if k not in one.unheld})
     if problems:
