@@ -89,6 +89,7 @@ def test_a_release_runs_in_its_own_environment_which_is_removed_afterwards(proje
     assert project_install[-2:] == [f"{project}[claims]", "torch==2.9.0"]
     assert verify[1] == "verify" and verify[verify.index("--backend") + 1] == "cpu"
     assert verify[verify.index("--timeout") + 1] == "300"
+    assert "--workflow-run" not in verify  # made on this machine: a file submitted by hand
     env = recorder.calls[1][1]
     assert env["PIP_NO_CACHE_DIR"] == "1" and env["TMPDIR"].startswith(str(project / ".sweep"))
     held = Path(env["PIP_CONSTRAINT"]).read_text()

@@ -18,9 +18,11 @@ CHANGES_PAGE = "# Changes\n\n```{build-against-history}\n```\n\n```{claims-chang
 
 
 def release_run(record, version: str, verdict: Verdict, **update):
+    """The record as another torch release would have made it; its checks say what its verdict says."""
     env = record.environment.model_dump()
     env_at = Environment.model_validate({**env, "torch": version, "packages": {**env["packages"], "torch": version}})
-    return record.model_copy(update={"environment": env_at, "verdict": verdict, "reason": "", **update}), env_at
+    checks = [check.model_copy(update={"outcome": verdict}) for check in record.checks]
+    return record.model_copy(update={"environment": env_at, "verdict": verdict, "reason": "", "checks": checks, **update}), env_at
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +88,7 @@ def test_an_upgrade_page_names_the_two_runs_the_packages_and_what_moved(site):
     assert "Before: cpu-torch2.9.0.json (cpu, torch 2.9.0" in text and "After: cpu-torch2.10.0.json (cpu, torch 2.10.0" in text
     assert "torch 2.9.0 2.10.0" in text  # the packages table
     assert "2 claims compared; 1 changed verdict, 1 of them held before and no longer hold" in text
-    assert "kb-holds ✔ holds ✘ refuted" in text
+    assert "kb-holds ✔ holds submitted by hand, not reproduced ✘ refuted submitted by hand, not reproduced" in text
     index = html(root, "docs/upgrades.html")
     assert "torch 2.9.0 → 2.10.0 : 1 verdicts moved" in index and "No committed run yet of 2.11.0" in index
     assert "isn't included in any toctree" not in site[2].stderr  # the index puts its pages in the navigation
@@ -95,7 +97,7 @@ def test_an_upgrade_page_names_the_two_runs_the_packages_and_what_moved(site):
 def test_the_upgrade_page_and_torchclaims_diff_say_the_same(site):
     root, _, _ = site
     diff = subprocess.run(
-        [sys.executable, "-m", "torchclaims", "diff", str(root / "results" / "cpu-torch2.9.0.json"), str(root / "results" / "cpu-torch2.10.0.json")],
+        [sys.executable, "-m", "torchclaims", "diff", "--root", str(root), str(root / "results" / "cpu-torch2.9.0.json"), str(root / "results" / "cpu-torch2.10.0.json")],
         capture_output=True, text=True,
     )
     assert diff.returncode == 1  # a claim that held no longer does
@@ -107,3 +109,4 @@ def test_the_build_is_compared_with_the_committed_history(site):
     text = html(root, "docs/changes.html")
     assert f"This build (torch {build_torch}) against the committed run of the nearest earlier release: 1 claim moved: kb-holds." in text
     assert "Before: cpu-torch2.10.0.json" in text and "After: this build" in text
+    assert "✘ refuted submitted by hand, not reproduced ✔ holds this build" in text  # each verdict with its source

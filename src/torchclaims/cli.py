@@ -244,8 +244,9 @@ def cmd_sweep(args) -> ExitCode:
     if unknown:
         raise UsageError(f"unknown series {', '.join(unknown)}; sweep/releases.toml names {', '.join(releases.series)}")
     index = CPU_INDEX if args.torch_index == "cpu" else args.torch_index
+    timeout = config.seconds(os.environ.get("TORCHCLAIMS_TIMEOUT", "300") if args.timeout is None else args.timeout, "--timeout / TORCHCLAIMS_TIMEOUT")
     work_dir = Path(args.work_dir).resolve()
-    sweep = Sweep(root, releases, work_dir, root / "results", torch_index=index, timeout=args.timeout)
+    sweep = Sweep(root, releases, work_dir, root / "results", torch_index=index, timeout=timeout, workflow_run=args.workflow_run)
     started = time.perf_counter()
     work_dir.mkdir(parents=True, exist_ok=True)
     with PeakDisk(work_dir) as peak:
@@ -324,8 +325,9 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--versions", nargs="+", default=[], help="only these releases")
     sweep.add_argument("--work-dir", default=".sweep", help="the environment, pip's temporary files and record cache (default: .sweep)")
     sweep.add_argument("--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""), help="extra index for torch on cpu series; 'cpu' names the CPU builds")
-    sweep.add_argument("--timeout", type=float, default=float(os.environ.get("TORCHCLAIMS_TIMEOUT", 300)), help="seconds per claim")
+    sweep.add_argument("--timeout", help="seconds per claim (default: $TORCHCLAIMS_TIMEOUT or 300; a series may set its own)")
     sweep.add_argument("--dry-run", action="store_true", help="say what would run; install nothing")
+    sweep.add_argument("--workflow-run", action="store_true", help="inside a GitHub Actions job: each results file states the run as its provenance")
     sweep.set_defaults(run=cmd_sweep)
 
     new = add("new", "scaffold a claim record and its verification script")

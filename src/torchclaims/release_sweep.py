@@ -162,6 +162,7 @@ class Sweep:
     results_dir: Path
     torch_index: str = ""  # an extra index for torch itself on cpu series (the CPU builds)
     timeout: float = 300.0
+    workflow_run: bool = False  # inside a GitHub Actions job: each file states the run (verify --workflow-run)
     run: Run = run_command
     python: str = sys.executable
     free_bytes: Callable[[Path], int] = field(default=lambda path: shutil.disk_usage(path).free)
@@ -209,7 +210,7 @@ class Sweep:
                 str(env_dir / "bin" / "torchclaims"), "verify", "--root", str(self.root), "--backend", release.series.backend,
                 "--output", str(self.results_dir), "--records-dir", str(self.work_dir / "records" / release.name),
                 "--label", self.label(release), "--timeout", f"{release.series.timeout or self.timeout:g}",
-            ]
+            ] + (["--workflow-run"] if self.workflow_run else [])
             backend_env = {"TORCHCLAIMS_BACKEND": release.series.backend} | ({"PJRT_DEVICE": "CPU"} if release.series.backend == "xla" else {})
             status = self.run(verify, backend_env)  # 1: a claim errored; its record says why
             verified = time.perf_counter()

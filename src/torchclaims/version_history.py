@@ -17,7 +17,8 @@ from datetime import datetime
 
 from .records import Environment, ResultRecord, Verdict
 from .releases import Series, version_key
-from .store import EARLIER_BUILD, THIS_BUILD, Store
+from .provenance import Source
+from .store import EARLIER_BUILD, THIS_BUILD, Entry, Store
 
 REASON_CHARS = 90
 
@@ -30,6 +31,11 @@ class Run:
     environment: Environment
     records: dict[str, ResultRecord]
     label: str = ""
+    source: Source | None = None  # how far the run can be relied on (provenance); None: from its origin alone
+
+    def entry(self, claim_id: str) -> Entry:
+        """The claim's record as the store holds it: with this run's origin and source."""
+        return Entry(self.records[claim_id], self.origin, self.label, self.source)
 
     @property
     def started(self) -> datetime:
@@ -40,10 +46,11 @@ class Run:
         return self.origin != THIS_BUILD
 
     def describe(self) -> str:
-        """'cpu-torch2.14.1-….json (cpu, torch 2.14.1, 2026-11-29, sweep: …)'."""
+        """'cpu-torch2.14.1-….json (cpu, torch 2.14.1, 2026-11-29, sweep: …; submitted by hand, not reproduced)'."""
         label = f", {self.label}" if self.label else ""
         name = "this build" if self.origin == THIS_BUILD else self.origin
-        return f"{name} ({self.environment.backend}, torch {self.environment.torch}, {self.started:%Y-%m-%d}{label})"
+        mark = f"; {self.source.mark}" if self.source and self.origin != THIS_BUILD else ""
+        return f"{name} ({self.environment.backend}, torch {self.environment.torch}, {self.started:%Y-%m-%d}{label}{mark})"
 
 
 def runs(store: Store) -> list[Run]:
@@ -56,7 +63,7 @@ def runs(store: Store) -> list[Run]:
     out = []
     for origin, entries in sorted(grouped.items()):
         environment = store.build_environment if origin == THIS_BUILD and store.build_environment else entries[0].record.environment
-        out.append(Run(origin, environment, {e.record.claim_id: e.record for e in entries}, entries[0].label))
+        out.append(Run(origin, environment, {e.record.claim_id: e.record for e in entries}, entries[0].label, entries[0].source))
     return out
 
 

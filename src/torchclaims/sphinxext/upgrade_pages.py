@@ -23,7 +23,7 @@ from sphinx.util.docutils import SphinxDirective
 from ..records import write_if_changed
 from ..releases import Series
 from ..scope import ran_on
-from ..store import THIS_BUILD, Entry
+from ..store import THIS_BUILD
 from ..upgrades import Comparison, compare
 from ..version_history import Run, baseline_for, consecutive
 from .evidence import verdict_badge
@@ -59,10 +59,6 @@ def write_upgrade_pages(app: Sphinx) -> None:
             page.unlink()
 
 
-def _entry(record) -> nodes.Node:
-    return verdict_badge(Entry(record, ""))
-
-
 def comparison_nodes(comparison: Comparison) -> list[nodes.Node]:
     """The body of an upgrade page (and of the build's comparison): runs, packages, moves."""
     old, new = comparison.old, comparison.new
@@ -82,7 +78,7 @@ def comparison_nodes(comparison: Comparison) -> list[nodes.Node]:
     regressions = len(comparison.regressions)
     out.append(paragraph(summary + (f", {regressions} of them held before and no longer hold." if regressions else ".")))
     rows = [
-        [claim_ref(c.claim_id, nodes.literal("", c.claim_id)), _entry(c.old), _entry(c.new), c.new.reason[:200]]
+        [claim_ref(c.claim_id, nodes.literal("", c.claim_id)), verdict_badge(old.entry(c.claim_id)), verdict_badge(new.entry(c.claim_id)), c.new.reason[:200]]
         for c in comparison.verdicts
     ]
     if rows:
