@@ -177,5 +177,5 @@ def sweep(session: nox.Session) -> None:
 
 @nox.session(default=False, python=False)
 def clean(session: nox.Session) -> None:
-    """Remove generated files (site, gallery pages, records of this machine)."""
-    session.run("rm", "-rf", "_build", "docs/auto_gallery", "sg_execution_times.rst", external=True)
+    """Remove generated files (site, gallery and upgrade pages, records of this machine, the sweep's folder)."""
+    session.run("rm", "-rf", "_build", "docs/auto_gallery", "docs/upgrades", ".sweep", "sg_execution_times.rst", external=True)
