@@ -110,3 +110,14 @@ def test_the_build_is_compared_with_the_committed_history(site):
     assert f"This build (torch {build_torch}) against the committed run of the nearest earlier release: 1 claim moved: kb-holds." in text
     assert "Before: cpu-torch2.10.0.json" in text and "After: this build" in text
     assert "✘ refuted submitted by hand, not reproduced ✔ holds this build" in text  # each verdict with its source
+
+
+def test_a_pair_that_goes_away_leaves_neither_its_page_nor_its_output(site):
+    """Runs last: it changes the site the other tests read."""
+    root, _, _ = site
+    (root / "results" / "cpu-torch2.10.0.json").unlink()
+    third = build(root)
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert not (root / "docs" / "upgrades" / "torch-2.9.0-2.10.0.md").exists()
+    assert not (root / "_build" / "html" / "docs" / "upgrades" / "torch-2.9.0-2.10.0.html").exists()
+    assert "Fewer than two releases of this series have a committed run" in html(root, "docs/upgrades.html")

@@ -57,6 +57,10 @@ def write_upgrade_pages(app: Sphinx) -> None:
     for page in folder.glob("*.md"):
         if page.name not in wanted:
             page.unlink()
+            # Sphinx keeps the output of a removed page; a pair that went away must not stay published.
+            outfile = getattr(app.builder, "get_outfilename", None)
+            if outfile is not None:
+                Path(outfile(f"{app.config.torchclaims_upgrades_dir}/{page.stem}")).unlink(missing_ok=True)
 
 
 def comparison_nodes(comparison: Comparison) -> list[nodes.Node]:
