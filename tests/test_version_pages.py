@@ -107,7 +107,7 @@ def test_the_upgrade_page_and_torchclaims_diff_say_the_same(site):
 def test_the_build_is_compared_with_the_committed_history(site):
     root, build_torch, _ = site
     text = html(root, "docs/changes.html")
-    assert f"This build (torch {build_torch}) against the committed run of the nearest earlier release: 1 claim moved: kb-holds." in text
+    assert f"This build (torch {build_torch}) against the committed run of the nearest earlier release, torch 2.10.0: 1 claim moved: kb-holds." in text
     assert "Before: cpu-torch2.10.0.json" in text and "After: this build" in text
     assert "✘ refuted submitted by hand, not reproduced ✔ holds this build" in text  # each verdict with its source
 

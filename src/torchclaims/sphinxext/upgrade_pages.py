@@ -21,7 +21,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 from ..records import write_if_changed
-from ..releases import Series
+from ..releases import Series, version_key
 from ..scope import ran_on
 from ..store import THIS_BUILD
 from ..upgrades import Comparison, compare
@@ -178,8 +178,13 @@ class BuildAgainstHistoryDirective(SphinxDirective):
     def compared(self, build: Run, baseline: Run, series: Series, version: str) -> list[nodes.Node]:
         comparison = compare(baseline, build)
         moved = [c.claim_id for c in comparison.verdicts]
-        same = series.release_of(baseline.environment) == version
-        against = "the committed run of the same release" if same else "the committed run of the nearest earlier release"
+        base = series.release_of(baseline.environment)
+        if base == version:
+            against = "the committed run of the same release"
+        elif version_key(base) < version_key(version):
+            against = f"the committed run of the nearest earlier release, {series.package} {base}"
+        else:
+            against = f"the committed run of the nearest later release, {series.package} {base} (no earlier release has one)"
         headline = (
             f"This build ({series.package} {version}) against {against}: "
             + (f"{len(moved)} claim{'s' if len(moved) != 1 else ''} moved: {', '.join(moved)}." if moved else "no claim moved.")
