@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .records import Environment, ResultRecord, Verdict
+from .sweeps.table import NOT_LISTED, SweepTable
+
+ABSENT = "(not listed)"
 
 
 @dataclass(frozen=True)
@@ -50,3 +53,39 @@ def describe(old: Environment, new: Environment) -> str:
     if not moved:
         return "no package versions differ"
     return ", ".join(f"{name} {a} -> {b}" for name, (a, b) in moved.items())
+
+
+@dataclass(frozen=True)
+class CellChange:
+    """One coverage-table cell whose outcome moved between two runs."""
+
+    table: str
+    row: str
+    column: str
+    old: str  # outcome name, or ABSENT
+    new: str
+    detail: str  # the new run's detail (the old one's if the cell left the list)
+
+
+def _outcomes(table: SweepTable) -> dict[tuple[str, str], tuple[str, str]]:
+    cells = {}
+    for column in table.columns:
+        for index, code in enumerate(column.codes):
+            if code != NOT_LISTED:
+                cells[(table.rows[index], column.name)] = (column.legend[code], column.details.get(index, ""))
+    return cells
+
+
+def table_changes(old: ResultRecord, new: ResultRecord) -> list[CellChange]:
+    """Cells of same-named tables whose outcome differs, in row then column order of the new run."""
+    changes = []
+    old_tables = {t.name: t for t in old.tables}
+    for table in new.tables:
+        if table.name not in old_tables:
+            continue
+        before, after = _outcomes(old_tables[table.name]), _outcomes(table)
+        for key in list(after) + [k for k in before if k not in after]:
+            (was, old_detail), (now, new_detail) = before.get(key, (ABSENT, "")), after.get(key, (ABSENT, ""))
+            if was != now:
+                changes.append(CellChange(table.name, key[0], key[1], was, now, new_detail or old_detail))
+    return changes

@@ -17,7 +17,7 @@ from pathlib import Path
 from . import config
 from .admission import Admission
 from .backends import BACKEND_ENV_VAR, requested_backend
-from .changes import describe
+from .changes import describe, table_changes
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, Problem, TorchclaimsError, UsageError
 from .provenance import from_github_actions
@@ -155,10 +155,28 @@ def cmd_diff(args) -> ExitCode:
         for row in rows:
             note = f" ({row.note})" if row.note else ""
             print(f"  {row.claim_id}: {row.what}: {row.before} -> {row.after}{note}")
+    for claim_id in sorted(set(before) & set(after)):
+        print_table_changes(claim_id, table_changes(before[claim_id], after[claim_id]), args.cells)
     if args.reproduce and changes:
         print(f"not reproduced: {len(changes)} claim(s) gave another verdict in {args.new}", file=sys.stderr)
         return ExitCode.FAILED
     return ExitCode.FAILED if comparison.regressions and not args.no_gate and not args.reproduce else ExitCode.OK
+
+
+def print_table_changes(claim_id: str, cells, every: bool, shown: int = 30) -> None:
+    """Per-row changes of a claim's coverage tables, grouped by what became what."""
+    if not cells:
+        return
+    print(f"{claim_id}: {len(cells)} table cells changed outcome")
+    groups: dict[tuple[str, str], list] = {}
+    for cell in cells:
+        groups.setdefault((cell.old, cell.new), []).append(cell)
+    for (old, new), group in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        print(f"  {old} -> {new} ({len(group)})")
+        for cell in group if every else group[:shown]:
+            print(f"    {cell.row} [{cell.column}]" + (f": {cell.detail}" if every and cell.detail else ""))
+        if not every and len(group) > shown:
+            print(f"    ... and {len(group) - shown} more (--cells lists every one)")
 
 
 def cmd_merge(args) -> ExitCode:
@@ -298,13 +316,14 @@ def parser() -> argparse.ArgumentParser:
     lint = add("lint", "check claim records and scripts; report every problem")
     lint.set_defaults(run=cmd_lint)
 
-    diff = add("diff", "list claims whose verdict moved between two results files")
+    diff = add("diff", "list claims whose verdict moved, and coverage-table cells that changed, between two results files")
     diff.add_argument("old")
     diff.add_argument("new")
     diff.add_argument("--no-gate", action="store_true", help="exit 0 even when a claim that held no longer does")
     diff.add_argument(
         "--reproduce", action="store_true", help="exit 1 when any claim in both files has another verdict in NEW (files of one backend)"
     )
+    diff.add_argument("--cells", action="store_true", help="list every changed coverage-table cell, with its detail")
     diff.set_defaults(run=cmd_diff)
 
     merge = add("merge", "check results files and add them to results/")

@@ -31,7 +31,9 @@ from pathlib import Path
 from .backends import Backend, requested_backend, resolve_backend
 from .errors import UsageError
 from .records import CheckResult, Measurement, ResultRecord, ScriptInfo, Verdict, combine, now, write_record
+from .sweeps.table import SweepTable
 
+DEADLINE_ENV = "TORCHCLAIMS_DEADLINE"  # wall-clock time (epoch seconds) at which the runner stops the script
 RECORD_PATH_ENV = "TORCHCLAIMS_RECORD_PATH"
 RECORDS_DIR_ENV = "TORCHCLAIMS_RECORDS_DIR"
 SCRIPT_ENV = "TORCHCLAIMS_SCRIPT"  # project-relative script path, set by the runner
@@ -155,6 +157,7 @@ class Verification:
         self.backend = backend
         self.conditions = conditions
         self._checks: list[CheckResult] = []
+        self._tables: list[SweepTable] = []
         self._started_at = now()
         self._clock = time.perf_counter()
         self._finished: ResultRecord | None = None
@@ -181,6 +184,21 @@ class Verification:
         """Wait for queued device work (and, on lazy backends, execute the graph)."""
         self.backend.synchronize()
 
+    def time_left(self) -> float | None:
+        """Seconds until the runner's time limit stops this script (None when there is none).
+
+        A long sweep sizes its own time guard from it, so that it ends with a
+        record instead of being killed.
+        """
+        deadline = os.environ.get(DEADLINE_ENV)
+        return None if not deadline else max(0.0, float(deadline) - time.time())
+
+    def add_table(self, table: SweepTable) -> None:
+        """Keep a coverage sweep's whole table in the result record."""
+        if self._finished is not None:
+            raise UsageError(f"{self.claim_id}: table {table.name!r} added after finish()")
+        self._tables.append(table)
+
     def _add(self, result: CheckResult) -> None:
         self._checks.append(result)
         print(f"[{result.outcome.value:>10}] {result.name}" + (f": {result.detail}" if result.detail else ""))
@@ -206,6 +224,7 @@ class Verification:
             duration_s=round(time.perf_counter() - self._clock, 3),
             script=_script_info(),
             environment=collect(self.backend),
+            tables=self._tables,
         )
         write_record(_record_path(self.claim_id, self.backend.name), record)
         self._finished = record

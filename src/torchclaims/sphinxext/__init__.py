@@ -18,6 +18,7 @@ def setup(app: Sphinx) -> dict:
     from .backends_table import setup_backends_table
     from .changes_page import setup_changes
     from .claim import setup_claim
+    from .coverage_tables import setup_coverage_tables
     from .gallery import setup_gallery
     from .gallery_safety import setup_gallery_safety
     from .links import setup_links
@@ -39,6 +40,7 @@ def setup(app: Sphinx) -> dict:
     setup_measure(app)  # claim-measure: figures in prose, read from records
     setup_changes(app)  # claims-changes
     setup_backends_table(app)  # backend-descriptors
+    setup_coverage_tables(app)  # coverage-table: sweep tables per backend, searchable, with downloads
     setup_gallery(app)  # gallery cards with verdicts, script pages that lead back to their claim
     setup_publishing(app)  # downloads, search data, favicon, the published folder
     setup_gallery_safety(app)  # script text and links never run in a reader's browser
@@ -63,3 +65,4 @@ def _add_static(app: Sphinx) -> None:
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))  # favicon.svg rides along (publishing.py)
     app.add_css_file("torchclaims.css")
     app.add_js_file("torchclaims.js")
+    app.add_js_file("torchclaims-sweep.js")

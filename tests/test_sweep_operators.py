@@ -1,0 +1,171 @@
+"""The operator sweep, with operators whose outcome is known.
+
+On this machine only the CPU exists, so the device side of a comparison is
+the CPU too (``compare_with_cpu=True`` forces the comparison). Fake operators
+stand in for device behaviour: the CPU reference runs on the sample as it was
+made (its tensors carry the "made for the device" mark), the device call on a
+copy of it, so an operator can tell the two calls apart and answer like a
+device that differs from the CPU.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pytest
+import torch
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchclaims.sweeps.fallback import DispatcherFallbacks, NoFallback
+from torchclaims.sweeps.op_check import check_cell
+from torchclaims.sweeps.op_list import cells_for
+from torchclaims.sweeps.op_samples import FOR_DEVICE, for_device, make_samples
+from torchclaims.sweeps.operators import cell_outcome, sweep_operators
+from torchclaims.sweeps.pool import Failure
+
+OPS = {op.name + (f".{op.variant_test_name}" if op.variant_test_name else ""): op for op in op_db}
+CPU = torch.device("cpu")
+
+
+def run(op, dtype="float32", probe=NoFallback(), **kwargs):
+    settings = dict(atol=1e-3, rtol=1e-3, compare_with_cpu=True, probe=probe, sync=lambda: None, max_samples=None)
+    return check_cell(op, dtype, CPU, **(settings | kwargs))
+
+
+class FakeOp:
+    """An OpInfo-like operator with two float32 samples and a scripted device side."""
+
+    name, variant_test_name, decorators = "fake", "", []
+
+    def __init__(self, device_side):
+        self.device_side = device_side
+
+    def supported_dtypes(self, device_type):
+        return {torch.float32}
+
+    @staticmethod
+    def sample_inputs_func(op, device, dtype, requires_grad):
+        for n in (3, 4):
+            yield SampleInput(torch.arange(n, dtype=dtype, device=device))
+
+    def __call__(self, x):
+        return x * 2 if getattr(x, FOR_DEVICE, False) else self.device_side(x)
+
+
+def test_matching_operator_is_native_on_every_sample():
+    answer = run(OPS["add"])
+    assert answer["samples"] and set(answer["samples"]) == {"n"}
+    assert cell_outcome(answer)[0] == "N"
+
+
+def test_tensor_split_index_tensors_stay_on_the_cpu_as_test_compare_cpu_leaves_them():
+    samples = make_samples(OPS["tensor_split"], torch.float32, None)
+    with_tensor_indices = [s for s in samples if isinstance(s.args[0], torch.Tensor)]
+    assert with_tensor_indices, "op_db's tensor_split samples have index tensors"
+    for sample in with_tensor_indices:
+        moved = for_device(sample, torch.device("meta"), "tensor_split")
+        assert moved.input.device.type == "meta"  # made for the device: moved
+        assert moved.args[0].device.type == "cpu"  # made without a device: stays, as PyTorch requires
+    assert set(run(OPS["tensor_split"])["samples"]) == {"n"}
+
+
+def test_as_strided_gets_the_storage_behind_a_partial_view():
+    op = OPS["as_strided.partial_views"]
+    sample = make_samples(op, torch.float32, 1)[0]
+    assert sample.input._base is not None and sample.input.storage_offset() > 0
+    moved = for_device(sample, torch.device("meta"), op.name)
+    assert moved.input.storage_offset() == sample.input.storage_offset()
+    assert moved.input.untyped_storage().nbytes() == sample.input.untyped_storage().nbytes()
+    assert set(run(op)["samples"]) == {"n"}  # same storage on both sides: the results agree
+    # op_db marks the comparison as an expected failure, so the sweep excludes it (as PyTorch does)
+    assert all(c.excluded == "op_db expects test_compare_cpu to fail here" for c in cells_for(op, "xla"))
+
+
+def test_dropout_like_random_samples_run_but_are_not_compared():
+    answer = run(OPS["nn.functional.alpha_dropout"])
+    codes = answer["samples"]
+    assert "d" in codes, "training-mode samples draw random numbers"
+    assert "n" in codes, "samples with p=0 or training=False are compared"
+    code, detail, _ = cell_outcome(answer)
+    assert code == "N" and f"{codes.count('d')} samples drew random numbers" in detail
+
+
+def test_metadata_skips_and_tolerance_overrides_are_honoured():
+    (dropout,) = [c for c in cells_for(OPS["nn.functional.dropout"], "xla") if c.dtype == "float32"]
+    assert dropout.excluded.startswith("op_db skips test_compare_cpu")
+    bf16 = [c for c in cells_for(OPS["add"], "xla") if c.dtype == "bfloat16"][0]
+    assert bf16.rtol == pytest.approx(0.016)  # torch.testing's bfloat16 default is looser than 1e-3
+
+
+def test_every_sample_runs_after_a_mismatch_and_the_worst_decides():
+    answer = run(FakeOp(lambda x: x * 2 + (x.numel() == 4)))  # the second sample is off by one
+    assert answer["samples"] == "nm"
+    code, detail, samples = cell_outcome(answer)
+    assert code == "M" and detail.startswith("1 of 2 samples differ; sample 1:")
+    assert "atol 0.001" in detail
+
+
+def test_raises_and_no_kernel_and_cpu_fallback():
+    def fails(x):
+        raise RuntimeError("lowering failed\nmore")
+
+    def missing(x):
+        raise NotImplementedError("Could not run 'aten::fake' with arguments from the 'XLA' backend")
+
+    assert cell_outcome(run(FakeOp(fails)))[:2] == ("R", "sample 0: RuntimeError: lowering failed")
+    assert cell_outcome(run(FakeOp(missing)))[0] == "K"
+
+    class Falls:
+        @contextmanager
+        def watch(self):
+            yield ["aten::histc"]
+
+    code, detail, samples = cell_outcome(run(FakeOp(lambda x: x * 2), probe=Falls()))
+    assert (code, detail, samples) == ("F", "CPU fallback: aten::histc", "ff")
+
+
+def test_cpu_reference_failure_is_no_reference_not_a_device_outcome():
+    class CpuBreaks(FakeOp):
+        def __call__(self, x):
+            if getattr(x, FOR_DEVICE, False):
+                raise ValueError("cpu says no")
+            return x * 2
+
+    code, detail, samples = cell_outcome(run(CpuBreaks(None)))
+    assert (code, samples) == ("C", "cc") and "ValueError: cpu says no" in detail
+
+
+def test_dispatcher_probe_names_operators_sent_to_the_backend_fallback():
+    x = torch.ones(3)
+    with DispatcherFallbacks("CPU").watch() as seen:
+        torch.histc(x)
+    assert seen == []  # the CPU has its own histc kernel
+    with DispatcherFallbacks("ZeroTensor").watch() as seen:  # a key whose histc entry is a backend fallback
+        torch.histc(x)
+    assert seen == ["aten::histc"]
+
+
+def test_crash_hang_harness_error_and_time_guard_outcomes():
+    assert cell_outcome(Failure("crash", "killed by SIGFPE")) == ("R", "crash: killed by SIGFPE", "s")
+    assert cell_outcome({"error": "harness: KeyError: x"})[0] == "E"
+    assert cell_outcome(None) == ("T", "", "")
+
+
+def test_sweep_lists_every_op_db_entry_and_marks_the_rest_not_reached_after_the_guard():
+    sweep = sweep_operators("cpu", guard_s=0, only=["add", "nn.functional.dropout", "as_strided.partial_views"])
+    table = sweep.table
+    assert table.rows == ["add", "as_strided.partial_views", "nn.functional.dropout"] or set(table.rows) == {
+        "add", "as_strided.partial_views", "nn.functional.dropout"}
+    add = table.rows.index("add")
+    assert table.column("float32").codes[add] == "T"
+    assert "time guard of 0 s" in table.column("float32").details[add]
+    assert {table.column("float32").codes[table.rows.index(r)] for r in table.rows if r != "add"} == {"X"}
+
+
+def test_sweep_in_workers_gives_the_known_outcomes_on_the_cpu():
+    sweep = sweep_operators("cpu", workers=2, only=["add", "tensor_split", "nn.functional.alpha_dropout"])
+    float32 = sweep.table.column("float32")
+    codes = {row: float32.codes[i] for i, row in enumerate(sweep.table.rows)}
+    assert codes == {"add": "N", "tensor_split": "N", "nn.functional.alpha_dropout": "N"}
+    assert sweep.samples_run > 20 and sweep.worker_starts == 2

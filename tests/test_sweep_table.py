@@ -1,0 +1,79 @@
+"""The coverage table a record carries: validation, bounds, counts, CSV."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from torchclaims.sweeps.table import MAX_DETAIL, SweepTable, TableBuilder, table_csv
+
+LEGEND = {"N": "native", "M": "mismatch", "X": "excluded"}
+
+
+def small_table() -> SweepTable:
+    builder = TableBuilder("operators", "operator", ["add", "mul", "sin"], {"float32": LEGEND, "int64": LEGEND},
+                           {"n": "matched", "m": "mismatch"})
+    builder.set("add", "float32", "N", samples="nn")
+    builder.set("mul", "float32", "M", "sample 1: max err 3 (atol 0.001)", "nm")
+    builder.set("sin", "float32", "X", "op_db skips it")
+    builder.set("add", "int64", "N", samples="n")
+    return builder.table()
+
+
+def test_builder_fills_unset_cells_as_not_listed_and_counts_only_listed():
+    table = small_table()
+    int64 = table.column("int64")
+    assert int64.codes == "N.."
+    assert int64.listed == 1
+    assert table.column("float32").count() == {"N": 1, "M": 1, "X": 1}
+    assert table.summary()[1] == "int64: 1 listed; 1 native (100.0%)"
+    assert table.summary()[0].startswith("float32: 3 listed; 1 native (33.3%)")
+
+
+def test_round_trip_through_json_keeps_every_cell():
+    table = small_table()
+    again = SweepTable.model_validate(json.loads(table.model_dump_json()))
+    assert again == table
+    assert list(again.cells())[1] == ("mul", "float32", "mismatch", "sample 1: max err 3 (atol 0.001)", "nm")
+
+
+def test_csv_has_one_line_per_listed_cell():
+    lines = table_csv(small_table()).splitlines()
+    assert lines[0] == "operator,column,outcome,samples,detail"
+    assert len(lines) == 1 + 4
+    assert "mul,float32,mismatch,nm,sample 1: max err 3 (atol 0.001)" in lines
+
+
+def test_details_are_clipped_to_one_bounded_line():
+    builder = TableBuilder("operators", "operator", ["add"], {"float32": LEGEND})
+    builder.set("add", "float32", "M", "line one\nline two " + "x" * 1000)
+    detail = builder.table().column("float32").details[0]
+    assert len(detail) == MAX_DETAIL and "\n" not in detail and detail.endswith("...")
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d["columns"][0].update(codes="N"), "has 1 codes for 3 rows"),
+        (lambda d: d["columns"][0].update(codes="NQ."), "codes \\['Q'\\] that its legend does not name"),
+        (lambda d: d.update(rows=["add", "add", "sin"]), "a row name appears twice"),
+        (lambda d: d["columns"][0]["details"].update({"7": "x"}), "row index 7, outside the table"),
+        (lambda d: d["columns"][0]["samples"].update({"0": "nz"}), "sample codes \\['z'\\]"),
+        (lambda d: d["columns"][0]["legend"].update({"long": "x"}), "legend"),
+        (lambda d: d["columns"][0]["details"].update({"1": "y" * (MAX_DETAIL + 1)}), "details"),
+        (lambda d: d.update(rows=[f"op{i}" for i in range(6000)]), "rows"),
+    ],
+)
+def test_hostile_tables_are_rejected_with_the_reason(change, message):
+    data = json.loads(small_table().model_dump_json())
+    change(data)
+    with pytest.raises(ValidationError, match=message):
+        SweepTable.model_validate(data)
+
+
+def test_builder_rejects_a_code_outside_the_legend():
+    builder = TableBuilder("operators", "operator", ["add"], {"float32": LEGEND})
+    with pytest.raises(ValueError, match="not in the legend"):
+        builder.set("add", "float32", "Z")
