@@ -145,7 +145,7 @@ def _serve(conn, backend_name: str, compare_with_cpu: bool) -> None:
         except Exception as exc:  # the harness broke, not the device
             answer = {"error": f"harness: {first_line(exc)}"}
         if any(stage[0] in "RK" for stage in (answer.get("forward", "-"), answer.get("generate", "-"))):
-            unusable = device_usable(backend.synchronize)
+            unusable = device_usable(backend.synchronize, probe)
             if unusable:
                 answer["restart"] = unusable
         conn.send(answer)

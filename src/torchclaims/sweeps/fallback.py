@@ -19,6 +19,9 @@ the CPU kernel. How to tell depends on the backend:
 
 ``probe_for(backend_name, device)`` picks one; ``with probe.watch() as seen:``
 around the call and the synchronisation leaves the operator names in ``seen``.
+``probe.discard_pending()`` drops work a failed call left queued on a lazy
+device (torch_xla keeps the failed graph and every later synchronisation
+fails on it), so that the next call starts clean without a new process.
 """
 
 from __future__ import annotations
@@ -36,14 +39,21 @@ class NoFallback:
     def watch(self):
         yield []
 
+    def discard_pending(self) -> None:
+        """Eager backends queue nothing a failure could leave behind."""
+
 
 class XlaCounters:
     """torch_xla's own count of operators executed through its CPU fallback."""
 
-    def __init__(self):
+    def __init__(self, device):
+        import torch_xla
         import torch_xla.debug.metrics as metrics
 
-        self.metrics = metrics
+        self.metrics, self.xla, self.device = metrics, torch_xla, str(device)
+
+    def discard_pending(self) -> None:
+        self.xla._XLAC._clear_pending_irs(self.device)
 
     @contextmanager
     def watch(self):
@@ -53,7 +63,7 @@ class XlaCounters:
         seen.extend(sorted(set(self.metrics.executed_fallback_ops()) - HOST_READS))
 
 
-class DispatcherFallbacks:
+class DispatcherFallbacks(NoFallback):
     """Operators the call reached that the dispatcher sends to ``dispatch_key``'s backend fallback."""
 
     def __init__(self, dispatch_key: str):
@@ -85,7 +95,7 @@ def probe_for(backend_name: str, device):
     if backend_name in NO_FALLBACK:
         return NoFallback()
     if backend_name == "xla":
-        return XlaCounters()
+        return XlaCounters(device)
     import torch
 
     return DispatcherFallbacks(str(torch._C._dispatch_key_for_device(device.type)))

@@ -62,14 +62,21 @@ def _mismatch_summary(message: str) -> str:
     return clip(text, PROBLEM)
 
 
-def device_usable(sync) -> str | None:
+def device_usable(sync, probe) -> str | None:
     """After a failure: collect what the failed call left behind, then synchronise.
 
     A failed call can leave device tensors in reference cycles (the traceback's
-    frames); a later synchronisation would execute them and fail again, blaming
-    the next sample. None when the device is usable, else why not.
+    frames), or a failed graph queued on a lazy device; a later synchronisation
+    would execute it and fail again, blaming the next sample. So the garbage is
+    collected, and if synchronising still fails the queued work is discarded.
+    None when the device is usable afterwards, else why not.
     """
     gc.collect()
+    try:
+        sync()
+        return None
+    except Exception:
+        probe.discard_pending()
     try:
         sync()
     except Exception as exc:
@@ -93,6 +100,7 @@ def check_cell(op, dtype: str, device: torch.device, *, atol: float, rtol: float
     codes = []
     for index, sample in enumerate(samples):
         began = time.perf_counter()
+        moved = failure = None
         try:
             moved = for_device(sample, device, op.name)
             with probe.watch() as seen:
@@ -100,17 +108,18 @@ def check_cell(op, dtype: str, device: torch.device, *, atol: float, rtol: float
                 sync()
             fallbacks.update(seen)
         except Exception as exc:
-            code = "k" if isinstance(exc, NotImplementedError) else "r"
-            codes.append(code)
-            problems.setdefault(code, f"sample {index}: {first_line(exc)}")
-            unusable = device_usable(sync)
+            failure = ("k" if isinstance(exc, NotImplementedError) else "r", f"sample {index}: {first_line(exc)}")
+        timing["device_s"] += time.perf_counter() - began
+        if failure is not None:
+            codes.append(failure[0])
+            problems.setdefault(*failure)
+            del moved  # outside the except block, so the traceback's frames are gone too
+            unusable = device_usable(sync, probe)
             if unusable:
                 answer["restart"] = unusable
                 codes.extend("." * (len(samples) - index - 1))
                 break
             continue
-        finally:
-            timing["device_s"] += time.perf_counter() - began
         began = time.perf_counter()
         codes.append(_judge(op, sample, actual, seen, atol, rtol, compare_with_cpu, problems, index))
         timing["cpu_s"] += time.perf_counter() - began
