@@ -97,9 +97,11 @@ XLA_LABEL = "torch_xla on the CPU (PJRT_DEVICE=CPU)"
 def verify_xla(session: nox.Session, label: str, *args: str) -> None:
     session.install(*XLA_REQUIREMENTS, *CONSTRAINTS)
     session.install("-e", ".[claims]", *XLA_REQUIREMENTS, *CONSTRAINTS)  # pinned again so pip keeps torch 2.9.0
+    # The coverage sweeps run every operator x dtype and every architecture:
+    # minutes each on XLA, so the per-claim time limit is raised for them.
     session.run(
         "torchclaims", "verify", "--backend", "xla", "--output", "results", "--records-dir", "_build/records-xla",
-        "--label", label, *args,
+        "--label", label, "--timeout", "2400", *args,
         env={"PJRT_DEVICE": "CPU", "TORCHCLAIMS_BACKEND": "xla"},
         success_codes=[0, 1],  # 1: a claim errored; its record says why
     )

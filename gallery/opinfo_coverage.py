@@ -31,10 +31,10 @@ the table says which operator × dtype the CPU supports, and the verdict is
 import matplotlib.pyplot as plt
 import torch
 
-from torchclaims.sweeps.operators import OUTCOMES, sweep_operators
+from torchclaims.sweeps.operators import DEFAULT_MAX_SAMPLES, OUTCOMES, sweep_operators
 from torchclaims.verify import verification
 
-MAX_SAMPLES = 8  # the first samples of each operator × dtype, in OpInfo's order
+MAX_SAMPLES = DEFAULT_MAX_SAMPLES  # the first samples of each operator x dtype, in OpInfo's order
 GUARD_MARGIN_S = 120  # kept for the figure and the record after the sweep
 
 v = verification(

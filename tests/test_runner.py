@@ -128,3 +128,16 @@ def test_verify_keeps_figures_with_the_record_and_the_results_file(tmp_path, cap
     beside_record = tmp_path / "_build" / "records" / "cpu" / "kb-figure" / "figure-1.png"
     assert beside_record.is_file()
 
+
+
+def test_a_script_knows_how_long_the_runner_gives_it(tmp_path):
+    body = """
+with v.check("time left") as check:
+    check.measure("seconds left", v.time_left())
+    check.expect(True, "")
+v.finish()
+"""
+    write_claim(tmp_path, "kb-time", body)
+    outcome, _ = run(tmp_path)
+    (seconds,) = [m.value for m in outcome.records["kb-time"].checks[0].measurements]
+    assert 0 < seconds <= 6  # the runner's timeout in run()

@@ -77,3 +77,34 @@ def test_builder_rejects_a_code_outside_the_legend():
     builder = TableBuilder("operators", "operator", ["add"], {"float32": LEGEND})
     with pytest.raises(ValueError, match="not in the legend"):
         builder.set("add", "float32", "Z")
+
+
+def test_a_results_file_with_a_broken_table_is_rejected_naming_file_and_field(tmp_path):
+    from factories import make_record, write_results_file
+    from torchclaims.errors import InvalidFileError
+    from torchclaims.results import read_results
+
+    path = write_results_file(tmp_path / "r.json", [make_record("opinfo-coverage", tables=[small_table()])])
+    assert read_results(path).records[0].tables[0] == small_table()
+    data = json.loads(path.read_text())
+    data["records"][0]["tables"][0]["columns"][0]["codes"] = "NN"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InvalidFileError) as caught:
+        read_results(path)
+    assert str(path) in str(caught.value) and "records.0.tables.0" in str(caught.value)
+    assert "has 2 codes for 3 rows" in str(caught.value)
+
+
+def test_the_runner_deadline_reaches_the_script(monkeypatch):
+    import time
+
+    from torchclaims.verify import DEADLINE_ENV, verification
+
+    monkeypatch.setenv("TORCHCLAIMS_BACKEND", "cpu")
+    monkeypatch.delenv(DEADLINE_ENV, raising=False)
+    v = verification("any-claim")
+    assert v.time_left() is None
+    monkeypatch.setenv(DEADLINE_ENV, str(time.time() + 100))
+    assert 95 < v.time_left() <= 100
+    monkeypatch.setenv(DEADLINE_ENV, str(time.time() - 5))
+    assert v.time_left() == 0.0

@@ -68,6 +68,7 @@ SAMPLE_CODES = {
 }
 # Which sample code decides the cell, worst first.
 _PRECEDENCE = (("m", "M"), ("r", "R"), ("s", "R"), ("k", "K"), ("f", "F"), ("n", "N"), ("d", "U"), ("c", "C"))
+DEFAULT_MAX_SAMPLES = 8  # samples per operator x dtype, in OpInfo's order
 MEMORY_PER_WORKER_GB = 2.0  # a torch_xla worker with op_db loaded peaks around 1.5 GB
 
 
