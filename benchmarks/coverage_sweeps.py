@@ -110,12 +110,19 @@ def session(args) -> None:
             print(f"  {record['claim_id']}: {len(table['rows'])} rows, sweep {took} s, claim {record['duration_s']:.0f} s")
 
 
+def save(args, table) -> None:
+    if args.save:
+        Path(args.save).write_text(table.model_dump_json())
+
+
 def operators(args) -> None:
     from torchclaims.sweeps.operators import sweep_operators
 
     with PeakMemory(os.getpid()) as memory:
-        sweep = sweep_operators(args.backend, max_samples=args.max_samples, workers=args.workers)
+        sweep = sweep_operators(args.backend, max_samples=args.max_samples, workers=args.workers,
+                                fast_compile=not args.default_compile)
     table = sweep.table
+    save(args, table)
     cells = len(sweep.cell_seconds)
     listed = sum(c.listed for c in table.columns)
     outcomes = Counter(outcome for _, _, outcome, _, _ in table.cells())
@@ -139,7 +146,8 @@ def architectures(args) -> None:
     from torchclaims.sweeps.architectures import sweep_architectures
 
     with PeakMemory(os.getpid()) as memory:
-        table, facts = sweep_architectures(args.backend, workers=args.workers)
+        table, facts = sweep_architectures(args.backend, workers=args.workers, fast_compile=not args.default_compile)
+    save(args, table)
     result = table.column("result")
     print(f"architectures on {args.backend}: {len(table.rows)} listed; {dict(result.count())}")
     print(f"  wall {facts['seconds']:.0f} s with {facts['workers']} workers ({facts['worker_starts']} started); "
@@ -155,6 +163,9 @@ def main() -> None:
     parser.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES)
     parser.add_argument("--workers", type=int, default=None, help="default: one per core (memory permitting)")
     parser.add_argument("--timeout", type=float, default=2400, help="seconds per claim (session)")
+    parser.add_argument("--default-compile", action="store_true",
+                        help="sweep workers keep the backend's default compiler settings (see sweeps.compile_speed)")
+    parser.add_argument("--save", help="write the sweep's table (JSON) here, e.g. to compare two runs")
     args = parser.parse_args()
     {"session": session, "operators": operators, "architectures": architectures}[args.what](args)
 

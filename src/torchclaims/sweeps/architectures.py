@@ -24,10 +24,12 @@ on the device, the device raises, crashes or hangs, or the result differs.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 import warnings
 
+from .compile_speed import worker_environment
 from .pool import Failure, WorkerPool, machine_workers
 from .table import SweepTable, TableBuilder
 
@@ -91,8 +93,12 @@ def classify(answer: dict | Failure | None) -> dict[str, tuple[str, str]]:
 
 
 def sweep_architectures(backend_name: str, *, workers: int | None = None, guard_s: float | None = None,
-                        item_timeout_s: float = 300.0, only: list[str] | None = None) -> tuple[SweepTable, dict]:
-    """(table, run facts) for every registered causal-LM architecture (or those in ``only``)."""
+                        item_timeout_s: float = 300.0, only: list[str] | None = None,
+                        fast_compile: bool = True) -> tuple[SweepTable, dict]:
+    """(table, run facts) for every registered causal-LM architecture (or those in ``only``).
+
+    ``fast_compile`` applies :mod:`.compile_speed`'s settings in the workers.
+    """
     from ..backends import resolve_backend
     from .arch_config import architectures
 
@@ -102,7 +108,8 @@ def sweep_architectures(backend_name: str, *, workers: int | None = None, guard_
     legends = {"forward": STAGES, "generate": STAGES, "result": RESULTS, "cause": CAUSES}
     builder = TableBuilder("architectures", "architecture", rows, legends)
     workers = workers or machine_workers(MEMORY_PER_WORKER_GB)
-    pool = WorkerPool(_serve, (backend.name, backend.device_type != "cpu"), workers, item_timeout_s=item_timeout_s)
+    env = worker_environment(backend.name) if fast_compile else {}
+    pool = WorkerPool(_serve, (backend.name, backend.device_type != "cpu", env), workers, item_timeout_s=item_timeout_s)
     seconds = {}
 
     def answered(name, answer, wall_s):
@@ -119,9 +126,10 @@ def sweep_architectures(backend_name: str, *, workers: int | None = None, guard_
     return builder.table(), facts
 
 
-def _serve(conn, backend_name: str, compare_with_cpu: bool) -> None:
+def _serve(conn, backend_name: str, compare_with_cpu: bool, env: dict) -> None:
     """Worker entry point: answer architecture names until told to stop."""
     warnings.filterwarnings("ignore")
+    os.environ.update(env)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
     from transformers.utils import logging as hf_logging
@@ -137,6 +145,7 @@ def _serve(conn, backend_name: str, compare_with_cpu: bool) -> None:
     backend.import_modules()
     device = backend.device()
     probe = probe_for(backend.name, device)
+    gc.freeze()  # what is loaded now lives as long as the worker: keep later collections cheap
     conn.send("ready")
     while (name := conn.recv()) is not None:
         try:

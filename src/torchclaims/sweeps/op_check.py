@@ -34,8 +34,10 @@ PROBLEM = 160  # characters kept of an exception or a mismatch description
 
 
 def first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return clip(f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__, PROBLEM)
+    """The exception's class and first line (and the next, when the first only introduces it)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else (lines[0] if lines else "")
+    return clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, PROBLEM)
 
 
 def compare(actual, expected, atol: float, rtol: float) -> str | None:

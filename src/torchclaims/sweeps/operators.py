@@ -33,6 +33,7 @@ mismatch outranks an exception). Every sample's code is kept beside the cell.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 import warnings
@@ -40,6 +41,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .op_list import DTYPES, Cell, cells_for, op_label
+from .compile_speed import worker_environment
 from .pool import Failure, WorkerPool, machine_workers
 from .table import SweepTable, TableBuilder, clip
 
@@ -128,8 +130,11 @@ def list_cells(device_type: str, dtypes=DTYPES, only: list[str] | None = None) -
 
 def sweep_operators(backend_name: str, *, dtypes=DTYPES, max_samples: int | None = None, workers: int | None = None,
                     guard_s: float | None = None, item_timeout_s: float = 180.0, only: list[str] | None = None,
-                    on_cell=None) -> OperatorSweep:
-    """Sweep op_db on ``backend_name``; ``guard_s`` is the stated time guard (None: none)."""
+                    fast_compile: bool = True, on_cell=None) -> OperatorSweep:
+    """Sweep op_db on ``backend_name``; ``guard_s`` is the stated time guard (None: none).
+
+    ``fast_compile`` applies :mod:`.compile_speed`'s settings in the workers.
+    """
     from ..backends import resolve_backend
 
     backend, _ = resolve_backend(backend_name)
@@ -146,7 +151,8 @@ def sweep_operators(backend_name: str, *, dtypes=DTYPES, max_samples: int | None
             listed[(cell.op, cell.dtype)] = cell
     workers = workers or machine_workers(MEMORY_PER_WORKER_GB)
     compare_with_cpu = backend.device_type != "cpu"
-    pool = WorkerPool(_serve, (backend.name, max_samples, compare_with_cpu), workers, item_timeout_s=item_timeout_s)
+    env = worker_environment(backend.name) if fast_compile else {}
+    pool = WorkerPool(_serve, (backend.name, max_samples, compare_with_cpu, env), workers, item_timeout_s=item_timeout_s)
     requests = {(c.op, c.dtype, c.atol, c.rtol): key for key, c in listed.items()}
     timing, seconds = Counter(), {}
 
@@ -172,9 +178,10 @@ def sweep_operators(backend_name: str, *, dtypes=DTYPES, max_samples: int | None
     )
 
 
-def _serve(conn, backend_name: str, max_samples: int | None, compare_with_cpu: bool) -> None:
+def _serve(conn, backend_name: str, max_samples: int | None, compare_with_cpu: bool, env: dict) -> None:
     """Worker entry point: answer (op, dtype, atol, rtol) requests until told to stop."""
     warnings.filterwarnings("ignore")
+    os.environ.update(env)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
@@ -190,6 +197,9 @@ def _serve(conn, backend_name: str, max_samples: int | None, compare_with_cpu: b
     device = backend.device()
     probe = probe_for(backend.name, device)
     ops = {op_label(op): op for op in op_db}
+    # op_db is a large graph of objects that never dies; freezing it keeps the
+    # garbage collection after each failed sample (see op_check) cheap.
+    gc.freeze()
     conn.send("ready")
     while (request := conn.recv()) is not None:
         name, dtype, atol, rtol = request
