@@ -7,7 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from torchclaims.sweeps.table import MAX_DETAIL, SweepTable, TableBuilder, table_csv
+from torchclaims.downloads import table_csv
+from torchclaims.sweeps.table import MAX_DETAIL, SweepTable, TableBuilder
 
 LEGEND = {"N": "native", "M": "mismatch", "X": "excluded"}
 
@@ -39,11 +40,14 @@ def test_round_trip_through_json_keeps_every_cell():
     assert list(again.cells())[1] == ("mul", "float32", "mismatch", "sample 1: max err 3 (atol 0.001)", "nm")
 
 
-def test_csv_has_one_line_per_listed_cell():
+def test_csv_has_one_line_per_listed_cell_and_no_formulas():
     lines = table_csv(small_table()).splitlines()
     assert lines[0] == "operator,column,outcome,samples,detail"
     assert len(lines) == 1 + 4
     assert "mul,float32,mismatch,nm,sample 1: max err 3 (atol 0.001)" in lines
+    builder = TableBuilder("operators", "operator", ["=HYPERLINK(1)"], {"float32": LEGEND})
+    builder.set("=HYPERLINK(1)", "float32", "M", "@cmd")
+    assert table_csv(builder.table()).splitlines()[1] == "'=HYPERLINK(1),float32,mismatch,,'@cmd"
 
 
 def test_details_are_clipped_to_one_bounded_line():

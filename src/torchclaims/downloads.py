@@ -3,7 +3,8 @@
 A committed results file is published byte for byte (what was merged, checked
 and perhaps attested), with a CSV beside it of the records the site shows (those
 the load checks admitted, torchclaims.admission); this build's
-records and each earlier build's record are published the same way. The CSV has
+records and each earlier build's record are published the same way (and a
+coverage table, by the coverage-table directive, one line per cell). The CSV has
 one row per measurement (a check without measurements, or a record without
 checks, still has its row), so a spreadsheet can filter by any column. Text a
 stranger wrote never reaches a spreadsheet as a formula. Free of Sphinx imports.
@@ -21,6 +22,7 @@ from pathlib import Path
 from .records import ResultRecord, record_json, write_if_changed
 from .results import ResultsFile, write_results
 from .store import EARLIER_BUILD, THIS_BUILD, Entry, Store, version_label
+from .sweeps.table import SweepTable
 
 FOLDER = "downloads"
 THIS_BUILD_STEM = "torchclaims-results"
@@ -69,6 +71,16 @@ def _text(value) -> str:
         text = str(value)
         return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
     return repr(value)
+
+
+def table_csv(table: SweepTable) -> str:
+    """A coverage table in long form: one line per listed cell."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([table.item, "column", "outcome", "samples", "detail"])
+    for cells in table.cells():
+        writer.writerow([_text(value) for value in cells[:3]] + [_text(cells[4]), _text(cells[3])])
+    return out.getvalue()
 
 
 def records_csv(records: list[ResultRecord]) -> str:

@@ -176,7 +176,7 @@ class Runner:
             env={
                 **self.env,
                 "TORCHCLAIMS_RECORD_PATH": f"{stem}.record.json",
-                "TORCHCLAIMS_DEADLINE": f"{time.time() + job.timeout:.0f}",  # long sweeps size their guard from it
+                "TORCHCLAIMS_DEADLINE": f"{time.time() + job.timeout:.3f}",  # long sweeps size their guard from it
                 "TORCHCLAIMS_SCRIPT": job.script_rel,
             },
             log_path=f"{stem}.log",

@@ -22,23 +22,20 @@ from __future__ import annotations
 import html
 import json
 import posixpath
-import re
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
+from ..downloads import table_csv
 from ..store import Entry
-from ..sweeps.table import SweepTable, table_csv
-from .claim import claim_ref, table
+from ..sweeps.table import SweepTable
+from .links import claim_ref, evidence_anchor, slug
+from .markup import table
 from .state import get_state, warn
 from .tracking import note_shown
 
 DATA_DIR = "_static/coverage"  # in the html output
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def run_name(claim_id: str, entry: Entry) -> str:
@@ -148,7 +145,8 @@ class CoverageTableDirective(SphinxDirective):
             head = nodes.paragraph()
             head += nodes.strong("", entry.column)
             head += nodes.Text(f" — {entry.record.date}, {len(sweep.rows)} {sweep.item}s ({entry.origin}) · ")
-            head += claim_ref(claim_id, nodes.inline("", "verdict and environment"))
+            anchor = evidence_anchor(claim_id, entry.backend, entry.version)
+            head += claim_ref(claim_id, nodes.inline("", "verdict and environment"), anchor=anchor)
             head += nodes.Text(" · download ")
             head += nodes.reference("", "CSV", refuri=link(name, "csv"))
             head += nodes.Text(" · ")
@@ -171,4 +169,4 @@ class CoverageTableDirective(SphinxDirective):
 
 def setup_coverage_tables(app) -> None:
     app.add_directive("coverage-table", CoverageTableDirective)
-    app.connect("build-finished", write_data)
+    app.connect("build-finished", write_data, priority=400)  # before publishing copies the site

@@ -15,8 +15,6 @@ Pure Python: nothing here imports torch.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 from typing import Annotated
 
@@ -111,16 +109,6 @@ class SweepTable(BaseModel):
             parts = [f"{n} {column.legend[code]} ({100 * n / listed:.1f}%)" for code, n in counts.most_common()]
             lines.append(f"{column.name}: {listed} listed; " + (", ".join(parts) or "nothing listed"))
         return lines
-
-
-def table_csv(table: SweepTable) -> str:
-    """The table in long form: one line per listed cell."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([table.item, "column", "outcome", "samples", "detail"])
-    for row, column, outcome, detail, samples in table.cells():
-        writer.writerow([row, column, outcome, samples, detail])
-    return out.getvalue()
 
 
 class TableBuilder:
