@@ -1,6 +1,6 @@
 """
-Share of popular text-generation architectures that run on the backend and match CPU
-====================================================================================
+Every causal-LM architecture in Transformers, tiny, on the backend against the CPU
+==================================================================================
 
 :claim-verdict:`hf-architecture-coverage`
 

@@ -1,6 +1,6 @@
 """
-Share of PyTorch OpInfo operator samples that run on the backend and match CPU
-==============================================================================
+Every OpInfo operator and dtype on the backend: native, CPU fallback or wrong
+=============================================================================
 
 :claim-verdict:`opinfo-coverage`
 
