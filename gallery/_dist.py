@@ -65,6 +65,7 @@ class Launch:
     outdir: str
     env: dict = field(default_factory=dict)
     kwargs: dict = field(default_factory=dict)
+    any_group: bool = False  # run the job in whatever group the worker joined (see run_anyway)
 
 
 # -- the worker ------------------------------------------------------------------------
@@ -112,7 +113,7 @@ def _worker(rank: int, launch: Launch) -> None:
     )
     try:
         device = _rank_device(backend.device(), rank)  # after joining: some runtimes start with the group
-        if torch.distributed.get_world_size() == launch.world_size:
+        if launch.any_group or torch.distributed.get_world_size() == launch.world_size:
             result = launch.job(rank, launch.world_size, device, **launch.kwargs)
         else:  # not one group: the launcher reports GroupNotFormed; the job would only fail on it
             result = {}
@@ -166,6 +167,62 @@ def _tail(path: str) -> str:
     return text[-LOG_TAIL:].strip() or "(empty log)"
 
 
+@dataclass(frozen=True)
+class Ended:
+    """How the workers of one launch ended: exit codes, results, logs."""
+
+    name: str
+    method: str
+    codes: list
+    hung: list[int]
+    results: dict[int, dict]  # worker -> what it wrote (only workers that finished)
+    logs: list[str]
+
+    def failed(self, worker: int) -> str:
+        """How a worker that wrote no result ended, with the last line of its log."""
+        code = self.codes[worker]
+        how = "hung and was killed" if worker in self.hung else f"exited with code {code}"
+        last = self.logs[worker].strip().splitlines()[-1] if self.logs[worker].strip() else "(empty log)"
+        return f"{how}: {last}"
+
+
+def _launch(job: Callable, backend, world_size: int, timeout_s: float, startup_s: float, any_group: bool) -> Ended:
+    """Start ``world_size`` workers on ``backend``, wait (with deadlines) and collect what they left."""
+    dist_backend, init_method = backend.dist_backend, backend.dist_init_method or "env://"
+    env = {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+        "WORLD_SIZE": str(world_size),
+        "LOCAL_WORLD_SIZE": str(world_size),
+        "TORCHELASTIC_RUN_ID": f"torchclaims-{os.getpid()}",
+    }
+    if dist_backend == "gloo":
+        interface = loopback_interface()
+        if interface:
+            env["GLOO_SOCKET_IFNAME"] = interface
+    method = start_method(backend)
+    context = multiprocessing.get_context(method)
+    with tempfile.TemporaryDirectory(prefix="torchclaims-dist-") as outdir:
+        launch = Launch(job, backend.name, dist_backend, init_method, world_size, timeout_s, outdir, env, any_group=any_group)
+        name = job.__name__
+        workers = [context.Process(target=_worker, args=(rank, launch), name=f"{name}-rank{rank}") for rank in range(world_size)]
+        with main_module_hidden():
+            for worker in workers:
+                worker.start()
+        deadline = time.monotonic() + startup_s + timeout_s
+        for worker in workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        hung = [rank for rank, worker in enumerate(workers) if worker.is_alive()]
+        for rank in hung:
+            workers[rank].kill()
+        for worker in workers:
+            worker.join(10)
+        paths = [os.path.join(outdir, f"rank{rank}.pt") for rank in range(world_size)]
+        results = {rank: torch.load(path, weights_only=True) for rank, path in enumerate(paths) if os.path.exists(path)}
+        logs = [_tail(os.path.join(outdir, f"rank{rank}.log")) for rank in range(world_size)]
+    return Ended(name, method, [worker.exitcode for worker in workers], hung, results, logs)
+
+
 def run(
     job: Callable,
     *,
@@ -184,58 +241,40 @@ def run(
     address). Raises DistributedRunFailed unless every rank finished and wrote
     its result.
     """
+    ended = _launch(job, backend, world_size, timeout_s, startup_s, any_group=False)
     dist_backend, init_method = backend.dist_backend, backend.dist_init_method or "env://"
-    env = {
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(free_port()),
-        "WORLD_SIZE": str(world_size),
-        "LOCAL_WORLD_SIZE": str(world_size),
-        "TORCHELASTIC_RUN_ID": f"torchclaims-{os.getpid()}",
-    }
-    if dist_backend == "gloo":
-        interface = loopback_interface()
-        if interface:
-            env["GLOO_SOCKET_IFNAME"] = interface
-    method = start_method(backend)
-    context = multiprocessing.get_context(method)
-    with tempfile.TemporaryDirectory(prefix="torchclaims-dist-") as outdir:
-        launch = Launch(job, backend.name, dist_backend, init_method, world_size, timeout_s, outdir, env)
-        name = job.__name__
-        workers = [context.Process(target=_worker, args=(rank, launch), name=f"{name}-rank{rank}") for rank in range(world_size)]
-        with main_module_hidden():
-            for worker in workers:
-                worker.start()
-        deadline = time.monotonic() + startup_s + timeout_s
-        for worker in workers:
-            worker.join(max(0.0, deadline - time.monotonic()))
-        hung = [rank for rank, worker in enumerate(workers) if worker.is_alive()]
-        for rank in hung:
-            workers[rank].kill()
-        for worker in workers:
-            worker.join(10)
-        codes = [worker.exitcode for worker in workers]
-        paths = [os.path.join(outdir, f"rank{rank}.pt") for rank in range(world_size)]
-        missing = [rank for rank, path in enumerate(paths) if not os.path.exists(path)]
-        loaded = {rank: torch.load(path, weights_only=True) for rank, path in enumerate(paths) if rank not in missing}
-        layout = {rank: (r["rank"], r["world_size"]) for rank, r in loaded.items()}
-        if any(size != world_size for _, size in layout.values()):
-            raise GroupNotFormed(
-                f"the workers did not form one process group of {world_size} with {dist_backend!r} and {init_method}: "
-                + ", ".join(f"worker {w} joined as rank {r} of a group of {n}" for w, (r, n) in layout.items())
-                + (f" (workers {missing} failed)" if missing else "")
-            )
-        if hung or missing or any(code != 0 for code in codes):
-            logs = "\n".join(f"--- rank {rank} log:\n{_tail(os.path.join(outdir, f'rank{rank}.log'))}" for rank in range(world_size))
-            raise DistributedRunFailed(
-                f"{name} on {world_size} ranks ({dist_backend}, {init_method}, {method}) did not complete: exit codes {codes}"
-                + (f", killed after {startup_s + timeout_s:g}s: ranks {hung}" if hung else "")
-                + (f", no result from ranks {missing}" if missing else "")
-                + "\n"
-                + logs
-            )
-        if layout != {rank: (rank, world_size) for rank in range(world_size)}:
-            raise DistributedRunFailed(f"{name}: workers and ranks do not match, worker: (rank, world size) = {layout}")
-        return [loaded[rank] for rank in range(world_size)]
+    missing = [rank for rank in range(world_size) if rank not in ended.results]
+    layout = {rank: (r["rank"], r["world_size"]) for rank, r in ended.results.items()}
+    if any(size != world_size for _, size in layout.values()):
+        raise GroupNotFormed(
+            f"the workers did not form one process group of {world_size} with {dist_backend!r} and {init_method}: "
+            + ", ".join(f"worker {w} joined as rank {r} of a group of {n}" for w, (r, n) in layout.items())
+            + (f" (workers {missing} failed)" if missing else "")
+        )
+    if ended.hung or missing or any(code != 0 for code in ended.codes):
+        logs = "\n".join(f"--- rank {rank} log:\n{log}" for rank, log in enumerate(ended.logs))
+        raise DistributedRunFailed(
+            f"{ended.name} on {world_size} ranks ({dist_backend}, {init_method}, {ended.method}) did not complete: "
+            f"exit codes {ended.codes}"
+            + (f", killed after {startup_s + timeout_s:g}s: ranks {ended.hung}" if ended.hung else "")
+            + (f", no result from ranks {missing}" if missing else "")
+            + "\n"
+            + logs
+        )
+    if layout != {rank: (rank, world_size) for rank in range(world_size)}:
+        raise DistributedRunFailed(f"{ended.name}: workers and ranks do not match, worker: (rank, world size) = {layout}")
+    return [ended.results[rank] for rank in range(world_size)]
+
+
+def run_anyway(job: Callable, *, backend, world_size: int = 2, timeout_s: float = 60.0, startup_s: float = 90.0) -> Ended:
+    """Start ``world_size`` workers and run ``job`` in whatever group each one joined.
+
+    For claims about what a process-group backend does when the workers do
+    not form one group: each worker that joined a group runs the job in it and
+    reports its rank and world size; a worker that failed is described by
+    :meth:`Ended.failed`. Nothing is raised: judging is the caller's.
+    """
+    return _launch(job, backend, world_size, timeout_s, startup_s, any_group=True)
 
 
 def attempt(job: Callable, backend, world_size: int = 2) -> tuple[list[dict] | None, str | None]:

@@ -108,3 +108,13 @@ def ddp_job(rank: int, world_size: int, device: torch.device) -> dict:
 def parity_job(rank: int, world_size: int, device: torch.device) -> dict:
     """The job compared rank by rank against CPU/gloo: an all_reduce, then one DDP step."""
     return {**allreduce_job(rank, world_size, device), **ddp_job(rank, world_size, device)}
+
+
+def allreduce_copies_job(rank: int, world_size: int, device: torch.device) -> dict:
+    """all_reduce(SUM) of the same values twice: as a tensor on ``device``, then as a CPU tensor."""
+    values = (rank + 1) * torch.arange(1, 5, dtype=torch.float32)
+    on_device = values.to(device)
+    torch.distributed.all_reduce(on_device, op=torch.distributed.ReduceOp.SUM)
+    on_cpu = values.clone()
+    torch.distributed.all_reduce(on_cpu, op=torch.distributed.ReduceOp.SUM)
+    return {"on_device": on_device.cpu(), "on_cpu": on_cpu, "result_device": on_device.device.type}

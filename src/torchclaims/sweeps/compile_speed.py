@@ -7,7 +7,10 @@ measured with ``benchmarks/coverage_sweeps.py``). What a sweep tests is
 unchanged by it: torch_xla's lowering of each operator, its CPU fallbacks and
 the HLO graph are the same; only the machine code XLA generates for the host
 CPU is less optimised. The setting applies to the sweep's worker processes
-only, never to the other claims.
+only, never to the other claims. On torch_xla 2.9.0 the whole operator sweep
+gave the same outcome and the same per-sample codes for every cell at both
+settings, in half the time (compare two runs' tables with
+``benchmarks/coverage_sweeps.py operators --save`` and ``--default-compile``).
 """
 
 from __future__ import annotations
