@@ -36,7 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from _spawn import main_module_hidden
+
+from torchclaims.spawning import main_module_hidden
 
 LOG_TAIL = 1500  # characters of each worker's log kept in a failure message
 

@@ -12,7 +12,7 @@ Workers are spawned, not forked: the claim process may already hold a device
 runtime and threads, which a fork would copy half-initialised. ``spawn``
 re-imports the parent's ``__main__`` in each worker, and in a claim's process
 that is the claim script, which must not run again: while workers start,
-``__main__`` is replaced by a blank module (:func:`main_module_hidden`).
+``__main__`` is replaced by a blank module (:mod:`torchclaims.spawning`).
 
 The optional ``deadline`` (a ``time.monotonic()`` value) is the stated time
 guard: no item starts after it, and the items left are returned as not reached.
@@ -24,13 +24,12 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
-import sys
 import time
-import types
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
-from contextlib import contextmanager
 from dataclasses import dataclass
+
+from ..spawning import main_module_hidden
 
 
 @dataclass(frozen=True)
@@ -43,18 +42,6 @@ class Failure:
 
 class WorkerUnavailable(RuntimeError):
     """A worker could not be started: the harness is broken, not an item."""
-
-
-@contextmanager
-def main_module_hidden():
-    """While workers start, ``__main__`` is a blank module with no file and no spec."""
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
 
 
 def machine_workers(memory_per_worker_gb: float) -> int:

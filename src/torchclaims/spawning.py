@@ -3,8 +3,12 @@
 ``spawn`` re-imports the parent's ``__main__`` in every child so that functions
 defined there can be found. In a claim's process ``__main__`` is the claim
 script (run by runpy or sphinx-gallery), which must not run again; workers
-only need the helper module that defines their entry point.
+only need the helper module that defines their entry point. Used by the
+coverage sweeps' worker pool and by the distributed claims' launcher
+(``gallery/_dist.py``).
 """
+
+from __future__ import annotations
 
 import sys
 import types
