@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb import build, write_claim, write_site
+from kb import build, write_claim, write_site, xla_sweep_table
 from torchclaims.records import Environment, Verdict, read_record
 from torchclaims.results import build_results, write_results
 
@@ -30,6 +30,7 @@ INDEX = """\
 ```{toctree}
 docs/topic
 docs/compile
+docs/coverage
 docs/changes
 docs/auto_gallery/index
 ```
@@ -67,6 +68,8 @@ def build_browser_site(root: Path) -> Site:
     write_claim(root, "kb-vendor", "holds", about=("neuron",), claimed_by=("AWS",), relation="narrows")
     write_claim(root, "kb-figure", "figure", topic="compile", about=("cpu", "xla"))
     write_claim(root, "kb-long", LONG_BODY, topic="compile")
+    write_claim(root, "kb-sweep", "sweep", topic="compile")
+    (root / "docs" / "coverage.md").write_text("# Coverage\n\n```{coverage-table} kb-sweep\n```\n")
     first = build(root, TORCHCLAIMS_PUBLISH_DIR="_build/site")
     if first.returncode != 0:
         raise RuntimeError(first.stderr[-3000:])
@@ -74,7 +77,8 @@ def build_browser_site(root: Path) -> Site:
     refuted = records["kb-holds"].model_copy(
         update={"verdict": Verdict.REFUTED, "checks": [c.model_copy(update={"outcome": Verdict.REFUTED}) for c in records["kb-holds"].checks]}
     )
-    on_xla = [refuted] + [records[i] for i in ("kb-unverified", "kb-figure", "kb-long")]
+    sweep = records["kb-sweep"].model_copy(update={"tables": [xla_sweep_table()]})
+    on_xla = [refuted, sweep] + [records[i] for i in ("kb-unverified", "kb-figure", "kb-long")]
     _results_file(root, "xla-run", on_xla, backend="xla", torch="2.9.0", packages={"torch_xla": "2.9.0"}, device_name="XLA CPU (Test CPU)")
     _results_file(root, "cpu-older", list(records.values()), backend="cpu", torch="2.12.0", packages={}, device_name="Older CPU")
     second = build(root, TORCHCLAIMS_PUBLISH_DIR="_build/site")

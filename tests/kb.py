@@ -82,6 +82,20 @@ os._exit(7)
 import ctypes
 ctypes.string_at(0)
 """,
+    "sweep": """
+from torchclaims.sweeps.operators import OUTCOMES, SAMPLE_CODES
+from torchclaims.sweeps.table import TableBuilder
+builder = TableBuilder("operators", "operator", ["add", "histc", "norm"], {"float32": OUTCOMES, "int64": OUTCOMES},
+                       SAMPLE_CODES)
+builder.set("add", "float32", "N", samples="nn")
+builder.set("histc", "float32", "N", samples="n")
+builder.set("norm", "float32", "X", "op_db skips it")
+builder.set("add", "int64", "N", samples="n")
+v.add_table(builder.table())
+with v.check("the table is complete") as check:
+    check.expect(True, "")
+v.finish()
+""",
     "hang": """
 import time
 time.sleep(3600)
@@ -91,6 +105,19 @@ with v.check("runs") as check:
     pass
 """,
 }
+
+
+def xla_sweep_table():
+    """The table of the "sweep" body as an XLA run might give it: histc falls back, norm differs."""
+    from torchclaims.sweeps.operators import OUTCOMES
+    from torchclaims.sweeps.table import TableBuilder
+
+    builder = TableBuilder("operators", "operator", ["add", "histc", "norm"], {"float32": OUTCOMES, "int64": OUTCOMES})
+    builder.set("add", "float32", "N")
+    builder.set("histc", "float32", "F", "CPU fallback: aten::histc")
+    builder.set("norm", "float32", "M", "1 of 3 samples differ")
+    builder.set("add", "int64", "N")
+    return builder.table()
 
 
 def write_claim(

@@ -353,3 +353,55 @@ def test_the_published_folder_has_no_build_leftovers_and_serves_every_results_fi
     xla = json.loads((site.published / "downloads/results/xla-run.json").read_text())
     assert xla["label"] == "xla-run box"
     assert (site.published / "_static" / "favicon.svg").is_file()
+
+
+# -- coverage tables ---------------------------------------------------------------------
+
+
+def sweep_rows(driver) -> list[list[str]]:
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('table.tc-sweep-table tbody tr:not(.tc-sweep-details)'))"
+        ".map(r => Array.from(r.children).map(c => c.textContent))"
+    )
+
+
+def sweep_select(driver, label: str):
+    from selenium.webdriver.support.ui import Select
+
+    control = driver.find_element("xpath", f"//form[@class='tc-sweep-controls']/label[starts-with(normalize-space(), '{label}')]/*")
+    return Select(control) if control.tag_name == "select" else control
+
+
+def test_coverage_table_searches_filters_and_compares_two_runs(desktop, server):
+    driver = desktop
+    driver.get(server.url + "docs/coverage.html")
+    wait_for(lambda: len(sweep_rows(driver)) == 3, "the three operators of the newest run")
+    runs = [o.text for o in sweep_select(driver, "Run").options]
+    assert len(runs) == 3  # this build, and the two results files (XLA, an older torch)
+    sweep_select(driver, "Run").select_by_visible_text(next(r for r in runs if "(this build)" in r))
+    wait_for(lambda: sweep_rows(driver) and sweep_rows(driver)[0][1] == "native", "the CPU run")
+    sweep_select(driver, "Search").send_keys("hist")
+    wait_for(lambda: [r[0] for r in sweep_rows(driver)] == ["histc"], "the search to keep histc only")
+    sweep_select(driver, "Search").clear()
+    sweep_select(driver, "Compare with").select_by_visible_text(next(r for r in runs if r.startswith("xla")))
+    sweep_select(driver, "Show").select_by_value("started to mismatch")
+    wait_for(lambda: [r[0] for r in sweep_rows(driver)] == ["norm"], "norm, which started to mismatch")
+    assert sweep_rows(driver)[0][1] == "excluded by OpInfo → mismatch"
+    sweep_select(driver, "Show").select_by_value("stopped being native or matching")
+    wait_for(lambda: [r[0] for r in sweep_rows(driver)] == ["histc"], "histc, native on the CPU, a fallback on XLA")
+    click(driver, driver.find_element("css selector", "table.tc-sweep-table tbody tr"))
+    details = wait_for(lambda: driver.find_element("css selector", ".tc-sweep-details").text, "the row's details")
+    assert "CPU fallback: aten::histc" in details
+    assert console_errors(driver) == []
+    screenshot(driver, "coverage-compare")
+
+
+def test_on_a_phone_the_coverage_page_scrolls_only_inside_its_tables(phone, server):
+    phone.get(server.url + "docs/coverage.html")
+    wait_for(lambda: len(sweep_rows(phone)) == 3, "the table")
+    found = phone.execute_script(PHONE_OVERFLOW.replace(
+        "if (el.closest('.tc-matrix-scroll')) continue;",
+        "if (el.closest('.tc-matrix-scroll, .tc-sweep-scroll, table.tc-sweep-summary')) continue;"))
+    assert found["scroll"] <= found["width"], found
+    assert found["offenders"] == [], found
+    screenshot(phone, "coverage-phone")

@@ -6,33 +6,15 @@ import json
 
 import pytest
 
-from kb import build, page_text, write_claim, write_site
+from kb import build, page_text, write_claim, write_site, xla_sweep_table
 from torchclaims.records import Environment, read_record
 from torchclaims.results import build_results, write_results
-from torchclaims.sweeps.operators import OUTCOMES
-from torchclaims.sweeps.table import TableBuilder
-
-SCRIPT = """
-from torchclaims.sweeps.operators import OUTCOMES, SAMPLE_CODES
-from torchclaims.sweeps.table import TableBuilder
-builder = TableBuilder("operators", "operator", ["add", "histc", "norm"], {"float32": OUTCOMES, "int64": OUTCOMES},
-                       SAMPLE_CODES)
-builder.set("add", "float32", "N", samples="nn")
-builder.set("histc", "float32", "N", samples="n")
-builder.set("norm", "float32", "X", "op_db skips it")
-builder.set("add", "int64", "N", samples="n")
-v.add_table(builder.table())
-with v.check("the table is complete") as check:
-    check.expect(True, "")
-v.finish()
-"""
-
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("coverage-site")
     write_site(root)
-    write_claim(root, "kb-sweep", SCRIPT, topic="op-coverage")
+    write_claim(root, "kb-sweep", "sweep", topic="op-coverage")
     (root / "docs" / "coverage.md").write_text("# Coverage\n\n```{coverage-table} kb-sweep\n```\n")
     (root / "docs" / "topic-ops.md").write_text("# Ops\n\n```{topic-claims} op-coverage\n```\n")
     index = root / "index.md"
@@ -42,12 +24,7 @@ def site(tmp_path_factory):
     record = read_record(root / "_build" / "records" / "cpu" / "kb-sweep.json")
     env = Environment.model_validate({**record.environment.model_dump(), "backend": "xla", "device": "xla:0",
                                       "torch": "2.9.0", "packages": {"torch": "2.9.0", "torch_xla": "2.9.0"}})
-    builder = TableBuilder("operators", "operator", ["add", "histc", "norm"], {"float32": OUTCOMES, "int64": OUTCOMES})
-    builder.set("add", "float32", "N")
-    builder.set("histc", "float32", "F", "CPU fallback: aten::histc")
-    builder.set("norm", "float32", "M", "1 of 3 samples differ")
-    builder.set("add", "int64", "N")
-    xla = record.model_copy(update={"environment": env, "tables": [builder.table()]})
+    xla = record.model_copy(update={"environment": env, "tables": [xla_sweep_table()]})
     (root / "results").mkdir(exist_ok=True)
     write_results(root / "results" / "xla-run.json", build_results([xla], env, label="xla box"))
     result = build(root)
