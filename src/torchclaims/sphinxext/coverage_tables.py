@@ -84,9 +84,9 @@ def write_data(app, exception) -> None:
 
 
 def _bar_svg(sweep: SweepTable) -> str:
-    """One stacked bar per column, shares of its listed cells; titles name each part."""
+    """One stacked bar per column, shares of its listed cells, and a legend; titles name each part."""
     width, height, label_w = 560, 22, 110
-    parts = []
+    parts, shown = [], {}
     for row, column in enumerate(sweep.columns):
         y = row * (height + 6)
         parts.append(f'<text x="0" y="{y + 15}" class="tc-svg-label">{html.escape(column.name)} ({column.listed})</text>')
@@ -94,12 +94,18 @@ def _bar_svg(sweep: SweepTable) -> str:
         for code, count in column.count().most_common():
             w = (width - label_w) * count / listed
             outcome = column.legend[code]
+            shown.setdefault(outcome, None)
             parts.append(
                 f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{height}" class="tc-o tc-o-{slug(outcome)}">'
                 f"<title>{html.escape(outcome)}: {count} of {column.listed} ({100 * count / listed:.1f}%)</title></rect>"
             )
             x += w
-    total = len(sweep.columns) * (height + 6)
+    y = len(sweep.columns) * (height + 6) + 4
+    for index, outcome in enumerate(shown):  # the legend: three entries a line, so it fits a phone
+        lx, ly = (index % 3) * (width // 3), y + (index // 3) * 18
+        parts.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" class="tc-o tc-o-{slug(outcome)}"/>'
+                     f'<text x="{lx + 16}" y="{ly + 11}" class="tc-svg-label">{html.escape(outcome)}</text>')
+    total = y + ((len(shown) + 2) // 3) * 18
     return (f'<svg class="tc-sweep-plot" viewBox="0 0 {width} {total}" role="img" '
             f'aria-label="outcome shares per column">{"".join(parts)}</svg>')
 
