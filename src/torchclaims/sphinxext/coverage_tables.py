@@ -112,7 +112,11 @@ def _bar_svg(sweep: SweepTable) -> str:
 
 def _summary(sweep: SweepTable) -> nodes.table:
     """Outcomes down, columns across: count, share and the denominator."""
-    outcomes = list(dict.fromkeys(label for column in sweep.columns for label in column.legend.values()))
+    totals: dict[str, int] = {}
+    for column in sweep.columns:
+        for code, count in column.count().items():
+            totals[column.legend[code]] = totals.get(column.legend[code], 0) + count
+    outcomes = sorted(totals, key=lambda outcome: -totals[outcome])  # the commonest first
     rows = [["listed (denominator)"] + [str(column.listed) for column in sweep.columns]]
     for outcome in outcomes:
         cells = []

@@ -82,7 +82,7 @@
     function cell(x, y, comparing) {
       const main = comparing ? y || x : x;
       const td = el("td", { class: main ? "tc-o tc-o-" + slug(main.outcome) : "" });
-      if (!comparing || (x && y && x.outcome === y.outcome)) td.textContent = main ? main.outcome : "—";
+      if (!comparing || !(x || y) || (x && y && x.outcome === y.outcome)) td.textContent = main ? main.outcome : "—";
       else td.textContent = `${x ? x.outcome : "(absent)"} → ${y ? y.outcome : "(absent)"}`;
       td.title = main ? main.detail : "";
       return td;
