@@ -120,7 +120,7 @@ def operators(args) -> None:
 
     with PeakMemory(os.getpid()) as memory:
         sweep = sweep_operators(args.backend, max_samples=args.max_samples, workers=args.workers,
-                                fast_compile=not args.default_compile)
+                                tuned_workers=not args.default_settings)
     table = sweep.table
     save(args, table)
     cells = len(sweep.cell_seconds)
@@ -146,7 +146,7 @@ def architectures(args) -> None:
     from torchclaims.sweeps.architectures import sweep_architectures
 
     with PeakMemory(os.getpid()) as memory:
-        table, facts = sweep_architectures(args.backend, workers=args.workers, fast_compile=not args.default_compile)
+        table, facts = sweep_architectures(args.backend, workers=args.workers, tuned_workers=not args.default_settings)
     save(args, table)
     result = table.column("result")
     print(f"architectures on {args.backend}: {len(table.rows)} listed; {dict(result.count())}")
@@ -163,8 +163,8 @@ def main() -> None:
     parser.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES)
     parser.add_argument("--workers", type=int, default=None, help="default: one per core (memory permitting)")
     parser.add_argument("--timeout", type=float, default=2400, help="seconds per claim (session)")
-    parser.add_argument("--default-compile", action="store_true",
-                        help="sweep workers keep the backend's default compiler settings (see sweeps.compile_speed)")
+    parser.add_argument("--default-settings", action="store_true",
+                        help="sweep workers keep the backend's defaults (see sweeps.worker_settings)")
     parser.add_argument("--save", help="write the sweep's table (JSON) here, e.g. to compare two runs")
     args = parser.parse_args()
     {"session": session, "operators": operators, "architectures": architectures}[args.what](args)

@@ -36,7 +36,7 @@ import transformers
 
 from torchclaims.sweeps.arch_check import ATOL, NEW_TOKENS, PROMPT, RTOL
 from torchclaims.claims import load_claim
-from torchclaims.sweeps import compile_speed
+from torchclaims.sweeps import worker_settings
 from torchclaims.sweeps.architectures import CAUSES, RESULTS, sweep_architectures
 from torchclaims.verify import verification
 
@@ -121,7 +121,7 @@ with v.check("every registered architecture runs forward and generate on the dev
     for code, name in CAUSES.items():
         if code != "-" and cause.count()[code]:
             check.measure(f"cause: {name}", cause.count()[code])
-    check.measure("compiler settings", compile_speed.describe(v.backend.name))
+    check.measure("sweep worker settings", worker_settings.describe(v.backend.name))
     check.measure("sweep took", facts["seconds"], unit="s",
                   tolerance="no time guard" if guard_s is None else f"time guard {guard_s:.0f} s")
     failed = counts["B"] + counts["W"]

@@ -31,7 +31,7 @@ the table says which operator × dtype the CPU supports, and the verdict is
 import matplotlib.pyplot as plt
 import torch
 
-from torchclaims.sweeps import compile_speed
+from torchclaims.sweeps import worker_settings
 from torchclaims.sweeps.operators import DEFAULT_MAX_SAMPLES, OUTCOMES, sweep_operators
 from torchclaims.verify import verification
 
@@ -117,7 +117,7 @@ with v.check("every listed operator x dtype runs on the device and matches the C
     for column in table.columns:
         check.measure(f"{column.name}: native", f"{column.count()['N']}/{column.listed}")
     check.measure("samples run", sweep.samples_run, tolerance=f"at most {MAX_SAMPLES} per cell")
-    check.measure("compiler settings", compile_speed.describe(v.backend.name))
+    check.measure("sweep worker settings", worker_settings.describe(v.backend.name))
     check.measure("sweep took", sweep.seconds, unit="s",
                   tolerance="no time guard" if guard_s is None else f"time guard {guard_s:.0f} s")
     for code, what in (("M", "differ from the CPU"), ("R", "raise on the device"), ("K", "have no kernel")):

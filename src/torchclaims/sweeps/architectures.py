@@ -29,7 +29,7 @@ import os
 import time
 import warnings
 
-from .compile_speed import worker_environment
+from .worker_settings import worker_environment
 from .pool import Failure, WorkerPool, machine_workers
 from .table import SweepTable, TableBuilder
 
@@ -94,10 +94,10 @@ def classify(answer: dict | Failure | None) -> dict[str, tuple[str, str]]:
 
 def sweep_architectures(backend_name: str, *, workers: int | None = None, guard_s: float | None = None,
                         item_timeout_s: float = 300.0, only: list[str] | None = None,
-                        fast_compile: bool = True) -> tuple[SweepTable, dict]:
+                        tuned_workers: bool = True) -> tuple[SweepTable, dict]:
     """(table, run facts) for every registered causal-LM architecture (or those in ``only``).
 
-    ``fast_compile`` applies :mod:`.compile_speed`'s settings in the workers.
+    ``tuned_workers`` applies :mod:`.worker_settings`'s settings in the workers.
     """
     from ..backends import resolve_backend
     from .arch_config import architectures
@@ -108,7 +108,7 @@ def sweep_architectures(backend_name: str, *, workers: int | None = None, guard_
     legends = {"forward": STAGES, "generate": STAGES, "result": RESULTS, "cause": CAUSES}
     builder = TableBuilder("architectures", "architecture", rows, legends)
     workers = workers or machine_workers(MEMORY_PER_WORKER_GB)
-    env = worker_environment(backend.name) if fast_compile else {}
+    env = worker_environment(backend.name) if tuned_workers else {}
     pool = WorkerPool(_serve, (backend.name, backend.device_type != "cpu", env), workers, item_timeout_s=item_timeout_s)
     seconds = {}
 

@@ -41,7 +41,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .op_list import DTYPES, Cell, cells_for, op_label
-from .compile_speed import worker_environment
+from .worker_settings import worker_environment
 from .pool import Failure, WorkerPool, machine_workers
 from .table import SweepTable, TableBuilder, clip
 
@@ -130,10 +130,10 @@ def list_cells(device_type: str, dtypes=DTYPES, only: list[str] | None = None) -
 
 def sweep_operators(backend_name: str, *, dtypes=DTYPES, max_samples: int | None = None, workers: int | None = None,
                     guard_s: float | None = None, item_timeout_s: float = 180.0, only: list[str] | None = None,
-                    fast_compile: bool = True, on_cell=None) -> OperatorSweep:
+                    tuned_workers: bool = True, on_cell=None) -> OperatorSweep:
     """Sweep op_db on ``backend_name``; ``guard_s`` is the stated time guard (None: none).
 
-    ``fast_compile`` applies :mod:`.compile_speed`'s settings in the workers.
+    ``tuned_workers`` applies :mod:`.worker_settings`'s settings in the workers.
     """
     from ..backends import resolve_backend
 
@@ -151,7 +151,7 @@ def sweep_operators(backend_name: str, *, dtypes=DTYPES, max_samples: int | None
             listed[(cell.op, cell.dtype)] = cell
     workers = workers or machine_workers(MEMORY_PER_WORKER_GB)
     compare_with_cpu = backend.device_type != "cpu"
-    env = worker_environment(backend.name) if fast_compile else {}
+    env = worker_environment(backend.name) if tuned_workers else {}
     pool = WorkerPool(_serve, (backend.name, max_samples, compare_with_cpu, env), workers, item_timeout_s=item_timeout_s)
     requests = {(c.op, c.dtype, c.atol, c.rtol): key for key, c in listed.items()}
     timing, seconds = Counter(), {}

@@ -12,7 +12,7 @@ the other claims.
   torch_xla 2.9.0 the whole operator sweep gave the same outcome and the same
   per-sample codes for every cell at both settings, in half the time (compare
   two runs' tables with ``benchmarks/coverage_sweeps.py operators --save``,
-  with and without ``--default-compile``).
+  with and without ``--default-settings``).
 * **Memory.** torch_xla keeps the compiled graphs of a process in a cache, and
   a worker that compiles thousands of graphs used once grows by gigabytes; the
   cache is bounded to the most recent graphs (enough for the graphs the samples
@@ -23,19 +23,19 @@ from __future__ import annotations
 
 import os
 
-FAST_COMPILE = {"xla": {"XLA_FLAGS": "--xla_backend_optimization_level=0", "XLA_COMPILATION_CACHE_SIZE": "64"}}
+SETTINGS = {"xla": {"XLA_FLAGS": "--xla_backend_optimization_level=0", "XLA_COMPILATION_CACHE_SIZE": "64"}}
 
 
 def worker_environment(backend_name: str) -> dict[str, str]:
-    """Variables to set in a worker before the backend is imported (added to any already set)."""
+    """Variables to set in a worker before the backend is imported (XLA_FLAGS adds to any already set)."""
     env = {}
-    for name, value in FAST_COMPILE.get(backend_name, {}).items():
+    for name, value in SETTINGS.get(backend_name, {}).items():
         env[name] = f"{os.environ[name]} {value}" if name == "XLA_FLAGS" and os.environ.get(name) else value
     return env
 
 
 def describe(backend_name: str) -> str:
-    settings = FAST_COMPILE.get(backend_name)
+    settings = SETTINGS.get(backend_name)
     if not settings:
-        return "the backend's default compiler settings"
-    return "sweep workers compile with " + ", ".join(f"{k}={v}" for k, v in settings.items())
+        return "the backend's defaults"
+    return "sweep workers run with " + ", ".join(f"{k}={v}" for k, v in settings.items())
