@@ -94,6 +94,8 @@ def session(args) -> None:
             output, _ = process.communicate()
         wall = time.perf_counter() - began
         results = json.loads(Path(f"{tmp}/results.json").read_text()) if Path(f"{tmp}/results.json").exists() else None
+        if args.save and results is not None:
+            Path(args.save).write_text(json.dumps(results))
     print(f"session: torchclaims verify --backend {args.backend} (every claim, --force)")
     print(f"  wall time {wall / 60:.1f} min ({wall:.0f} s); peak memory of the process tree {gib(memory.peak_bytes)}; "
           f"exit code {process.returncode}")
@@ -102,6 +104,9 @@ def session(args) -> None:
         return
     records = sorted(results["records"], key=lambda r: -r["duration_s"])
     print(f"  {len(records)} claims; verdicts {dict(Counter(r['verdict'] for r in records))}")
+    for record in records:
+        if record["verdict"] == "error":
+            print(f"  error: {record['claim_id']}: {record['reason'][:300]}")
     print("  slowest claims: " + ", ".join(f"{r['claim_id']} {r['duration_s']:.0f} s" for r in records[:8]))
     for record in records:
         for table in record.get("tables", []):
@@ -165,7 +170,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=2400, help="seconds per claim (session)")
     parser.add_argument("--default-settings", action="store_true",
                         help="sweep workers keep the backend's defaults (see sweeps.worker_settings)")
-    parser.add_argument("--save", help="write the sweep's table (JSON) here, e.g. to compare two runs")
+    parser.add_argument("--save", help="write the sweep's table (or the session's results file) here")
     args = parser.parse_args()
     {"session": session, "operators": operators, "architectures": architectures}[args.what](args)
 
