@@ -89,7 +89,7 @@ for code in "BWZ":
 # figures are read from that claim's record.
 
 attributed = load_claim(Path(__file__).resolve().parents[1] / "claims" / "hf-direct-trainium-coverage.toml")
-direct, optimum = (int(share) for share in re.findall(r"(\d+)%", attributed.statement)[:2])
+direct, optimum = (int(share) for share in re.findall(r"(\d+)%", attributed.proposition)[:2])
 ATTRIBUTED = {"HF direct\n(attributed)": direct, "Optimum\nNeuron\n(attributed)": optimum}
 shares = {code: 100 * n / result.listed for code, n in result.count().items()}
 fig, ax = plt.subplots(figsize=(8, 3.4))
