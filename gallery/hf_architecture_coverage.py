@@ -88,7 +88,9 @@ for code in "BWZ":
 # this page. The attributed bars are hatched to keep them apart; their
 # figures are read from that claim's record.
 
-attributed = load_claim(Path(__file__).resolve().parents[1] / "claims" / "hf-direct-trainium-coverage.toml")
+# The project's claims/ folder: beside the folder a script runs in, or above it.
+claims = next(folder / "claims" for folder in (Path.cwd(), *Path.cwd().parents) if (folder / "claims").is_dir())
+attributed = load_claim(claims / "hf-direct-trainium-coverage.toml")
 direct, optimum = (int(share) for share in re.findall(r"(\d+)%", attributed.proposition)[:2])
 ATTRIBUTED = {"HF direct\n(attributed)": direct, "Optimum\nNeuron\n(attributed)": optimum}
 shares = {code: 100 * n / result.listed for code, n in result.count().items()}
