@@ -47,10 +47,10 @@ def test_diff_reports_per_operator_changes_grouped_by_transition(tmp_path, capsy
     newer_env = make_environment(torch="2.14.1")
     new_record = make_record("opinfo-coverage", "refuted", tables=[ops_table(NEW)], environment=newer_env)
     new = write_results_file(tmp_path / "new.json", [new_record], newer_env)
-    assert main(["diff", str(old), str(new)]) == 0
+    assert main(["diff", str(old), str(new), "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "opinfo-coverage: 4 table cells changed outcome" in out
     assert "  native -> mismatch (1)\n    norm [float32]\n" in out
     assert "  CPU fallback -> native (1)\n    histc [float32]\n" in out
-    main(["diff", str(old), str(new), "--cells"])
+    main(["diff", str(old), str(new), "--cells", "--root", str(tmp_path)])
     assert "norm [float32]: detail of norm/float32/M" in capsys.readouterr().out
