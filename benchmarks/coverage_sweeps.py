@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from torchclaims.sweeps.operators import DEFAULT_MAX_SAMPLES  # noqa: E402
+from torchclaims.coverage.operators import DEFAULT_MAX_SAMPLES  # noqa: E402
 
 
 class PeakMemory:
@@ -121,7 +121,7 @@ def save(args, table) -> None:
 
 
 def operators(args) -> None:
-    from torchclaims.sweeps.operators import sweep_operators
+    from torchclaims.coverage.operators import sweep_operators
 
     with PeakMemory(os.getpid()) as memory:
         sweep = sweep_operators(args.backend, max_samples=args.max_samples, workers=args.workers,
@@ -148,7 +148,7 @@ def operators(args) -> None:
 
 
 def architectures(args) -> None:
-    from torchclaims.sweeps.architectures import sweep_architectures
+    from torchclaims.coverage.architectures import sweep_architectures
 
     with PeakMemory(os.getpid()) as memory:
         table, facts = sweep_architectures(args.backend, workers=args.workers, tuned_workers=not args.default_settings)
@@ -169,7 +169,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="default: one per core (memory permitting)")
     parser.add_argument("--timeout", type=float, default=2400, help="seconds per claim (session)")
     parser.add_argument("--default-settings", action="store_true",
-                        help="sweep workers keep the backend's defaults (see sweeps.worker_settings)")
+                        help="sweep workers keep the backend's defaults (see coverage.worker_settings)")
     parser.add_argument("--save", help="write the sweep's table (or the session's results file) here")
     args = parser.parse_args()
     {"session": session, "operators": operators, "architectures": architectures}[args.what](args)

@@ -18,7 +18,7 @@ order when a model needs them), the model is built on the CPU from seed 0 and
 gives the reference: the logits of a six-token prompt and two greedy tokens.
 The same weights then run on the configured device. Each architecture gets
 how far it got (builds, forward matches, generate matches) and, where it
-stopped, the cause. The engine is ``torchclaims.sweeps.architectures``; the
+stopped, the cause. The engine is ``torchclaims.coverage.architectures``; the
 whole table, searchable and with downloads, is on
 :doc:`/docs/coverage/architectures`.
 
@@ -34,10 +34,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import transformers
 
-from torchclaims.sweeps.arch_check import ATOL, NEW_TOKENS, PROMPT, RTOL
+from torchclaims.coverage.arch_check import ATOL, NEW_TOKENS, PROMPT, RTOL
 from torchclaims.claims import load_claim
-from torchclaims.sweeps import worker_settings
-from torchclaims.sweeps.architectures import CAUSES, RESULTS, sweep_architectures
+from torchclaims.coverage import worker_settings
+from torchclaims.coverage.architectures import CAUSES, RESULTS, sweep_architectures
 from torchclaims.verify import verification
 
 GUARD_MARGIN_S = 90  # kept for the figure and the record after the sweep

@@ -20,7 +20,7 @@ CPU stay there), the device call and then the CPU call, the sample's own
 output post-processing, ``assert_close`` at ``atol = rtol = 1e-3`` (looser
 where OpInfo or the dtype's defaults say so), OpInfo's skips and expected
 failures honoured, and every sample kept. The engine is
-``torchclaims.sweeps.operators``; the whole table, searchable and with
+``torchclaims.coverage.operators``; the whole table, searchable and with
 downloads, is on :doc:`/docs/coverage/operators`.
 
 On the CPU the configured device *is* the reference: each sample runs once,
@@ -31,8 +31,8 @@ the table says which operator × dtype the CPU supports, and the verdict is
 import matplotlib.pyplot as plt
 import torch
 
-from torchclaims.sweeps import worker_settings
-from torchclaims.sweeps.operators import DEFAULT_MAX_SAMPLES, OUTCOMES, sweep_operators
+from torchclaims.coverage import worker_settings
+from torchclaims.coverage.operators import DEFAULT_MAX_SAMPLES, OUTCOMES, sweep_operators
 from torchclaims.verify import verification
 
 MAX_SAMPLES = DEFAULT_MAX_SAMPLES  # the first samples of each operator x dtype, in OpInfo's order

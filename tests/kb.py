@@ -83,8 +83,8 @@ import ctypes
 ctypes.string_at(0)
 """,
     "sweep": """
-from torchclaims.sweeps.operators import OUTCOMES, SAMPLE_CODES
-from torchclaims.sweeps.table import TableBuilder
+from torchclaims.coverage.operators import OUTCOMES, SAMPLE_CODES
+from torchclaims.coverage.table import TableBuilder
 builder = TableBuilder("operators", "operator", ["add", "histc", "norm"], {"float32": OUTCOMES, "int64": OUTCOMES},
                        SAMPLE_CODES)
 builder.set("add", "float32", "N", samples="nn")
@@ -109,8 +109,8 @@ with v.check("runs") as check:
 
 def xla_sweep_table():
     """The table of the "sweep" body as an XLA run might give it: histc falls back, norm differs."""
-    from torchclaims.sweeps.operators import OUTCOMES
-    from torchclaims.sweeps.table import TableBuilder
+    from torchclaims.coverage.operators import OUTCOMES
+    from torchclaims.coverage.table import TableBuilder
 
     builder = TableBuilder("operators", "operator", ["add", "histc", "norm"], {"float32": OUTCOMES, "int64": OUTCOMES})
     builder.set("add", "float32", "N")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from factories import make_environment, make_record, write_results_file
 from torchclaims.changes import ABSENT, table_changes
 from torchclaims.cli import main
-from torchclaims.sweeps.operators import OUTCOMES
-from torchclaims.sweeps.table import TableBuilder
+from torchclaims.coverage.operators import OUTCOMES
+from torchclaims.coverage.table import TableBuilder
 
 
 def ops_table(cells: dict[tuple[str, str], str], rows=("add", "histc", "norm")):

@@ -17,12 +17,12 @@ import torch
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.opinfo.core import SampleInput
 
-from torchclaims.sweeps.fallback import DispatcherFallbacks, NoFallback
-from torchclaims.sweeps.op_check import check_cell
-from torchclaims.sweeps.op_list import cells_for
-from torchclaims.sweeps.op_samples import FOR_DEVICE, for_device, make_samples
-from torchclaims.sweeps.operators import cell_outcome, sweep_operators
-from torchclaims.sweeps.pool import Failure
+from torchclaims.coverage.fallback import DispatcherFallbacks, NoFallback
+from torchclaims.coverage.op_check import check_cell
+from torchclaims.coverage.op_list import cells_for
+from torchclaims.coverage.op_samples import FOR_DEVICE, for_device, make_samples
+from torchclaims.coverage.operators import cell_outcome, sweep_operators
+from torchclaims.coverage.pool import Failure
 
 OPS = {op.name + (f".{op.variant_test_name}" if op.variant_test_name else ""): op for op in op_db}
 CPU = torch.device("cpu")

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from sweep_workers import echo, never_ready
-from torchclaims.sweeps.pool import Failure, WorkerPool, WorkerUnavailable, machine_workers
+from torchclaims.coverage.pool import Failure, WorkerPool, WorkerUnavailable, machine_workers
 
 
 def test_every_item_gets_its_answer_from_parallel_workers():

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from torchclaims.downloads import table_csv
-from torchclaims.sweeps.table import MAX_DETAIL, SweepTable, TableBuilder
+from torchclaims.coverage.table import MAX_DETAIL, SweepTable, TableBuilder
 
 LEGEND = {"N": "native", "M": "mismatch", "X": "excluded"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .records import Environment, ResultRecord, Verdict
-from .sweeps.table import NOT_LISTED, SweepTable
+from .coverage.table import NOT_LISTED, SweepTable
 
 ABSENT = "(not listed)"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from .records import ResultRecord, record_json, write_if_changed
 from .results import ResultsFile, write_results
 from .store import EARLIER_BUILD, THIS_BUILD, Entry, Store, version_label
-from .sweeps.table import SweepTable
+from .coverage.table import SweepTable
 
 FOLDER = "downloads"
 THIS_BUILD_STEM = "torchclaims-results"

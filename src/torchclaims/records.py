@@ -22,7 +22,7 @@ from . import limits
 from .errors import InvalidFileError, Problem, problems_from_validation
 from .fileio import read_json
 from .limits import BackendName, ClaimId, RecordName, RecordText
-from .sweeps.table import SweepTable
+from .coverage.table import SweepTable
 
 RECORD_SCHEMA_VERSION = 1
 
@@ -159,7 +159,7 @@ class ResultRecord(BaseModel):
     figures: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)*\.png$", max_length=300)]] = Field(
         default_factory=list, max_length=limits.MAX_FIGURES
     )
-    # Coverage sweeps keep their whole table here (see torchclaims.sweeps.table).
+    # Coverage sweeps keep their whole table here (see torchclaims.coverage.table).
     tables: list[SweepTable] = Field(default_factory=list, max_length=4)
 
     @property

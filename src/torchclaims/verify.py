@@ -31,7 +31,7 @@ from pathlib import Path
 from .backends import Backend, requested_backend, resolve_backend
 from .errors import UsageError
 from .records import CheckResult, Measurement, ResultRecord, ScriptInfo, Verdict, combine, now, write_record
-from .sweeps.table import SweepTable
+from .coverage.table import SweepTable
 
 DEADLINE_ENV = "TORCHCLAIMS_DEADLINE"  # wall-clock time (epoch seconds) at which the runner stops the script
 RECORD_PATH_ENV = "TORCHCLAIMS_RECORD_PATH"

@@ -29,7 +29,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..downloads import table_csv
 from ..store import Entry
-from ..sweeps.table import SweepTable
+from ..coverage.table import SweepTable
 from .links import claim_ref, evidence_anchor, slug
 from .markup import table
 from .state import get_state, warn

@@ -1,6 +1,6 @@
 """The operator sweep: every OpInfo entry × dtype on a backend, as one table.
 
-    from torchclaims.sweeps.operators import sweep_operators
+    from torchclaims.coverage.operators import sweep_operators
 
     sweep = sweep_operators("xla", max_samples=8)
     print("\\n".join(sweep.table.summary()))

@@ -1,5 +1,8 @@
 """Coverage sweeps: every operator and every architecture, measured on a backend.
 
+(Not the release sweep, :mod:`torchclaims.release_sweep`, which runs every
+claim again over torch and torch_xla releases.)
+
 A sweep fixes its list from metadata first (the denominator), runs it in
 parallel worker processes that may crash or hang without taking the sweep
 down, and records one coded outcome per cell in a :class:`~.table.SweepTable`
