@@ -7,6 +7,7 @@ from torchclaims.changes import ABSENT, table_changes
 from torchclaims.cli import main
 from torchclaims.coverage.operators import OUTCOMES
 from torchclaims.coverage.table import TableBuilder
+from torchclaims.upgrades import coverage_moves
 
 
 def ops_table(cells: dict[tuple[str, str], str], rows=("add", "histc", "norm")):
@@ -54,3 +55,11 @@ def test_diff_reports_per_operator_changes_grouped_by_transition(tmp_path, capsy
     assert "  CPU fallback -> native (1)\n    histc [float32]\n" in out
     main(["diff", str(old), str(new), "--cells", "--root", str(tmp_path)])
     assert "norm [float32]: detail of norm/float32/M" in capsys.readouterr().out
+
+
+def test_an_upgrade_comparison_lists_the_same_cells_as_diff():
+    old = make_record("opinfo-coverage", "refuted", tables=[ops_table(OLD)])
+    new = make_record("opinfo-coverage", "refuted", tables=[ops_table(NEW)])
+    rows = {(m.what, m.before, m.after) for m in coverage_moves(old, new)}
+    assert ("operators: norm [float32]", "native", "mismatch") in rows
+    assert len(rows) == len(table_changes(old, new)) == 4

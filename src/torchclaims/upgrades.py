@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .changes import Change, only_in, verdict_changes, version_differences
+from .changes import Change, only_in, table_changes, verdict_changes, version_differences
 from .records import Measurement, ResultRecord
 from .version_history import Run
 
@@ -73,11 +73,15 @@ def measurement_moves(old: ResultRecord, new: ResultRecord) -> list[Moved]:
     return moves
 
 
+def coverage_moves(old: ResultRecord, new: ResultRecord) -> list[Moved]:
+    """Coverage-table cells (operator × dtype, architecture × check) whose outcome changed: the rows `torchclaims diff` lists."""
+    return [Moved(new.claim_id, f"{c.table}: {c.row} [{c.column}]", c.old, c.new, c.detail) for c in table_changes(old, new)]
+
+
 # Finders of per-row changes inside two records of one claim, by the name a page
-# gives their section. Coverage tables (operators × dtypes, architectures) add
-# their changed cells here under "coverage".
+# gives their section.
 RecordComparer = Callable[[ResultRecord, ResultRecord], list[Moved]]
-RECORD_COMPARERS: dict[str, RecordComparer] = {"measurements": measurement_moves}
+RECORD_COMPARERS: dict[str, RecordComparer] = {"measurements": measurement_moves, "coverage": coverage_moves}
 
 
 @dataclass(frozen=True)
