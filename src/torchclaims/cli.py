@@ -151,6 +151,8 @@ def cmd_diff(args) -> ExitCode:
         if change.new is not None and change.new.reason:
             print(f"    now: {change.new.reason[:200]}")
     for name, rows in comparison.moved.items():
+        if name == "coverage":
+            continue  # printed below, grouped by transition (--cells lists every cell)
         print(f"{len(rows)} {name} moved beyond their tolerance" + (":" if rows else ""))
         for row in rows:
             note = f" ({row.note})" if row.note else ""
