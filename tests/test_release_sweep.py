@@ -67,7 +67,7 @@ class Recorder:
             (Path(command[3]) / "bin").mkdir(parents=True)
             (Path(command[3]) / "bin" / "big-library.so").write_bytes(b"\0" * 4096)
         if len(command) > 1 and command[1] == "verify":
-            version = next(c.split("==")[1] for command, _ in reversed(self.calls) for c in command if c.startswith("torch=="))
+            version = next(c.split("==")[-1].lstrip("=") for command, _ in reversed(self.calls) for c in command if c.startswith("torch=="))
             commit_run(self.root, version, stamp="new")
         return 0
 
@@ -85,8 +85,8 @@ def test_a_release_runs_in_its_own_environment_which_is_removed_afterwards(proje
     assert not old.exists(), "the new run replaces the older file of the same release"
     assert measured[1].detail == f"replaced {old.name}" and measured[0].env_bytes >= 4096
     venv, torch, project_install, verify = (command for command, _ in recorder.calls[:4])
-    assert venv[1:3] == ["-m", "venv"] and torch[-1] == "torch==2.9.0"
-    assert project_install[-2:] == [f"{project}[claims]", "torch==2.9.0"]
+    assert venv[1:3] == ["-m", "venv"] and torch[-1] == "torch===2.9.0"  # the index's build, never a local one
+    assert project_install[-2:] == [f"{project}[claims]", "torch===2.9.0"]
     assert verify[1] == "verify" and verify[verify.index("--backend") + 1] == "cpu"
     assert verify[verify.index("--timeout") + 1] == "300"
     assert "--workflow-run" not in verify  # made on this machine: a file submitted by hand
@@ -109,13 +109,13 @@ def test_the_transformers_series_lifts_its_own_pin_and_holds_torch(project):
     sw = sweep(project, recorder)
     sw.run_release(select(load_releases(project), ["transformers"], ["4.57.6"])[0])
     torch_install, env = recorder.calls[1]
-    assert torch_install[-2:] == ["transformers==4.57.6", "torch==2.13.0"]
+    assert torch_install[-2:] == ["transformers===4.57.6", "torch==2.13.0"]
     assert "transformers==" not in Path(env["PIP_CONSTRAINT"]).read_text()
 
 
 def test_a_failed_install_keeps_the_committed_files_and_the_disk_clean(project):
     old = commit_run(project, "2.9.0", claims=("alpha",))
-    measured = sweep(project, Recorder(project, fail_on="torch==2.9.0")).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))
+    measured = sweep(project, Recorder(project, fail_on="torch===2.9.0")).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))
     assert measured[0].status == "failed" and old.exists()
     assert not (project / ".sweep" / "env").exists()
 
@@ -132,6 +132,9 @@ def test_the_cpu_index_is_used_for_cpu_series_only(project):
     sw.torch_index = "https://download.pytorch.org/whl/cpu"
     for release in select(load_releases(project), ["torch", "torch_xla"], ["2.9.0"]):
         assert ("--extra-index-url" in sw.index_args(release)) is (release.series.backend == "cpu")
+    sw.run_release(select(load_releases(project), ["torch"], ["2.9.0"])[0])
+    torch_install = recorder.calls[1][0]
+    assert torch_install[-3:] == ["--extra-index-url", sw.torch_index, "torch==2.9.0"]  # the index's +cpu build may be taken
 
 
 def test_the_command_line_dry_run_plans_without_installing(project, capsys):

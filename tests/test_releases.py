@@ -57,6 +57,7 @@ def test_versions_sort_as_numbers():
 def test_requirements_of_a_release_include_the_series_pins(tmp_path):
     releases = load_releases(write(tmp_path))
     assert releases.series["torch"].requirements("2.10.0") == ["torch==2.10.0"]
+    assert releases.series["torch"].requirements("2.10.0", exact=True) == ["torch===2.10.0"]
     assert releases.series["torch_xla"].requirements("2.8.1") == ["torch_xla==2.8.1", "torch==2.8.0"]
     assert releases.series["transformers"].requirements("4.57.6") == ["transformers==4.57.6", "torch==2.13.0"]
 

@@ -191,7 +191,8 @@ class Sweep:
         if free < MIN_FREE_GB * 1e9:
             return Measured(release, "failed", f"only {free / 1e9:.1f} GB free; an environment needs about {MIN_FREE_GB:g} GB")
         pip_env = self.pip_env(release)
-        requirements = release.series.requirements(release.version)
+        # Without an index of its own, each release is the package index's build, as released.
+        requirements = release.series.requirements(release.version, exact=not self.index_args(release))
         pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet"]
         started = time.perf_counter()
         try:

@@ -82,9 +82,14 @@ class Series:
         """Canonical names this series does not hold: the varied package and those that follow it."""
         return {canonical(self.package), *(canonical(name) for name in self.follows)}
 
-    def requirements(self, version: str) -> list[str]:
-        """What pip installs for one release of the series."""
-        return [f"{self.package}=={version}", *self.requires, *self.requires_by_version.get(version, ())]
+    def requirements(self, version: str, exact: bool = False) -> list[str]:
+        """What pip installs for one release of the series. ``exact`` pins the
+        release's own version string (``===``): pip then takes the package
+        index's build and never a local build of the same release (a machine's
+        ``2.13.0+cpu`` wheel), so every release of the series is the same kind
+        of build."""
+        pin = "===" if exact else "=="
+        return [f"{self.package}{pin}{version}", *self.requires, *self.requires_by_version.get(version, ())]
 
     def pins(self) -> dict[str, str]:
         """Every version a run of this series must have, apart from the varied package."""
