@@ -178,7 +178,15 @@ def patch_entry_points(monkeypatch, *entries):
         return list(entries)
 
     monkeypatch.setattr(backends.importlib.metadata, "entry_points", entry_points)
+    backends.registered_backends.cache_clear()
     return seen_groups
+
+
+@pytest.fixture(autouse=True)
+def _forget_patched_plugins():
+    """Entry points are read once per process; a test that patches them must not leave its backends behind."""
+    yield
+    backends.registered_backends.cache_clear()
 
 
 def test_entry_point_backend_is_picked_up(monkeypatch):

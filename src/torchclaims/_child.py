@@ -28,6 +28,12 @@ from pathlib import Path
 
 from . import processes
 
+# The environment of every script (the fork server's too: see preload). Scripts
+# draw figures off-screen and never reach the Hugging Face Hub. Inductor
+# compiles in the script's process itself: a pool of compile workers would
+# outlive the script's hard exit and leak its semaphores.
+SCRIPT_ENVIRONMENT = {"MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+
 
 @dataclass(frozen=True)
 class GalleryTarget:

@@ -8,6 +8,7 @@ group (each entry point names a :class:`Backend` object).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import importlib.metadata
@@ -281,13 +282,21 @@ AUTO_ORDER: tuple[str, ...] = ("cuda", "rocm", "xpu", "mps", "neuron", "tpu", "x
 
 def all_backends() -> dict[str, Backend]:
     """Built-in descriptors plus those other packages register as entry points."""
-    backends = {b.name: b for b in BUILTIN_BACKENDS}
+    return {**{b.name: b for b in BUILTIN_BACKENDS}, **{b.name: b for b in registered_backends()}}
+
+
+@functools.cache
+def registered_backends() -> tuple[Backend, ...]:
+    """The descriptors of other packages, read once per process: scanning every
+    installed distribution's entry points takes milliseconds, and pages ask for
+    the backends thousands of times."""
+    found = []
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         backend = entry.load()
         if not isinstance(backend, Backend):
             raise UsageError(f"entry point {entry.name!r} in {ENTRY_POINT_GROUP} is not a torchclaims Backend")
-        backends[backend.name] = backend
-    return backends
+        found.append(backend)
+    return tuple(found)
 
 
 def requested_backend(explicit: str | None = None) -> str:

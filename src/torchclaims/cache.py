@@ -14,28 +14,81 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .memo import ContentMemo, code_digest
 from .records import Environment, ResultRecord, Verdict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The harness every script runs inside; a change to it may change any result.
-HARNESS = (PACKAGE_DIR / "_child.py", PACKAGE_DIR / "runner.py")
+HARNESS = tuple(PACKAGE_DIR / name for name in ("_child.py", "runner.py", "preload/__init__.py", "preload/compiler.py", "preload/huggingface.py"))
+_SCAN_CODE = code_digest("cache.py")
 
 
-def _module_file(name: str, search_dirs: list[Path]) -> Path | None:
-    """The file of a project module (torchclaims.* or a helper beside the script)."""
-    parts = name.split(".")
-    if parts[0] == "torchclaims":
-        base = PACKAGE_DIR.joinpath(*parts[1:])
-        candidates = [base.with_suffix(".py"), base / "__init__.py"]
-    else:
-        candidates = [d.joinpath(*parts).with_suffix(".py") for d in search_dirs]
-    return next((c for c in candidates if c.is_file()), None)
+class InputScanner:
+    """What scripts import from the project, for the scripts of one run: each
+    file is read and parsed once (its imports recalled from ``memo`` when an
+    earlier run parsed the same text), and each module name looked up once."""
+
+    def __init__(self, root: Path, memo: ContentMemo | None = None):
+        self.root = root
+        self.memo = memo or ContentMemo()
+        self._files: dict[Path, tuple[str, frozenset[str]]] = {}
+        self._modules: dict[tuple[str, Path], Path | None] = {}
+        self.uses: dict[Path, frozenset[str]] = {}  # script -> every module it or its project files import
+
+    def inputs(self, script: Path) -> dict[str, str]:
+        """sha256 of the script and of every project file it imports, transitively."""
+        seen: dict[Path, str] = {}
+        used: set[str] = set()
+        queue = [script, *HARNESS]
+        while queue:
+            path = queue.pop()
+            if path in seen:
+                continue
+            seen[path], imported = self._scan(path)
+            used |= imported
+            for name in imported:
+                module = self._module_file(name, script.parent)
+                if module is not None and module not in seen:
+                    queue.append(module)
+        self.uses[script] = frozenset(used)
+        return {_label(path, self.root): digest for path, digest in sorted(seen.items())}
+
+    def uses_of(self, script: Path) -> frozenset[str]:
+        """Every module the script or its project files import."""
+        if script not in self.uses:
+            self.inputs(script)
+        return self.uses[script]
+
+    def _scan(self, path: Path) -> tuple[str, frozenset[str]]:
+        if path not in self._files:
+            data = path.read_bytes()
+            names = self.memo.recall("imports", _SCAN_CODE, f"{path}\0".encode() + data, lambda: sorted(_imported_modules(path, data)), _names)
+            self._files[path] = (hashlib.sha256(data).hexdigest(), frozenset(names))
+        return self._files[path]
+
+    def _module_file(self, name: str, search_dir: Path) -> Path | None:
+        """The file of a project module (torchclaims.* or a helper beside the script)."""
+        if (name, search_dir) not in self._modules:
+            parts = name.split(".")
+            if parts[0] == "torchclaims":
+                base = PACKAGE_DIR.joinpath(*parts[1:])
+                candidates = [base.with_suffix(".py"), base / "__init__.py"]
+            else:
+                candidates = [search_dir.joinpath(*parts).with_suffix(".py")]
+            self._modules[name, search_dir] = next((c for c in candidates if c.is_file()), None)
+        return self._modules[name, search_dir]
 
 
-def _imported_modules(path: Path) -> set[str]:
+def _names(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(name, str) for name in value)
+
+
+def _imported_modules(path: Path, data: bytes) -> set[str]:
+    """Module names a file imports; ``torch.compile`` counts as one (it imports
+    the compiler on its first call), so the runner sees who compiles."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError):
+        tree = ast.parse(data.decode("utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError):
         return set()
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -50,24 +103,14 @@ def _imported_modules(path: Path) -> set[str]:
             module = f"{base}.{node.module}" if node.module else base
             names.add(module)
             names.update(f"{module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Attribute) and node.attr == "compile" and isinstance(node.value, ast.Name) and node.value.id == "torch":
+            names.add("torch.compile")
     return names
 
 
 def script_inputs(script: Path, root: Path) -> dict[str, str]:
     """sha256 of the script and of every project file it imports, transitively."""
-    search_dirs = [script.parent]
-    seen: dict[Path, str] = {}
-    queue = [script, *HARNESS]
-    while queue:
-        path = queue.pop()
-        if path in seen:
-            continue
-        seen[path] = hashlib.sha256(path.read_bytes()).hexdigest()
-        for name in _imported_modules(path):
-            module = _module_file(name, search_dirs)
-            if module is not None and module not in seen:
-                queue.append(module)
-    return {_label(path, root): digest for path, digest in sorted(seen.items())}
+    return InputScanner(root).inputs(script)
 
 
 def _label(path: Path, root: Path) -> str:

@@ -58,6 +58,13 @@ _WORDING = {  # how a page introduces the proposition
 }
 
 
+class CompilerCaches(str, Enum):
+    """Whether a claim's run may find compiled kernels that earlier runs left (torchclaims.compiler_caches)."""
+
+    SHARED = "shared"  # kept between runs: the verdict does not depend on them
+    COLD = "cold"  # empty for each run: the claim times compiling or counts compilations
+
+
 class Source(BaseModel):
     """Where the claim was made, with a short verbatim quote."""
 
@@ -121,6 +128,10 @@ class Claim(BaseModel):
     script: str | None = Field(None, validate_default=True, description="gallery/<name>.py verifying an executable claim")
     caveats: list[Annotated[str, Field(max_length=limits.NOTE_CHARS)]] = Field(default_factory=list)
     see_also: list[str] = Field(default_factory=list)
+    compiler_caches: CompilerCaches = Field(
+        CompilerCaches.SHARED,
+        description="cold: the script times compiling or counts compilations, so each run starts from empty compiler caches",
+    )
 
     @field_validator("topic")
     @classmethod
@@ -166,6 +177,13 @@ class Claim(BaseModel):
         if script is not None and not re.fullmatch(r"gallery/[a-z0-9_]+\.py", script):
             raise ValueError("expected a path like gallery/<snake_case_name>.py")
         return script
+
+    @field_validator("compiler_caches")
+    @classmethod
+    def _caches_need_a_script(cls, caches: CompilerCaches, info: ValidationInfo) -> CompilerCaches:
+        if caches is CompilerCaches.COLD and info.data.get("kind") is ClaimKind.ATTRIBUTED:
+            raise ValueError("an attributed claim runs nothing, so it has no compiler caches to keep cold")
+        return caches
 
     @property
     def executable(self) -> bool:

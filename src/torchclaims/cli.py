@@ -76,6 +76,7 @@ def cmd_verify(args) -> ExitCode:
         records_dir=records_dir,
         force=args.force,
         require_usable=True,  # a results file never holds a backend that could not run
+        results_dir=root / "results",  # their durations order a first run (scheduling.py)
     )
     try:
         outcome = verify(selected, settings, log=print, warn=lambda m: print(f"warning: {m}", file=sys.stderr))

@@ -20,6 +20,7 @@ from .errors import InvalidFileError, Problem
 from .fileio import decode_utf8, read_bytes
 from .fixed_judgements import fixed_judgements
 from .gallery_text import script_markup_problems
+from .memo import ContentMemo, code_digest
 
 DEVICE_TYPES = sorted({b.device_type for b in BUILTIN_BACKENDS} | {"hip", "privateuseone"})
 _DEVICE_LITERAL = re.compile(rf"^({'|'.join(DEVICE_TYPES)})(:\d+)?$")
@@ -133,8 +134,44 @@ def _placeholders(path: Path, claim) -> list[Problem]:
     return found
 
 
-def cross_check(root: Path, claims: ClaimSet) -> list[Problem]:
-    """Records against scripts and against each other."""
+_LINT_CODE = code_digest("lint.py", "fixed_judgements.py", "gallery_text.py", "backends.py")
+
+
+def _script_facts(path: Path, rel: str, memo: ContentMemo) -> tuple[list[tuple[str | None, int]], list[Problem], str | None]:
+    """check_script and the script's title, remembered by the script's text (a build lints every run)."""
+    try:
+        data = read_bytes(path, limits.LIMITS.script_bytes, "script")
+    except InvalidFileError:
+        return *check_script(path, rel), None
+
+    def work_out() -> dict:
+        calls, problems = check_script(path, rel)
+        return {"calls": [list(c) for c in calls], "problems": [[p.field, p.message, p.line] for p in problems], "title": script_title(path)}
+
+    facts = memo.recall("lint", _LINT_CODE, rel.encode() + b"\0" + data, work_out, _valid_facts)
+    problems = [Problem(Path(rel), field, message, line) for field, message, line in facts["problems"]]
+    return [(claim_id, line) for claim_id, line in facts["calls"]], problems, facts["title"]
+
+
+def _valid_facts(value: object) -> bool:
+    """Whether a remembered answer has the shape work_out gives (the memo file is untrusted)."""
+    if not isinstance(value, dict) or not isinstance(value.get("calls"), list) or not isinstance(value.get("problems"), list):
+        return False
+    nothing = type(None)
+    return (
+        all(_shaped(call, (str, nothing), int) for call in value["calls"])
+        and all(_shaped(problem, str, str, (int, nothing)) for problem in value["problems"])
+        and isinstance(value.get("title"), (str, nothing))
+    )
+
+
+def _shaped(item: object, *types) -> bool:
+    return isinstance(item, list) and len(item) == len(types) and all(isinstance(v, t) for v, t in zip(item, types))
+
+
+def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -> list[Problem]:
+    """Records against scripts and against each other (``memo`` remembers what scripts held)."""
+    memo = memo or ContentMemo()
     problems: list[Problem] = []
     scripts: dict[str, str] = {}
     for claim in claims.executable():
@@ -160,7 +197,7 @@ def cross_check(root: Path, claims: ClaimSet) -> list[Problem]:
         if script.name.startswith("_"):
             continue  # helper modules shared by scripts
         rel = script.relative_to(root).as_posix()
-        ids, script_problems = check_script(script, rel)
+        ids, script_problems, title = _script_facts(script, rel, memo)
         problems.extend(script_problems)
         for claim_id, line in ids:
             claim = claims.claims.get(claim_id) if claim_id else None
@@ -170,7 +207,7 @@ def cross_check(root: Path, claims: ClaimSet) -> list[Problem]:
                 problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, which has no record in claims/", line))
             elif claim.script != rel:
                 problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, whose record names script {claim.script}", line))
-            elif script_title(script) not in (None, claim.title):
+            elif title not in (None, claim.title):
                 problems.append(
                     Problem(Path(rel), "", f"the docstring's title must be the claim's title, so the claim has one title everywhere: {claim.title!r}", 2)
                 )

@@ -2,7 +2,8 @@
 
 Children fork from a multiprocessing fork server that has torch (and the other
 heavy modules) imported already, so isolation costs a fork, not an import. The
-parent never imports torch. Whatever a child does (raise, ``sys.exit``,
+fork server starts with the first child a run needs, so a run with nothing to
+do starts no process. The parent never imports torch. Whatever a child does (raise, ``sys.exit``,
 ``os._exit``, segfault, hang, fork and leave processes behind), the parent turns
 it into a result record, and the other claims are unaffected.
 
@@ -14,14 +15,11 @@ server and the multiprocessing resource tracker it started.
 
 from __future__ import annotations
 
-import getpass
 import hashlib
-import importlib.util
 import json
 import multiprocessing
 import multiprocessing.connection
 import os
-import re
 import shutil
 import signal
 import tempfile
@@ -33,12 +31,19 @@ from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
 
 from . import _child, limits
+from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, shared_cache_links
 from .errors import InvalidFileError, TorchclaimsError
 from .fileio import locked
 from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resource_tracker
 from .records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
 
-PRELOAD = ("torch", "numpy", "matplotlib.pyplot", "torchclaims._child", "torchclaims.verify")
+# What the fork server imports (torchclaims.preload), and the groups it may add: a
+# group's module, and the module names (as scripts import them) that mean a claim uses it.
+PRELOAD = "torchclaims.preload"
+PRELOAD_GROUPS = {
+    "torchclaims.preload.compiler": ("torch.compile", "torch._dynamo", "torch._inductor"),
+    "torchclaims.preload.huggingface": ("transformers", "accelerate"),
+}
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class Job:
     inputs: dict[str, str]
     timeout: float
     gallery: _child.GalleryTarget | None = None
+    cold_caches: bool = False  # the claim measures compiling: empty compiler caches (compiler_caches.py)
+    uses: frozenset[str] = frozenset()  # modules the script and its project helpers import (cache.InputScanner)
 
 
 @dataclass(frozen=True)
@@ -71,23 +78,22 @@ class Interrupted(KeyboardInterrupt):
 
 class Runner:
     """Owns the fork server; runs jobs ``parallel`` at a time. Use it as a
-    context manager: leaving it stops the helper processes it started."""
+    context manager: leaving it stops the helper processes it started.
 
-    def __init__(self, backend: str, *, parallel: int):
+    With ``shortcuts`` (the default) the fork server also imports what many
+    of the claims about to run import (``preload_for``), and claims that do not
+    measure compiling share the compiler caches between runs. Without, only
+    torch and the harness are imported beforehand and every claim gets empty
+    compiler caches: the reference the shortcuts must give the same verdicts as.
+    """
+
+    def __init__(self, backend: str, *, parallel: int, shortcuts: bool = True):
         self.backend = backend
         self.parallel = max(1, parallel)
-        # Scripts draw figures off-screen and never reach the Hugging Face Hub.
-        # Inductor compiles in the child itself: a pool of compile workers would
-        # outlive the child's hard exit and leak its semaphores.
-        self.env = {
-            "MPLBACKEND": "Agg",
-            "HF_HUB_OFFLINE": "1",
-            "TORCHINDUCTOR_COMPILE_THREADS": "1",
-            "TORCHCLAIMS_BACKEND": backend,
-        }
+        self.shortcuts = shortcuts
+        self.env = {**_child.SCRIPT_ENVIRONMENT, "TORCHCLAIMS_BACKEND": backend}
         self._ctx = multiprocessing.get_context("forkserver")
-        preload = [m for m in PRELOAD if importlib.util.find_spec(m.split(".")[0])]
-        self._ctx.set_forkserver_preload(preload)
+        self._ctx.set_forkserver_preload([PRELOAD])
         self.threads = max(1, (os.cpu_count() or 1) // self.parallel)
         # Helpers already running belong to someone else in this process.
         self._own_forkserver = forkserver._forkserver._forkserver_pid is None
@@ -98,6 +104,19 @@ class Runner:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def preload_for(self, uses: list[frozenset[str]]) -> list[str]:
+        """Before the fork server starts: add each group more claims use than
+        there are workers (importing it once in the server then costs less than
+        each claim importing it). Returns the groups added."""
+        if not self.shortcuts:
+            return []
+        groups = [
+            group for group, names in PRELOAD_GROUPS.items()
+            if sum(any(used == n or used.startswith(n + ".") for used in claim for n in names) for claim in uses) > self.parallel
+        ]
+        self._ctx.set_forkserver_preload([PRELOAD, *groups])
+        return groups
 
     def close(self) -> None:
         """Stop the fork server and the resource tracker this runner started."""
@@ -169,12 +188,14 @@ class Runner:
 
     def _start(self, job: Job, scratch: Path) -> _Running:
         stem = scratch / job.claim_id
+        cold = job.cold_caches or not self.shortcuts
         child_job = _child.ChildJob(
             claim_id=job.claim_id,
             script=str(job.script),
             cwd=str(job.script.parent),
             env={
                 **self.env,
+                **(cold_cache_env(f"{stem}.tmp") if cold else {}),
                 "TORCHCLAIMS_RECORD_PATH": f"{stem}.record.json",
                 "TORCHCLAIMS_DEADLINE": f"{time.time() + job.timeout:.3f}",  # long sweeps size their guard from it
                 "TORCHCLAIMS_SCRIPT": job.script_rel,
@@ -183,7 +204,7 @@ class Runner:
             status_path=f"{stem}.status.json",
             figures_dir=f"{stem}.figures",
             tmp_dir=f"{stem}.tmp",
-            tmp_links=_shared_caches(),
+            tmp_links={} if cold else shared_cache_links(),
             threads=self.threads,
             log_bytes=limits.LIMITS.log_tail_bytes,
             log_lines=limits.LIMITS.log_tail_lines,
@@ -192,7 +213,7 @@ class Runner:
         )
         process = self._ctx.Process(target=_child.run, args=(child_job,), name=f"claim:{job.claim_id}")
         process.start()
-        return _Running(job, child_job, process, time.monotonic(), time.monotonic() + job.timeout, now())
+        return _Running(job, child_job, process, time.monotonic(), time.monotonic() + job.timeout, now(), cold)
 
     def _finish(self, item: _Running, environment: Environment, timed_out: bool) -> ResultRecord:
         process, child = item.process, item.child
@@ -236,6 +257,8 @@ def _stamp(record: ResultRecord, item: _Running, environment: Environment, durat
         "environment": environment,
         "figures": figures,
     }
+    if item.cold:  # the run had empty compiler caches: a condition of its verdict
+        update["conditions"] = {**record.conditions, CONDITION_NAME: COLD_CONDITION}
     return record.model_copy(update=update)
 
 
@@ -247,6 +270,7 @@ class _Running:
     started: float
     deadline: float
     started_at: object
+    cold: bool  # empty compiler caches
 
 
 def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
@@ -259,20 +283,6 @@ def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
     for figure in figures:
         shutil.move(figure, target / figure.name)
     return [f"{target.name}/{figure.name}" for figure in figures]
-
-
-def _shared_caches() -> dict[str, str]:
-    """Caches torch keeps under the system temporary directory, linked from each
-    script's own one: inductor finds its compiled kernels and headers where it
-    always does (a cold cache costs seconds per compile), and removing the
-    script's directory removes only the links."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = f"uid_{os.getuid()}"
-    system = tempfile.gettempdir()
-    names = ("torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user), "cache")
-    return {name: os.path.join(system, name) for name in names}
 
 
 def _failure_cause(exitcode: int | None, timed_out: bool, timeout: float, status_path: Path) -> str | None:

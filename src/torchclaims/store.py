@@ -11,6 +11,7 @@ submitted by hand, newest first within each.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,11 +75,17 @@ class Store:
     problems: list[Problem] = field(default_factory=list)
     rejected: dict[str, list[Problem]] = field(default_factory=dict)  # claim id -> records left out, and why
     build_environment: Environment | None = None
+    _claim_digests: dict[str, str] = field(default_factory=dict, repr=False)  # claim id -> digest of its entries
+    _texts: set[str] = field(default_factory=set, repr=False)  # each record added (as JSON), once
+    _text_of: dict[int, str] = field(default_factory=dict, repr=False)  # id(entry) -> its record as JSON
 
     def add(self, entry: Entry) -> None:
-        same = [e for e in self.entries.get(entry.record.claim_id, []) if _identity(e.record) == _identity(entry.record)]
-        if not same:
+        text = record_json(entry.record)  # the same run seen twice (this build and its own exported file) is added once
+        if text not in self._texts:
+            self._texts.add(text)
+            self._text_of[id(entry)] = text
             self.entries.setdefault(entry.record.claim_id, []).append(entry)
+            self._claim_digests.pop(entry.record.claim_id, None)
 
     def history(self, claim_id: str) -> list[Entry]:
         """Every entry for a claim, newest first."""
@@ -103,19 +110,23 @@ class Store:
         return sorted(names, key=lambda c: (c != build, c))
 
     def digest(self, claim_ids: list[str]) -> str:
-        """Changes whenever anything shown about these claims changes."""
+        """Changes whenever anything shown about these claims changes (and only then:
+        the same environment gives the same digest however its maps are ordered)."""
         h = hashlib.sha256()
         for claim_id in sorted(claim_ids):
-            for entry in self.history(claim_id):
-                h.update(f"{claim_id}|{entry.origin}|".encode() + record_json(entry.record).encode())
+            h.update(self._claim_digest(claim_id).encode())
         if self.build_environment is not None:
-            h.update(self.build_environment.model_dump_json().encode())
+            h.update(json.dumps(self.build_environment.model_dump(mode="json"), sort_keys=True).encode())
         return h.hexdigest()
 
-
-def _identity(record: ResultRecord) -> str:
-    """The same run seen twice (e.g. this build and its own exported file)."""
-    return record_json(record)
+    def _claim_digest(self, claim_id: str) -> str:
+        """Every page showing a claim asks for this digest: worked out once per build."""
+        if claim_id not in self._claim_digests:
+            h = hashlib.sha256()
+            for entry in self.history(claim_id):
+                h.update(f"{claim_id}|{entry.origin}|".encode() + self._text_of[id(entry)].encode())
+            self._claim_digests[claim_id] = h.hexdigest()
+        return self._claim_digests[claim_id]
 
 
 def load_store(

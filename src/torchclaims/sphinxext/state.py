@@ -24,10 +24,11 @@ from .. import config as settings_text
 from .. import limits
 from ..admission import Admission
 from ..claims import Claim, ClaimSet, load_claims
-from ..execution import Outcome, Settings, history_dir, verify
+from ..execution import MEMO_FILE, Outcome, Settings, history_dir, verify
 from ..errors import InvalidFileError, UsageError
 from ..fileio import decode_utf8, read_bytes
 from ..lint import cross_check
+from ..memo import ContentMemo
 from ..grid import Grid
 from ..records import now, read_record
 from ..store import Store, load_store
@@ -186,8 +187,10 @@ def prepare(app: Sphinx) -> None:
     checked = _checked_settings(config)
     root = Path(app.confdir)
     claims = load_claims(root / config.torchclaims_claims_dir)
-    for problem in claims.problems + cross_check(root, claims):
+    memo = ContentMemo(Settings(root=root).records_root() / MEMO_FILE)
+    for problem in claims.problems + cross_check(root, claims, memo):
         warn(str(problem), "claim", location=str(problem.path))
+    memo.save()
     script_sha = readable_scripts(root, claims)
     shown = [c.script for c in claims.executable() if c.id in script_sha]
     _only_pages_for(app, shown)
@@ -197,6 +200,7 @@ def prepare(app: Sphinx) -> None:
         logger.info(f"torchclaims: removed the generated page of {stem}, whose script is gone or cannot be shown")
     outcome = None
     build_records = {}
+    results_dir = root / config.torchclaims_results_dir if config.torchclaims_results_dir else None
     if checked["execute"]:
         settings = Settings(
             root=root,
@@ -204,6 +208,7 @@ def prepare(app: Sphinx) -> None:
             timeout=checked["timeout"],
             parallel=checked["parallel"],
             force=checked["force"],
+            results_dir=results_dir,
         )
         outcome = verify(
             [c for c in claims.executable() if (root / c.script).is_file()],
@@ -219,7 +224,6 @@ def prepare(app: Sphinx) -> None:
                 warn(f"claim {claim_id} could not be verified: {record.reason}", "error")
     else:
         build_records = _existing_records(Settings(root=root, backend=config.torchclaims_backend))
-    results_dir = root / config.torchclaims_results_dir if config.torchclaims_results_dir else None
     history = history_dir(Settings(root=root))
     admission = Admission.for_project(root, claims.claims)
     store = load_store(build_records, outcome.probe.environment if outcome else None, results_dir, history, admission)

@@ -1,0 +1,43 @@
+"""What the fork server imports before any claim's process forks from it.
+
+Importing this package sets the environment every claim runs in first (some
+libraries read it when they are imported: huggingface_hub its offline switch,
+inductor its number of compile workers; what the server imports is imported
+once for every claim), then imports what every claim needs: torch and the
+harness. A claim's process then costs a fork instead of seconds of imports.
+
+The modules of this package add what some claims import (the compiler stack,
+the Hugging Face libraries). They take seconds to import, during which no
+claim can start, so the runner preloads one only when more claims of the run
+use it than there are workers (torchclaims.runner.PRELOAD_GROUPS).
+
+A module that fails to import is left to the scripts that need it, which then
+fail with the real error: the server itself must never fail.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+from torchclaims._child import SCRIPT_ENVIRONMENT
+
+BASE = ("torch", "numpy", "matplotlib.pyplot", "sphinx_gallery.gen_rst", "torchclaims._child", "torchclaims.verify")
+
+
+def load(modules: tuple[str, ...]) -> None:
+    """Import each module, going on past any that fails."""
+    os.environ.update(SCRIPT_ENVIRONMENT)
+    had_cache_dir = "TORCHINDUCTOR_CACHE_DIR" in os.environ
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the script that needs it reports the error
+            continue
+    if not had_cache_dir:
+        # Importing Dynamo fixes inductor's cache folder in the environment; each
+        # script finds it through its own TMPDIR (shared or cold: compiler_caches.py).
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+
+
+load(BASE)
