@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import shutil
 
 import pytest
 
@@ -112,3 +114,23 @@ def test_publishing_leaves_the_build_leftovers_behind(tmp_path):
     assert leftovers(built) == [".buildinfo", ".doctrees", "_sources"]
     with pytest.raises(UsageError, match="must be outside the build folder"):
         publish(built, built / "site")
+
+
+def test_publishing_again_copies_what_changed_and_removes_what_is_gone(tmp_path):
+    built, site = tmp_path / "built", tmp_path / "site"
+    for name in ("index.html", "a/page.html", "a/gone.html", "b/c.html"):
+        (built / name).parent.mkdir(parents=True, exist_ok=True)
+        (built / name).write_text(name)
+    publish(built, site)
+    kept = (site / "index.html").stat().st_ino
+    (built / "a" / "page.html").write_text("a new version of the page")
+    (built / "a" / "gone.html").unlink()
+    shutil.rmtree(built / "b")
+    (built / "b").write_text("a file where a folder was")
+    (site / "stray.html").write_text("not from the build")
+    os.symlink(tmp_path, site / "a" / "link")
+    publish(built, site)
+    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*")) == ["a", "a/page.html", "b", "index.html"]
+    assert (site / "a" / "page.html").read_text() == "a new version of the page"
+    assert (site / "b").read_text() == "a file where a folder was"
+    assert (site / "index.html").stat().st_ino == kept  # unchanged: the same file, not a new copy

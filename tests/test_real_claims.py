@@ -44,3 +44,25 @@ def test_claim_produces_a_record_on_cpu(outcome, claim_id):
     if record.verdict is Verdict.UNVERIFIED:
         assert record.reason, "an unverified verdict must say why"
 
+
+
+# Claims a wrong shortcut would change: one that times compiling (empty caches
+# either way), compile and Hugging Face claims (their modules preloaded in the
+# fork server, shared compiler caches), one that inspects what importing torch
+# loads, and one that starts processes of its own.
+SHORTCUT_SENSITIVE = ["compile-jit-first-call", "custom-op-eager-and-compile", "hf-static-cache-shapes", "backend-autoload", "distributed-collectives"]
+
+
+def test_the_shortcuts_give_the_verdicts_of_a_run_without_them(outcome, tmp_path_factory):
+    """``outcome`` is a cold run with every shortcut (preloads, shared compiler
+    caches, longest first); the reference probes, imports and compiles afresh."""
+    settings = Settings(root=ROOT, backend="cpu", timeout=300, records_dir=tmp_path_factory.mktemp("reference"), shortcuts=False)
+    reference = verify([CLAIMS.claims[claim_id] for claim_id in SHORTCUT_SENSITIVE], settings, log=print, warn=print)
+
+    def judged(record):
+        return record.verdict, [(check.name, check.outcome) for check in record.checks]
+
+    for claim_id in SHORTCUT_SENSITIVE:
+        assert judged(outcome.records[claim_id]) == judged(reference.records[claim_id]), claim_id
+    cold = outcome.records["compile-jit-first-call"].conditions["compiler caches"]
+    assert cold.startswith("cold") and all(r.conditions.get("compiler caches", "").startswith("cold") for r in reference.records.values())

@@ -102,6 +102,14 @@ def records_csv(records: list[ResultRecord]) -> str:
     return out.getvalue()
 
 
+def _copy_if_changed(source: Path, target: Path) -> None:
+    """Copy a file unless the target holds its bytes already (the published copy then stays as it is)."""
+    if target.is_file() and target.stat().st_size == source.stat().st_size and target.read_bytes() == source.read_bytes():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
 def write_downloads(outdir: Path, store: Store, build: ResultsFile | None, results_dir: Path | None) -> list[Download]:
     """Publish every results file the store holds entries of; returns what was written."""
     folder = outdir / FOLDER
@@ -120,9 +128,7 @@ def write_downloads(outdir: Path, store: Store, build: ResultsFile | None, resul
                 write_if_changed(outdir / download.json, record_json(entry.record))
                 records = [entry.record]
             else:
-                source = results_dir / entry.origin
-                (outdir / download.json).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, outdir / download.json)  # the file as submitted (an attestation names its bytes)
+                _copy_if_changed(results_dir / entry.origin, outdir / download.json)  # as submitted (an attestation names its bytes)
                 # The table holds what the site shows: the records the load checks admitted.
                 records = [e.record for shown in store.entries.values() for e in shown if e.origin == entry.origin]
             write_if_changed(outdir / download.csv, records_csv(records))

@@ -17,7 +17,6 @@ import glob
 import hashlib
 import json
 import os
-import platform
 import sys
 from pathlib import Path
 
@@ -79,7 +78,7 @@ def _variables() -> str:
 
 
 def _hardware() -> str:
-    parts = [" ".join(platform.uname())]
+    parts = [" ".join(os.uname())]  # not platform.uname(): it runs `uname -p`
     for name in ("/proc/cpuinfo", "/proc/driver/nvidia/version"):
         try:
             with open(name, encoding="utf-8", errors="replace") as handle:

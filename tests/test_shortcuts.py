@@ -1,0 +1,203 @@
+"""What makes builds fast, each checked for what it must not change: the
+remembered probe, the preloads, the order claims start in, empty compiler
+caches for claims that measure compiling, the memo of what files hold."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from factories import make_environment, make_record, write_results_file
+from hostile import run_claims
+from kb import write_claim
+
+from torchclaims.cache import InputScanner
+from torchclaims.claims import load_claims
+from torchclaims.compiler_caches import CONDITION_NAME
+from torchclaims.lint import cross_check
+from torchclaims.memo import ContentMemo
+from torchclaims.probe_cache import cache_path, key_parts, recall, remember
+from torchclaims.records import Verdict
+from torchclaims.runner import Job, Probe, Runner
+from torchclaims.scheduling import longest_first
+
+
+# -- the remembered probe -----------------------------------------------------------
+
+
+def probe() -> Probe:
+    return Probe("cpu", "cpu was requested", None, make_environment())
+
+
+def test_a_remembered_probe_is_used_while_nothing_it_reads_changed(tmp_path):
+    path = cache_path(tmp_path, "cpu")
+    assert recall(path, key_parts("cpu")) == (None, "no earlier probe")
+    remember(path, key_parts("cpu"), probe())
+    assert recall(path, key_parts("cpu")) == (probe(), "")
+
+
+def test_a_changed_variable_or_distribution_makes_the_probe_run_again_and_says_what(tmp_path, monkeypatch):
+    path = cache_path(tmp_path, "cpu")
+    remember(path, key_parts("cpu"), probe())
+    monkeypatch.setenv("TORCHINDUCTOR_FREEZING", "1")
+    assert recall(path, key_parts("cpu")) == (None, "changed since the last probe: the environment variables")
+    monkeypatch.delenv("TORCHINDUCTOR_FREEZING")
+    site = tmp_path / "site-packages"
+    (site / "torch-9.9.9.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    assert recall(path, key_parts("cpu")) == (None, "changed since the last probe: the installed distributions")
+    assert recall(path, key_parts("auto"))[1] == "changed since the last probe: the backend asked for, the installed distributions"
+
+
+def test_running_as_sphinx_build_or_python_m_sphinx_is_the_same_environment(monkeypatch):
+    parts = key_parts("cpu")
+    monkeypatch.setattr(sys, "path", [str(Path(sys.executable).parent), *sys.path[1:]])
+    assert key_parts("cpu") == parts
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"{not json", b"[]", json.dumps({"format": 1, "parts": {}, "probe": {"backend": "cpu"}}).encode(), b"\xff\xfe", b"[" * 5000 + b"]" * 5000],
+)
+def test_a_broken_remembered_probe_is_probed_again(tmp_path, content):
+    path = cache_path(tmp_path, "cpu")
+    path.write_bytes(content)
+    found, why = recall(path, key_parts("cpu"))
+    assert found is None and why
+
+
+def test_a_run_with_nothing_to_do_starts_no_process_and_an_edit_probes_again(tmp_path, monkeypatch):
+    started = []  # what would start the fork server: a probe, a claim
+    for name in ("probe", "_start"):
+        original = getattr(Runner, name)
+        monkeypatch.setattr(Runner, name, lambda self, *args, _original=original, _name=name: started.append(_name) or _original(self, *args))
+    write_claim(tmp_path, "kb-holds", "holds")
+    first = run_claims(tmp_path, timeout=120)
+    assert set(first.reran) == {"kb-holds"} and started == ["probe", "_start"]
+    second = run_claims(tmp_path, timeout=120)
+    assert second.reran == {} and second.records == first.records
+    assert started == ["probe", "_start"], "a run with nothing to do started a process"
+    script = tmp_path / "gallery" / "kb_holds.py"
+    script.write_text(script.read_text() + "\n# edited\n")
+    third = run_claims(tmp_path, timeout=120)
+    assert "changed: gallery/kb_holds.py" in str(third.reran["kb-holds"])
+    assert started[2:] == ["probe", "_start"], "a run with claims to run probes again"
+    assert third.records["kb-holds"].environment == first.records["kb-holds"].environment
+
+
+def test_a_changed_environment_variable_reruns_every_claim_and_says_why(tmp_path, monkeypatch):
+    write_claim(tmp_path, "kb-holds", "holds")
+    run_claims(tmp_path, timeout=120)
+    monkeypatch.setenv("TORCH_SHOW_CPP_STACKTRACES", "1")
+    again = run_claims(tmp_path, timeout=120)
+    assert "environment changed: env_vars.TORCH_SHOW_CPP_STACKTRACES (absent) -> 1" in str(again.reran["kb-holds"])
+    assert again.records["kb-holds"].environment.env_vars["TORCH_SHOW_CPP_STACKTRACES"] == "1"
+
+
+# -- preloads and order ----------------------------------------------------------------
+
+
+def test_a_group_is_preloaded_only_when_more_claims_use_it_than_there_are_workers():
+    compiles, hugs = frozenset({"torch.compile"}), frozenset({"transformers.models.llama"})
+    runner = Runner("cpu", parallel=2)
+    assert runner.preload_for([compiles, compiles, hugs]) == []
+    assert runner.preload_for([compiles, compiles, compiles | hugs, frozenset({"torch._dynamo.utils"})]) == ["torchclaims.preload.compiler"]
+    assert runner.preload_for([hugs, hugs, frozenset({"accelerate"})]) == ["torchclaims.preload.huggingface"]
+    assert runner.preload_for([frozenset({"torch.compiler_x", "transformersx"})] * 5) == []
+    assert Runner("cpu", parallel=2, shortcuts=False).preload_for([compiles] * 5) == []
+
+
+def job(claim_id: str) -> Job:
+    return Job(claim_id, Path(f"gallery/{claim_id}.py"), f"gallery/{claim_id}.py", Path("r.json"), "", {}, 60)
+
+
+def test_claims_start_longest_first_with_the_unknown_ones_first(tmp_path):
+    jobs = [job(name) for name in ("short", "long", "new", "committed", "elsewhere")]
+    write_results_file(tmp_path / "a.json", [make_record("committed", duration_s=50.0), make_record("elsewhere", duration_s=1.0)])
+    xla = make_environment(backend="xla", device="xla:0", packages={"torch": "2.9.0", "torch_xla": "2.9.0"}, torch="2.9.0")
+    write_results_file(tmp_path / "b.json", [make_record("elsewhere", duration_s=99.0, environment=xla)], environment=xla)
+    order = longest_first(jobs, {"short": 1.0, "long": 30.0}, "cpu", tmp_path)
+    assert [j.claim_id for j in order] == ["new", "committed", "long", "short", "elsewhere"]
+
+
+# -- compiler caches -------------------------------------------------------------------
+
+CACHE_REPORT = """
+import json, os, tempfile
+from torch._inductor.runtime.cache_dir_utils import cache_dir
+place = cache_dir()
+seen = {"dir": place, "tmp": tempfile.gettempdir(), "entries": os.listdir(place), "triton": os.environ.get("TRITON_CACHE_DIR")}
+with v.check("runs") as check:
+    check.measure("caches", json.dumps(seen))
+    check.expect(True, "")
+v.finish()
+"""
+
+
+def test_a_claim_that_measures_compiling_gets_empty_caches_and_says_so(tmp_path):
+    shared = tempfile_cache()
+    marker = Path(shared, f"left-by-an-earlier-run-{os.getpid()}")
+    marker.mkdir(parents=True, exist_ok=True)
+    write_claim(tmp_path, "kb-cold", CACHE_REPORT)
+    write_claim(tmp_path, "kb-shared", CACHE_REPORT)
+    record = tmp_path / "claims" / "kb-cold.toml"
+    record.write_text(record.read_text().replace('script = "gallery/kb_cold.py"', 'script = "gallery/kb_cold.py"\ncompiler_caches = "cold"'))
+    try:
+        outcome = run_claims(tmp_path, timeout=120)
+    finally:
+        marker.rmdir()
+    seen = {}
+    for claim_id, result in outcome.records.items():
+        assert result.verdict is Verdict.HOLDS, result.log_tail
+        seen[claim_id] = json.loads(result.checks[0].measurements[0].value)
+    cold, warm = seen["kb-cold"], seen["kb-shared"]
+    assert cold["dir"].startswith(cold["tmp"]) and cold["entries"] == [] and cold["triton"].startswith(cold["tmp"])
+    assert Path(warm["dir"]).name == Path(shared).name and marker.name in warm["entries"]  # through the link
+    assert outcome.records["kb-cold"].conditions[CONDITION_NAME].startswith("cold")
+    assert CONDITION_NAME not in outcome.records["kb-shared"].conditions
+    assert outcome.records["kb-cold"].inputs["compiler caches"] == "cold"
+
+
+def tempfile_cache() -> str:
+    from torchclaims.compiler_caches import shared_cache_links
+
+    return next(target for name, target in shared_cache_links().items() if name.startswith("torchinductor_"))
+
+
+def test_only_an_executable_claim_can_ask_for_cold_caches(tmp_path):
+    write_claim(tmp_path, "kb-said", None)
+    record = tmp_path / "claims" / "kb-said.toml"
+    record.write_text(record.read_text().replace('caveats = ', 'compiler_caches = "cold"\ncaveats = '))
+    claims = load_claims(tmp_path / "claims")
+    assert [p.field for p in claims.problems] == ["compiler_caches"]
+
+
+# -- the memo of what files hold -------------------------------------------------------
+
+
+def test_remembered_imports_and_lint_findings_equal_fresh_ones_and_a_broken_memo_is_ignored(tmp_path):
+    write_claim(tmp_path, "kb-holds", "holds")
+    write_claim(tmp_path, "kb-device", 'x = torch.ones(1).to("cuda")\nv.finish()\n')
+    claims = load_claims(tmp_path / "claims")
+    script = tmp_path / "gallery" / "kb_holds.py"
+    fresh = (InputScanner(tmp_path).inputs(script), [str(p) for p in cross_check(tmp_path, claims)])
+    assert any("literal device 'cuda'" in p for p in fresh[1])
+    path = tmp_path / "memo.json"
+    memo = ContentMemo(path)
+    InputScanner(tmp_path, memo).inputs(script)
+    cross_check(tmp_path, claims, memo)
+    memo.save()
+    again = ContentMemo(path)
+    assert (InputScanner(tmp_path, again).inputs(script), [str(p) for p in cross_check(tmp_path, claims, again)]) == fresh
+    data = json.loads(path.read_text())
+    for shelf in data.values():
+        for key in shelf["answers"]:
+            shelf["answers"][key] = {"calls": "wrong", "problems": [[1, 2, 3]]} if isinstance(shelf["answers"][key], dict) else [7]
+    path.write_text(json.dumps(data))
+    tampered = ContentMemo(path)
+    assert (InputScanner(tmp_path, tampered).inputs(script), [str(p) for p in cross_check(tmp_path, claims, tampered)]) == fresh
+    path.write_text("{broken")
+    assert InputScanner(tmp_path, ContentMemo(path)).inputs(script) == fresh[0]
