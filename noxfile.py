@@ -1,6 +1,6 @@
 """Sessions: docs (the site), tests, lint, verify (no site), xla (second backend),
 refresh (regenerate the committed results files), sweep (every claim on every
-release of sweep/releases.toml).
+release of sweep/releases.toml), benchmark (build speed).
 
 torch is pinned explicitly because an open requirement pulls a multi-GB CUDA
 build; override the pin to rebuild after an update, and name the CPU builds'
@@ -175,6 +175,17 @@ def sweep(session: nox.Session) -> None:
     """
     session.install("-e", ".", *CONSTRAINTS)
     session.run("torchclaims", "sweep", *session.posargs)
+
+
+@nox.session(default=False)
+def benchmark(session: nox.Session) -> None:
+    """Time the build against plain sphinx-gallery on the same scripts (benchmarks/build_speed.py).
+
+    Takes about 15 minutes on 2 cores; arguments after -- go to the script (--help lists them).
+    """
+    opts = options(session)
+    install(session, opts.torch, "docs,claims", opts.torch_index)
+    session.run("python", "benchmarks/build_speed.py", *opts.rest)
 
 
 @nox.session(default=False, python=False)

@@ -74,6 +74,10 @@ def project_files(root: Path) -> list[str]:
 
 
 def copy_project(destination: Path) -> Path:
+    """The working tree as it is, in a clone that shares the repository's history:
+    the build checks committed results files against the scripts' git history."""
+    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(ROOT), str(destination)], check=True)
+    subprocess.run(["git", "reset", "--quiet"], cwd=destination, check=True)
     for name in project_files(ROOT):
         target = destination / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -127,6 +131,9 @@ class Bench:
     def build(self, label: str, root: Path, env: dict[str, str], records_dir: Path) -> Run:
         before = {k: r.get("started_at") for k, r in records(records_dir).items()}
         run = build_watch.run(sphinx(root), root, env, self.hooks)
+        logs = self.work / "logs"
+        logs.mkdir(exist_ok=True)
+        (logs / f"{len(self.rows):02d}.log").write_text(f"{label}\n{run.output}")
         after = records(records_dir)
         reran = sum(1 for k, r in after.items() if before.get(k) != r.get("started_at"))
         self.rows.append((label, run, reran))
@@ -220,10 +227,10 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> None:
         line("  processes that imported torch in the no-change rebuilds", importers, "0", importers == 0, unit=" ")
         touched = site["site touched"].seconds / site["plain touched"].seconds
         line("one script changed / plain, one script changed", touched, "", None)
-        peak = site["site cold"].peak_rss_mb / 1024
-        line("peak RSS of the process tree, cold build (GB)", peak, "<= 2", peak <= 2, unit=" ")
-        line("  the same as PSS (shared pages split between processes) (GB)", site["site cold"].peak_pss_mb / 1024, "", None, unit=" ")
-        line("  plain sphinx-gallery, RSS (GB)", site["plain cold"].peak_rss_mb / 1024, "", None, unit=" ")
+        pss, rss = site["site cold"].peak_pss_mb / 1024, site["site cold"].peak_rss_mb / 1024
+        line("peak memory of the process tree, cold build, PSS (GB)", pss, "<= 2", pss <= 2, unit=" ")
+        line("  the same as RSS summed over processes (a shared page counted in each) (GB)", rss, "<= 2", rss <= 2, unit=" ")
+        line("  plain sphinx-gallery, PSS (GB)", site["plain cold"].peak_pss_mb / 1024, "", None, unit=" ")
         line("claims' own compute (sum of durations) / cold build wall time", site["compute"] / site["site cold"].seconds, "", None)
         left = sum(len(r.left_behind) for label, r, _ in bench.rows if "torchclaims" in label)
         line("processes left behind by torchclaims builds", left, "0", left == 0, unit=" ")
@@ -236,11 +243,13 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> None:
         small, large = kbs[20], kbs[200]
         same = median(large["same"]) / median(small["same"])
         line("200-claim no-change rebuild / 20-claim one", same, "<= 2", same <= 2)
-        per_small, per_large = small["cold"].seconds / 20, large["cold"].seconds / 200
-        line("cold build per claim, 200 claims / 20 claims (linear: <= 1)", per_large / per_small, "<= 1.0", per_large <= per_small)
+        # Linear in the claims' own compute: what the build spends beyond it, per
+        # claim, does not grow with the number of claims (a load on the machine
+        # slows the claims and the build alike, so this is read per claim).
+        beyond = {n: (kb["cold"].seconds - kb["compute"] / int(WORKERS)) / n for n, kb in ((20, small), (200, large))}
+        line("cold build beyond the claims' own compute, per claim: 200 / 20", beyond[200] / beyond[20], "<= 1.0", beyond[200] <= beyond[20])
         for count, kb in ((20, small), (200, large)):
-            share = kb["compute"] / int(WORKERS) / kb["cold"].seconds
-            line(f"  {count} claims: their own compute / {WORKERS} workers / cold build wall time", share, "", None)
+            line(f"  {count} claims: cold build s / (claims' own compute s / {WORKERS} workers)", kb["cold"].seconds / (kb["compute"] / int(WORKERS)), "", None)
 
 
 def main() -> None:

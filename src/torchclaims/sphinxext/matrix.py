@@ -30,7 +30,7 @@ from .evidence import SYMBOLS, origin_text
 from .links import evidence_anchor, href_marker, matrix_anchor, raw_html, register_label
 from .markup import esc
 from .state import BuildState, get_state
-from .tracking import ALL_CLAIMS, EVERY_BUILD, note_shown
+from .tracking import ALL_CLAIMS, note_shown
 from .versions import RangeView, range_views
 
 WORDS = {**{v.value: (s, v.value) for v, s in SYMBOLS.items()}, NOT_RUN: ("∅", "not run"), ATTRIBUTED: ("❝", "no verdict")}
@@ -164,11 +164,14 @@ MEANING = {
 
 
 def stamp(state: BuildState) -> str:
-    """'Built 2026-11-30 14:05 UTC on AMD EPYC (cpu) with torch 2.13.0, …'."""
-    when = f"Built {state.built_at:%Y-%m-%d %H:%M} UTC"
+    """'Updated 2026-11-30 14:05 UTC by a build on AMD EPYC (cpu) with torch 2.13.0, …'.
+
+    The page is rendered again only when something it shows changed, so the
+    time is when its content last changed, not when the site was last built."""
+    when = f"Updated {state.built_at:%Y-%m-%d %H:%M} UTC by a build"
     env = state.outcome.probe.environment if state.outcome else None
     if env is None:
-        return f"{when} without running any claim: this build's records are those an earlier build left."
+        return f"{when} that ran no claim: its records are those an earlier build left."
     return f"{when} on {device_words(env)} ({env.backend}) with torch {env.torch}, Python {env.python}, torchclaims {env.torchclaims}."
 
 
@@ -194,7 +197,6 @@ class ClaimsMatrixDirective(SphinxDirective):
         grid, claims = state.grid, state.claims
         ranges = range_views(self.env.app)  # backend -> its series' whole ranges, picked like a version
         note_shown(self.env, list(claims.claims), state.digest(list(claims.claims)), key=ALL_CLAIMS)
-        note_shown(self.env, [], "", key=EVERY_BUILD)  # the stamp says when the site was built
         if not claims.claims:
             return [nodes.paragraph("", "There are no claims yet.")]
         rows = []

@@ -24,6 +24,7 @@ from .. import config as settings_text
 from .. import limits
 from ..admission import Admission
 from ..claims import Claim, ClaimSet, load_claims
+from ..freshness import stale_reason
 from ..execution import MEMO_FILE, Outcome, Settings, history_dir, verify
 from ..errors import InvalidFileError, UsageError
 from ..fileio import decode_utf8, read_bytes
@@ -55,14 +56,24 @@ class BuildState:
     results_dir: Path | None = None  # the committed results files (and their figures)
     results_uri: str = ""  # the same folder as an image path for Sphinx ("/results")
     built_at: datetime = field(default_factory=now)
+    _stale_reasons: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def digest(self, claim_ids: list[str]) -> str:
-        """Changes when anything a page shows about these claims changes."""
+        """Changes when anything a page shows about these claims changes: the
+        records, the claim records, and which records are stale and why (an age
+        limit passes with the days, not with a build)."""
         h = hashlib.sha256(self.store.digest(claim_ids).encode())
         for claim_id in sorted(claim_ids):
             claim = self.claims.claims.get(claim_id)
             h.update(json.dumps(claim.model_dump(mode="json") if claim else None, sort_keys=True).encode())
+            h.update(json.dumps(self._stale(claim_id)).encode())
         return h.hexdigest()
+
+    def _stale(self, claim_id: str) -> list[str]:
+        if claim_id not in self._stale_reasons:
+            sha, entries = self.script_sha.get(claim_id), self.store.history(claim_id)
+            self._stale_reasons[claim_id] = [stale_reason(e.record, sha, self.max_age_days) for e in entries]
+        return self._stale_reasons[claim_id]
 
     @cached_property
     def grid(self) -> Grid:

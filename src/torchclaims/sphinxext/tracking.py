@@ -20,7 +20,6 @@ from .state import get_state
 
 _ATTRIBUTE = "torchclaims_shown"
 ALL_CLAIMS = "*"  # key of pages that show every claim (the matrix)
-EVERY_BUILD = "every build"  # key of pages that say when and how the site was built: re-read each time
 TOPIC = "topic:"  # key prefix of pages that show a topic's claims
 
 
@@ -56,9 +55,6 @@ def outdated_pages(app: Sphinx, env: BuildEnvironment, added, changed, removed) 
     stale = []
     for docname, keys in shown(env).items():
         if docname in changed or docname in removed:
-            continue
-        if EVERY_BUILD in keys:
-            stale.append(docname)
             continue
         if any(state.digest(selection(state, key, ids)) != digest for key, (ids, digest) in keys.items()):
             stale.append(docname)
