@@ -33,6 +33,7 @@ include_patterns = ["index.md", "docs/**"]
 html_theme = "furo"
 html_title = "torchclaims"
 html_static_path = []
+html_use_index = False  # no page has index entries: a General Index would be an empty page written by every build
 
 # sphinx-gallery only assembles pages here: torchclaims runs every script in its
 # own process beforehand (see torchclaims.sphinxext.state), so the pattern that

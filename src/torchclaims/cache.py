@@ -26,13 +26,14 @@ _SCAN_CODE = code_digest("cache.py")
 class InputScanner:
     """What scripts import from the project, for the scripts of one run: each
     file is read and parsed once (its imports recalled from ``memo`` when an
-    earlier run parsed the same text), and each module name looked up once."""
+    earlier run parsed the same text), and the project files each file imports
+    are looked up once."""
 
     def __init__(self, root: Path, memo: ContentMemo | None = None):
         self.root = root
         self.memo = memo or ContentMemo()
         self._files: dict[Path, tuple[str, frozenset[str]]] = {}
-        self._modules: dict[tuple[str, Path], Path | None] = {}
+        self._deps: dict[tuple[Path, Path], list[Path]] = {}  # (file, script folder) -> project files it imports
         self.uses: dict[Path, frozenset[str]] = {}  # script -> every module it or its project files import
 
     def inputs(self, script: Path) -> dict[str, str]:
@@ -46,10 +47,7 @@ class InputScanner:
                 continue
             seen[path], imported = self._scan(path)
             used |= imported
-            for name in imported:
-                module = self._module_file(name, script.parent)
-                if module is not None and module not in seen:
-                    queue.append(module)
+            queue.extend(module for module in self._project_files(path, script.parent) if module not in seen)
         self.uses[script] = frozenset(used)
         return {_label(path, self.root): digest for path, digest in sorted(seen.items())}
 
@@ -66,17 +64,23 @@ class InputScanner:
             self._files[path] = (hashlib.sha256(data).hexdigest(), frozenset(names))
         return self._files[path]
 
-    def _module_file(self, name: str, search_dir: Path) -> Path | None:
-        """The file of a project module (torchclaims.* or a helper beside the script)."""
-        if (name, search_dir) not in self._modules:
-            parts = name.split(".")
-            if parts[0] == "torchclaims":
-                base = PACKAGE_DIR.joinpath(*parts[1:])
-                candidates = [base.with_suffix(".py"), base / "__init__.py"]
-            else:
-                candidates = [search_dir.joinpath(*parts).with_suffix(".py")]
-            self._modules[name, search_dir] = next((c for c in candidates if c.is_file()), None)
-        return self._modules[name, search_dir]
+    def _project_files(self, path: Path, search_dir: Path) -> list[Path]:
+        """The project files ``path`` imports: torchclaims modules and helpers beside the script."""
+        if (path, search_dir) not in self._deps:
+            found = (_module_file(name, search_dir) for name in sorted(self._scan(path)[1]))
+            self._deps[path, search_dir] = [module for module in found if module is not None]
+        return self._deps[path, search_dir]
+
+
+def _module_file(name: str, search_dir: Path) -> Path | None:
+    """The file of a project module (torchclaims.* or a helper beside the script)."""
+    parts = name.split(".")
+    if parts[0] == "torchclaims":
+        base = PACKAGE_DIR.joinpath(*parts[1:])
+        candidates = [base.with_suffix(".py"), base / "__init__.py"]
+    else:
+        candidates = [search_dir.joinpath(*parts).with_suffix(".py")]
+    return next((c for c in candidates if c.is_file()), None)
 
 
 def _names(value: object) -> bool:

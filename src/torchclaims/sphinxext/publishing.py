@@ -11,6 +11,7 @@ sources, and a favicon ships with the extension unless the project sets its own.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from sphinx.util import logging
 
 from ..downloads import write_downloads
 from ..errors import UsageError
+from ..records import write_if_changed
 from ..results import ResultsFile, build_results
 from ..site import publish
 from ..store import THIS_BUILD
@@ -28,6 +30,7 @@ from .state import BuildState, get_state, warn
 
 logger = logging.getLogger(__name__)
 SEARCH_DATA = "torchclaims-claims.js"  # in _static; a script, not fetched JSON: file:// pages can load it
+OUTPUTS_KEY = "torchclaims-outputs.key"  # in the doctrees folder: what the downloads and search data were made of
 STATIC = Path(__file__).parent / "static"
 
 
@@ -71,9 +74,13 @@ def finish(app: Sphinx, exception) -> None:
         return
     state = get_state(app)
     outdir = Path(app.outdir)
-    write_downloads(outdir, state.store, this_build(state), state.results_dir)
-    text = "window.TORCHCLAIMS_CLAIMS = " + json.dumps(search_data(app, state), ensure_ascii=True) + ";\n"
-    (outdir / "_static" / SEARCH_DATA).write_text(text, encoding="utf-8")
+    key, key_file = _outputs_key(app, state), Path(app.doctreedir) / OUTPUTS_KEY
+    current = (outdir / "_static" / SEARCH_DATA).is_file() and key_file.is_file() and key_file.read_text() == key
+    if not current:  # what they are made of changed since the last build wrote them
+        write_downloads(outdir, state.store, this_build(state), state.results_dir)
+        text = "window.TORCHCLAIMS_CLAIMS = " + json.dumps(search_data(app, state), ensure_ascii=True) + ";\n"
+        write_if_changed(outdir / "_static" / SEARCH_DATA, text)
+        write_if_changed(key_file, key)
     if app.config.torchclaims_publish_dir:
         destination = Path(app.confdir, app.config.torchclaims_publish_dir)
         try:
@@ -82,6 +89,18 @@ def finish(app: Sphinx, exception) -> None:
             warn(str(exc), "publish")
             return
         logger.info(f"torchclaims: published the site without build leftovers in {destination}")
+
+
+def _outputs_key(app: Sphinx, state: BuildState) -> str:
+    """Changes when the downloads or the search data would: the records and claims
+    shown, the pages claims are on, the committed results files."""
+    h = hashlib.sha256(state.digest(list(state.claims.claims)).encode())
+    labels = app.env.get_domain("std").labels
+    h.update(json.dumps([labels.get(claim_anchor(claim_id)) for claim_id in sorted(state.claims.claims)]).encode())
+    for path in sorted(state.results_dir.glob("*.json")) if state.results_dir and state.results_dir.is_dir() else []:
+        stat = path.stat()
+        h.update(f"{path.name} {stat.st_size} {stat.st_mtime_ns}".encode())
+    return h.hexdigest()
 
 
 def _search_page(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
