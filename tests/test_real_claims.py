@@ -45,12 +45,15 @@ def test_claim_produces_a_record_on_cpu(outcome, claim_id):
         assert record.reason, "an unverified verdict must say why"
 
 
-
-# Claims a wrong shortcut would change: one that times compiling (empty caches
-# either way), compile and Hugging Face claims (their modules preloaded in the
-# fork server, shared compiler caches), one that inspects what importing torch
-# loads, and one that starts processes of its own.
-SHORTCUT_SENSITIVE = ["compile-jit-first-call", "custom-op-eager-and-compile", "hf-static-cache-shapes", "backend-autoload", "distributed-collectives"]
+# Claims a wrong shortcut would change: compile claims that time or count
+# compilations (empty caches either way, the compiler preloaded), one that
+# compiles with shared caches, a Hugging Face claim (transformers preloaded),
+# one that inspects what importing torch loads, and one that starts processes
+# of its own.
+SHORTCUT_SENSITIVE = [
+    "compile-jit-first-call", "custom-op-eager-and-compile", "compile-failure-raises", "hf-static-cache-shapes",
+    "backend-autoload", "distributed-collectives",
+]
 
 
 def test_the_shortcuts_give_the_verdicts_of_a_run_without_them(outcome, tmp_path_factory):

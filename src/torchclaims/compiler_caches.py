@@ -4,7 +4,9 @@ Compiled kernels (inductor's FX graph, AOT autograd and kernel caches, Triton's)
 are kept on disk between runs, so a build that compiles what an earlier build
 compiled takes seconds instead of minutes. That is only safe for a claim whose
 verdict does not depend on the cache: one that times a first compilation or
-counts compilations must start from empty caches. Such a claim says so in its
+counts compilations must start from empty caches (Dynamo also keeps there
+which inputs turned out to change shape, so a later run compiles them as
+dynamic at once: fewer graphs). Such a claim says so in its
 record (``compiler_caches = "cold"``); its run gets empty caches of its own,
 removed with its temporary directory, and its result record states it.
 """
@@ -18,8 +20,10 @@ import tempfile
 
 # How a cold run's record states its cache state (a condition of the verdict).
 COLD_CONDITION = (
-    "cold: empty inductor (FX graph, AOT autograd, kernels), Triton, Neuron and XLA compile caches made for this run; "
-    "precompiled C++ headers are shared, as torch's own fresh_cache() keeps them"
+    "cold: empty inductor (FX graph, AOT autograd, kernels, Dynamo's remembered dynamic shapes), Triton, Neuron and XLA "
+    "compile caches made for this run; "
+    "kept, as torch's own fresh_cache() keeps them: precompiled C++ headers, and which vector instructions "
+    "the CPU has (found once by the fork server when it preloads the compiler)"
 )
 CONDITION_NAME = "compiler caches"
 
