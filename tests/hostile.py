@@ -86,6 +86,47 @@ def wait_until_gone(pids, seconds: float = 20.0) -> list[int]:
     return left
 
 
+def _sigint_disposition(pid: int) -> tuple[int, str] | None:
+    """(process group, how ``pid`` takes SIGINT: "catches", "ignores" or
+    "default"), or None once it has ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            state, _, group = handle.read().rsplit(")", 1)[1].split()[:3]
+        with open(f"/proc/{pid}/status") as handle:
+            masks = dict(line.split(":", 1) for line in handle if line.startswith(("SigIgn", "SigCgt")))
+    except (OSError, ValueError):
+        return None
+    if state == "Z":
+        return None
+    bit = 1 << (signal.SIGINT - 1)
+    how = "ignores" if int(masks["SigIgn"], 16) & bit else "catches" if int(masks["SigCgt"], 16) & bit else "default"
+    return int(group), how
+
+
+def ready_for_ctrl_c(leader: int) -> bool:
+    """Whether a Ctrl-C sent to the process group of ``leader`` now reaches only
+    processes that have set up their handling of it: the leader catches SIGINT,
+    every other member ignores it. A process still starting (Python not yet up,
+    a fork server still importing, a claim's process not yet in its own session)
+    fails the test, so the signal is not sent before the program can take it."""
+    if _sigint_disposition(leader) != (leader, "catches"):
+        return False
+    for pid in descendants(leader):
+        found = _sigint_disposition(pid)
+        if found is not None and found[0] == leader and found[1] != "ignores":
+            return False  # (ended, or in a group of its own: Ctrl-C does not reach it)
+    return True
+
+
+def wait_until(condition, what: str, process: subprocess.Popen, seconds: float = 600) -> None:
+    """Poll ``condition`` while ``process`` runs; a loaded machine may take minutes."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert process.poll() is None, (what, process.communicate())
+        assert time.monotonic() < deadline, f"never happened within {seconds:.0f} s: {what}"
+        time.sleep(0.1)
+
+
 def descendants(root: int) -> set[int]:
     from torchclaims.processes import descendants as below
 

@@ -159,6 +159,9 @@ def run(job: ChildJob) -> None:
     code = 1
     try:
         os.setsid()
+        # Out of the terminal's process group now, so Ctrl-C no longer reaches it:
+        # the script gets Python's usual handler back (torchclaims.preload).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         processes.become_subreaper()
         processes.die_with_parent(signal.SIGTERM)  # the fork server is gone: clean up and leave
         os.makedirs(job.tmp_dir, mode=0o700, exist_ok=True)

@@ -104,6 +104,19 @@ def reap_children() -> dict[int, int]:
         ended[pid] = os.waitstatus_to_exitcode(status)
 
 
+def freeze_tree(root: int, include_root: bool = False) -> set[int]:
+    """Stop (SIGSTOP) every descendant of ``root``, and ``root`` itself if asked,
+    so that nothing forks while the tree is walked; return the pids stopped (Linux)."""
+    stopped: set[int] = set()
+    for _ in range(200):  # each round stops what forked since the last one
+        found = (descendants(root) | ({root} if include_root else set())) - stopped
+        if not found:
+            break
+        _signal(found, signal.SIGSTOP)
+        stopped |= found
+    return stopped
+
+
 def end_tree(root: int, group: int | None = None, timeout: float = 10.0) -> int:
     """Freeze, then kill every descendant of ``root``; return how many there were.
 
@@ -118,13 +131,7 @@ def end_tree(root: int, group: int | None = None, timeout: float = 10.0) -> int:
                 pass
         reap_children()
         return 0
-    stopped: set[int] = set()
-    for _ in range(200):  # each round stops what forked since the last one
-        found = descendants(root) - stopped
-        if not found:
-            break
-        _signal(found, signal.SIGSTOP)
-        stopped |= found
+    stopped = freeze_tree(root)
     _signal(stopped, signal.SIGKILL)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -2,8 +2,9 @@
 multiprocessing resource tracker.
 
 A claim's process ends its script's processes itself when asked (SIGTERM; see
-torchclaims._child); its session is killed only if it does not manage within
-the grace period. The helpers are multiprocessing's own; stopping them uses
+torchclaims._child); only if it does not manage within the grace period (a
+loaded machine) are it and every process below it killed from here, whatever
+session each moved to. The helpers are multiprocessing's own; stopping them uses
 its private handles, because the library only stops them when the process
 that started them exits, and a build or a test session goes on after a run.
 """
@@ -15,12 +16,14 @@ import signal
 import time
 from multiprocessing import forkserver, resource_tracker
 
+from .processes import LINUX, freeze_tree
+
 GRACE_S = 10.0  # how long a claim's process may take to end its script's processes
 
 
 def end_claim_processes(processes: list) -> None:
     """Ask claim processes to end their scripts' processes (SIGTERM), then kill
-    the sessions of those that did not manage within the grace period."""
+    those that did not manage within the grace period, with all below them."""
     for process in processes:
         _signal(process.pid, signal.SIGTERM)
     deadline = time.monotonic() + GRACE_S
@@ -28,11 +31,19 @@ def end_claim_processes(processes: list) -> None:
         process.join(max(0.0, deadline - time.monotonic()))
     for process in processes:
         if process.is_alive():
-            try:
-                os.killpg(process.pid, signal.SIGKILL)  # each claim's process leads its own session
-            except (ProcessLookupError, PermissionError):
-                pass
+            _kill_claim_tree(process.pid)
             process.join(5)
+
+
+def _kill_claim_tree(pid: int) -> None:
+    """The claim's process and all below it: its script's orphans are re-parented
+    to it (a subreaper), so on Linux the tree holds what left the session too."""
+    for stopped in freeze_tree(pid, include_root=True) if LINUX else ():
+        _signal(stopped, signal.SIGKILL)
+    try:
+        os.killpg(pid, signal.SIGKILL)  # each claim's process leads its own session
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _signal(pid: int | None, sig: int) -> None:

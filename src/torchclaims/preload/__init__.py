@@ -13,6 +13,13 @@ use it than there are workers (torchclaims.runner.PRELOAD_GROUPS).
 
 A module that fails to import is left to the scripts that need it, which then
 fail with the real error: the server itself must never fail.
+
+Ctrl-C is for the run's own process, which stops the claims (torchclaims.runner).
+The server shares the terminal's process group, and multiprocessing makes it
+ignore SIGINT only once its preloads are imported; so it ignores SIGINT from
+its first import on, and so does every process it forks, until a claim's
+process leaves the group (torchclaims._child.run) or the probe ends. A Ctrl-C
+while the server imports or a claim starts then prints no traceback.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import signal
 
 from torchclaims._child import SCRIPT_ENVIRONMENT
 
@@ -53,4 +61,5 @@ def load(modules: tuple[str, ...], then: tuple[str, str] | None = None) -> None:
     gc.freeze()
 
 
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # multiprocessing's forked children restore it from here
 load(BASE)
