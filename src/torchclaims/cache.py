@@ -26,36 +26,48 @@ _SCAN_CODE = code_digest("cache.py")
 class InputScanner:
     """What scripts import from the project, for the scripts of one run: each
     file is read and parsed once (its imports recalled from ``memo`` when an
-    earlier run parsed the same text), and the project files each file imports
-    are looked up once."""
+    earlier run parsed the same text), the project files each file imports are
+    looked up once, and the harness's own closure once per script folder."""
 
     def __init__(self, root: Path, memo: ContentMemo | None = None):
         self.root = root
         self.memo = memo or ContentMemo()
         self._files: dict[Path, tuple[str, frozenset[str]]] = {}
         self._deps: dict[tuple[Path, Path], list[Path]] = {}  # (file, script folder) -> project files it imports
+        self._harness: dict[Path, tuple[dict[Path, str], frozenset[str]]] = {}  # script folder -> HARNESS closure
+        self._labels: dict[Path, str] = {}
         self.uses: dict[Path, frozenset[str]] = {}  # script -> every module it or its project files import
 
     def inputs(self, script: Path) -> dict[str, str]:
         """sha256 of the script and of every project file it imports, transitively."""
-        seen: dict[Path, str] = {}
-        used: set[str] = set()
-        queue = [script, *HARNESS]
-        while queue:
-            path = queue.pop()
-            if path in seen:
-                continue
-            seen[path], imported = self._scan(path)
-            used |= imported
-            queue.extend(module for module in self._project_files(path, script.parent) if module not in seen)
-        self.uses[script] = frozenset(used)
-        return {_label(path, self.root): digest for path, digest in sorted(seen.items())}
+        folder = script.parent
+        if folder not in self._harness:
+            self._harness[folder] = self._closure(HARNESS, folder, {})
+        harness, harness_uses = self._harness[folder]
+        found, used = self._closure((script,), folder, harness)
+        self.uses[script] = used | harness_uses
+        return {self._label(path): digest for path, digest in sorted({**harness, **found}.items())}
 
     def uses_of(self, script: Path) -> frozenset[str]:
         """Every module the script or its project files import."""
         if script not in self.uses:
             self.inputs(script)
         return self.uses[script]
+
+    def _closure(self, start, search_dir: Path, known: dict[Path, str]) -> tuple[dict[Path, str], frozenset[str]]:
+        """Digests of ``start`` and of the project files they import, transitively,
+        leaving out ``known`` files (whose imports are accounted for already)."""
+        seen: dict[Path, str] = {}
+        used: set[str] = set()
+        queue = list(start)
+        while queue:
+            path = queue.pop()
+            if path in seen or path in known:
+                continue
+            seen[path], imported = self._scan(path)
+            used |= imported
+            queue.extend(self._project_files(path, search_dir))
+        return seen, frozenset(used)
 
     def _scan(self, path: Path) -> tuple[str, frozenset[str]]:
         if path not in self._files:
@@ -70,6 +82,11 @@ class InputScanner:
             found = (_module_file(name, search_dir) for name in sorted(self._scan(path)[1]))
             self._deps[path, search_dir] = [module for module in found if module is not None]
         return self._deps[path, search_dir]
+
+    def _label(self, path: Path) -> str:
+        if path not in self._labels:
+            self._labels[path] = _label(path, self.root)
+        return self._labels[path]
 
 
 def _module_file(name: str, search_dir: Path) -> Path | None:

@@ -28,6 +28,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from ..downloads import table_csv
+from ..records import write_if_changed
 from ..store import Entry
 from ..coverage.table import SweepTable
 from .links import claim_ref, evidence_anchor, slug
@@ -76,11 +77,12 @@ def write_data(app, exception) -> None:
         for entry, sweep in runs_with_tables(state.store, claim_id):
             name = run_name(claim_id, entry)
             data = json.dumps(payload(claim_id, entry, sweep), separators=(",", ":"), sort_keys=True)
-            (out / f"{name}.json").write_text(data + "\n", encoding="utf-8")
-            (out / f"{name}.csv").write_text(table_csv(sweep), encoding="utf-8")
+            # Rewritten only when changed: the published copy is updated by what changed (torchclaims.site).
+            write_if_changed(out / f"{name}.json", data + "\n")
+            write_if_changed(out / f"{name}.csv", table_csv(sweep))
             # A script, not a fetch: browsers refuse fetch() on file:// pages.
             script = f"(window.tcSweeps = window.tcSweeps || {{}})[{json.dumps(name)}] = {data};\n"
-            (out / f"{name}.js").write_text(script, encoding="utf-8")
+            write_if_changed(out / f"{name}.js", script)
 
 
 def _bar_svg(sweep: SweepTable) -> str:
