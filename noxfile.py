@@ -181,7 +181,7 @@ def sweep(session: nox.Session) -> None:
 def benchmark(session: nox.Session) -> None:
     """Time the build against plain sphinx-gallery on the same scripts (benchmarks/build_speed.py).
 
-    Takes about 15 minutes on 2 cores; arguments after -- go to the script (--help lists them).
+    Takes about 10 minutes on 2 cores; arguments after -- go to the script (--help lists them).
     """
     opts = options(session)
     install(session, opts.torch, "docs,claims", opts.torch_index)

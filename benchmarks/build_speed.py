@@ -92,8 +92,10 @@ def claim_scripts(root: Path) -> list[str]:
 
 
 def plain_project(site: Path, destination: Path) -> Path:
-    """The site's gallery under a minimal sphinx-gallery conf: every claim script runs, nothing else."""
+    """The site's gallery under a minimal sphinx-gallery conf: every claim script runs, nothing else.
+    The claim records come along: a script may read one (a figure beside an attributed claim's)."""
     shutil.copytree(site / "gallery", destination / "gallery")
+    shutil.copytree(site / "claims", destination / "claims")
     scripts = "|".join(name.replace(".", r"\.") for name in claim_scripts(site))
     (destination / "conf.py").write_text(PLAIN_CONF.format(ignore=rf"^_|^(?!({scripts})$)"))
     (destination / "index.rst").write_text("Plain sphinx-gallery\n====================\n\n.. toctree::\n\n   docs/auto_gallery/index\n")
