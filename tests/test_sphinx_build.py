@@ -210,6 +210,8 @@ def test_this_build_is_published_as_a_results_file(site):
     data = json.loads((root / "_build" / "html" / "downloads" / "torchclaims-results.json").read_text())
     assert data["format"] == "torchclaims-results"
     assert {r["claim_id"] for r in data["records"]} >= {"kb-holds", "kb-refuted"}
+    # the results file committed after the first build is published too
+    assert (root / "_build" / "html" / "downloads" / "results" / "xla-run.json").read_bytes() == (root / "results" / "xla-run.json").read_bytes()
 
 
 def test_changed_result_rerenders_page_and_appears_on_changes_page(tmp_path):
@@ -227,6 +229,15 @@ def test_changed_result_rerenders_page_and_appears_on_changes_page(tmp_path):
     changes = html(tmp_path, "docs/changes")
     assert "1 of them changed verdict" in changes
     assert "kb-flip" in changes and "an earlier build" in changes
+    # The downloads and the search data follow the new record; a build with
+    # nothing new leaves them as they are.
+    published = tmp_path / "_build" / "html"
+    results, search = published / "downloads" / "torchclaims-results.json", published / "_static" / "torchclaims-claims.js"
+    assert [r["verdict"] for r in json.loads(results.read_text())["records"]] == ["refuted"]
+    assert "refuted on cpu" in search.read_text() and "holds on cpu" not in search.read_text()
+    written = {path: path.stat().st_mtime_ns for path in (results, search)}
+    assert build(tmp_path).returncode == 0
+    assert {path: path.stat().st_mtime_ns for path in written} == written
 
 
 def test_adding_renaming_and_removing_a_claim_updates_every_page_listing_it_without_a_full_rebuild(tmp_path):
