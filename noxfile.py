@@ -34,8 +34,8 @@ SWEEP_LABEL = "sweep:"  # how the release sweep labels its results files (torchc
 XLA_REQUIREMENTS = ["torch==2.9.0", "torch_xla==2.9.0"]
 
 
-def options(session: nox.Session) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog=f"nox -s {session.name} --")
+def options(session: nox.Session, add_help: bool = True) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=f"nox -s {session.name} --", add_help=add_help)
     parser.add_argument("--backend", default=os.environ.get("TORCHCLAIMS_BACKEND", "cpu"))
     parser.add_argument("--torch", default=TORCH, help="pip requirement for torch (default %(default)s)")
     parser.add_argument("--force", action="store_true", help="re-run every claim")
@@ -183,7 +183,7 @@ def benchmark(session: nox.Session) -> None:
 
     Takes about 10 minutes on 2 cores; arguments after -- go to the script (--help lists them).
     """
-    opts = options(session)
+    opts = options(session, add_help=False)  # --help is the script's
     install(session, opts.torch, "docs,claims", opts.torch_index)
     session.run("python", "benchmarks/build_speed.py", *opts.rest)
 
