@@ -62,3 +62,12 @@ def test_the_page_stays_small_and_loads_the_table_script(site):
     assert path.stat().st_size < 1_000_000
     assert "torchclaims-sweep.js" in path.read_text()
     assert (site / "_build" / "html" / "_static" / "torchclaims-sweep.js").is_file()
+
+
+def test_a_data_file_removed_from_the_output_comes_back_with_the_next_build(site):
+    data_dir = site / "_build" / "html" / "_static" / "coverage"
+    removed = sorted(data_dir.glob("*.js"))[0]
+    text = removed.read_text()
+    removed.unlink()
+    assert build(site).returncode == 0  # nothing else changed: the data files are otherwise left alone
+    assert removed.read_text() == text

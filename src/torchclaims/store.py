@@ -20,7 +20,7 @@ from .attestation import read_sidecar
 from .backends import all_backends
 from .errors import InvalidFileError, Problem
 from .provenance import Source, Trust
-from .records import Environment, ResultRecord, read_record, record_json
+from .records import Environment, ResultRecord, read_record, record_key
 from .results import read_results
 
 THIS_BUILD = "this build"
@@ -80,7 +80,7 @@ class Store:
     _text_of: dict[int, str] = field(default_factory=dict, repr=False)  # id(entry) -> its record as JSON
 
     def add(self, entry: Entry) -> None:
-        text = record_json(entry.record)  # the same run seen twice (this build and its own exported file) is added once
+        text = record_key(entry.record)  # the same run seen twice (this build and its own exported file) is added once
         if text not in self._texts:
             self._texts.add(text)
             self._text_of[id(entry)] = text

@@ -28,6 +28,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from ..downloads import table_csv
+from ..memo import code_digest
 from ..records import write_if_changed
 from ..store import Entry
 from ..coverage.table import SweepTable
@@ -37,6 +38,7 @@ from .state import get_state, warn
 from .tracking import note_shown
 
 DATA_DIR = "_static/coverage"  # in the html output
+DATA_KEY = "torchclaims-coverage.key"  # in the doctrees folder: what the data files were made of
 
 
 def run_name(claim_id: str, entry: Entry) -> str:
@@ -72,8 +74,17 @@ def write_data(app, exception) -> None:
         return
     state = get_state(app)
     out = Path(app.outdir, DATA_DIR)
+    with_tables = [c for c in state.claims.claims if runs_with_tables(state.store, c)]
+    # What the files are made of: the runs shown and the code writing them. A
+    # build that shows the same runs leaves the files alone without rebuilding them.
+    key = state.store.digest(with_tables) + code_digest("sphinxext/coverage_tables.py", "downloads.py")
+    key_file = Path(app.doctreedir) / DATA_KEY
+    names = [run_name(claim_id, entry) for claim_id in with_tables for entry, _ in runs_with_tables(state.store, claim_id)]
+    files = [out / f"{name}{suffix}" for name in names for suffix in (".json", ".csv", ".js")]
+    if key_file.is_file() and key_file.read_text() == key and all(f.is_file() for f in files):
+        return
     out.mkdir(parents=True, exist_ok=True)
-    for claim_id in state.claims.claims:
+    for claim_id in with_tables:
         for entry, sweep in runs_with_tables(state.store, claim_id):
             name = run_name(claim_id, entry)
             data = json.dumps(payload(claim_id, entry, sweep), separators=(",", ":"), sort_keys=True)
@@ -83,6 +94,7 @@ def write_data(app, exception) -> None:
             # A script, not a fetch: browsers refuse fetch() on file:// pages.
             script = f"(window.tcSweeps = window.tcSweeps || {{}})[{json.dumps(name)}] = {data};\n"
             write_if_changed(out / f"{name}.js", script)
+    write_if_changed(key_file, key)
 
 
 def _bar_svg(sweep: SweepTable) -> str:
