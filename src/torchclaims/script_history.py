@@ -23,6 +23,7 @@ class ScriptHistory:
         self.root = root
         self.directories = directories
         self._versions: dict[str, set[str]] | None = None
+        self._current: dict[str, str | None] = {}  # script -> sha256 of the file as it is now
         self.shallow = False
         self.git = False
 
@@ -31,10 +32,13 @@ class ScriptHistory:
         if self._versions is None:
             self._versions = self._load()
         known = set(self._versions.get(script, set()))
-        try:
-            known.add(hashlib.sha256((self.root / script).read_bytes()).hexdigest())
-        except OSError:
-            pass
+        if script not in self._current:  # every record of a script asks: the file is read once
+            try:
+                self._current[script] = hashlib.sha256((self.root / script).read_bytes()).hexdigest()
+            except OSError:
+                self._current[script] = None
+        if self._current[script] is not None:
+            known.add(self._current[script])
         return known
 
     def _load(self) -> dict[str, set[str]]:

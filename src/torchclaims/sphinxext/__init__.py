@@ -20,6 +20,7 @@ def setup(app: Sphinx) -> dict:
     from .claim import setup_claim
     from .coverage_tables import setup_coverage_tables
     from .gallery import setup_gallery
+    from .gallery_process import setup_gallery_process
     from .gallery_safety import setup_gallery_safety
     from .links import setup_links
     from .markup import setup_markup
@@ -42,6 +43,7 @@ def setup(app: Sphinx) -> dict:
     setup_backends_table(app)  # backend-descriptors
     setup_coverage_tables(app)  # coverage-table: sweep tables per backend, searchable, with downloads
     setup_gallery(app)  # gallery cards with verdicts, script pages that lead back to their claim
+    setup_gallery_process(app)  # this process runs no script: sphinx-gallery's matplotlib import is skipped
     setup_publishing(app)  # downloads, search data, favicon, the published folder
     setup_gallery_safety(app)  # script text and links never run in a reader's browser
     setup_versions(app)  # the release list; version strips on claim sections, range slices in the matrix
