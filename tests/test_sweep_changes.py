@@ -61,5 +61,5 @@ def test_an_upgrade_comparison_lists_the_same_cells_as_diff():
     old = make_record("opinfo-coverage", "refuted", tables=[ops_table(OLD)])
     new = make_record("opinfo-coverage", "refuted", tables=[ops_table(NEW)])
     rows = {(m.what, m.before, m.after) for m in coverage_moves(old, new)}
-    assert ("operators: norm [float32]", "native", "mismatch") in rows
+    assert ("norm [float32]", "native", "mismatch") in rows
     assert len(rows) == len(table_changes(old, new)) == 4

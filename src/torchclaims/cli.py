@@ -13,16 +13,20 @@ import os
 import sys
 from enum import IntEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import config
 from .admission import Admission
 from .backends import BACKEND_ENV_VAR, requested_backend
-from .changes import describe, table_changes
+from .changes import describe
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, Problem, TorchclaimsError, UsageError
 from .provenance import from_github_actions
 from .records import Verdict, read_record
 from .results import ResultsFile, build_results, read_results
+
+if TYPE_CHECKING:
+    from .upgrades import Moved
 
 
 class ExitCode(IntEnum):
@@ -152,34 +156,39 @@ def cmd_diff(args) -> ExitCode:
         if change.new is not None and change.new.reason:
             print(f"    now: {change.new.reason[:200]}")
     for name, rows in comparison.moved.items():
-        if name == "coverage":
-            continue  # printed below, grouped by transition (--cells lists every cell)
-        print(f"{len(rows)} {name} moved beyond their tolerance" + (":" if rows else ""))
-        for row in rows:
-            note = f" ({row.note})" if row.note else ""
-            print(f"  {row.claim_id}: {row.what}: {row.before} -> {row.after}{note}")
-    for claim_id in sorted(set(before) & set(after)):
-        print_table_changes(claim_id, table_changes(before[claim_id], after[claim_id]), args.cells)
+        MOVED_PRINTERS.get(name, print_moved)(name, rows, args.cells)
     if args.reproduce and changes:
         print(f"not reproduced: {len(changes)} claim(s) gave another verdict in {args.new}", file=sys.stderr)
         return ExitCode.FAILED
     return ExitCode.FAILED if comparison.regressions and not args.no_gate and not args.reproduce else ExitCode.OK
 
 
-def print_table_changes(claim_id: str, cells, every: bool, shown: int = 30) -> None:
-    """Per-row changes of a claim's coverage tables, grouped by what became what."""
-    if not cells:
-        return
-    print(f"{claim_id}: {len(cells)} table cells changed outcome")
-    groups: dict[tuple[str, str], list] = {}
-    for cell in cells:
-        groups.setdefault((cell.old, cell.new), []).append(cell)
-    for (old, new), group in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        print(f"  {old} -> {new} ({len(group)})")
-        for cell in group if every else group[:shown]:
-            print(f"    {cell.row} [{cell.column}]" + (f": {cell.detail}" if every and cell.detail else ""))
-        if not every and len(group) > shown:
-            print(f"    ... and {len(group) - shown} more (--cells lists every one)")
+def print_moved(name: str, rows: list[Moved], every: bool) -> None:
+    print(f"{len(rows)} {name} moved beyond their tolerance" + (":" if rows else ""))
+    for row in rows:
+        note = f" ({row.note})" if row.note else ""
+        print(f"  {row.claim_id}: {row.what}: {row.before} -> {row.after}{note}")
+
+
+def print_coverage_changes(name: str, rows: list[Moved], every: bool, shown: int = 30) -> None:
+    """Coverage cells that changed outcome, per claim, grouped by what became what."""
+    by_claim: dict[str, list[Moved]] = {}
+    for row in rows:
+        by_claim.setdefault(row.claim_id, []).append(row)
+    for claim_id, cells in sorted(by_claim.items()):
+        print(f"{claim_id}: {len(cells)} table cells changed outcome")
+        groups: dict[tuple[str, str], list[Moved]] = {}
+        for cell in cells:
+            groups.setdefault((cell.before, cell.after), []).append(cell)
+        for (old, new), group in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            print(f"  {old} -> {new} ({len(group)})")
+            for cell in group if every else group[:shown]:
+                print(f"    {cell.what}" + (f": {cell.note}" if every and cell.note else ""))
+            if not every and len(group) > shown:
+                print(f"    ... and {len(group) - shown} more (--cells lists every one)")
+
+
+MOVED_PRINTERS = {"coverage": print_coverage_changes}  # by comparer name (upgrades.RECORD_COMPARERS); others: print_moved
 
 
 def cmd_merge(args) -> ExitCode:

@@ -176,6 +176,15 @@ def now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 
+def made_from(key_file: Path, key: str, outputs: list[Path]) -> bool:
+    """Whether every one of ``outputs`` exists and was written from what ``key``
+    digests (their writer stores the key in ``key_file`` after writing them)."""
+    try:
+        return key_file.read_text(encoding="utf-8") == key and all(path.is_file() for path in outputs)
+    except OSError:
+        return False
+
+
 def write_if_changed(path: Path, text: str) -> bool:
     """Atomically replace ``path`` with ``text`` unless it already holds it."""
     try:

@@ -74,8 +74,9 @@ def measurement_moves(old: ResultRecord, new: ResultRecord) -> list[Moved]:
 
 
 def coverage_moves(old: ResultRecord, new: ResultRecord) -> list[Moved]:
-    """Coverage-table cells (operator × dtype, architecture × check) whose outcome changed: the rows `torchclaims diff` lists."""
-    return [Moved(new.claim_id, f"{c.table}: {c.row} [{c.column}]", c.old, c.new, c.detail) for c in table_changes(old, new)]
+    """Coverage-table cells (operator × dtype, architecture × step) whose outcome changed.
+    A record carries one table, so the claim beside the cell names it."""
+    return [Moved(new.claim_id, f"{c.row} [{c.column}]", c.old, c.new, c.detail) for c in table_changes(old, new)]
 
 
 # Finders of per-row changes inside two records of one claim, by the name a page

@@ -29,7 +29,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..downloads import table_csv
 from ..memo import code_digest
-from ..records import write_if_changed
+from ..records import made_from, write_if_changed
 from ..store import Entry
 from ..coverage.table import SweepTable
 from .links import claim_ref, evidence_anchor, slug
@@ -81,7 +81,7 @@ def write_data(app, exception) -> None:
     key_file = Path(app.doctreedir) / DATA_KEY
     names = [run_name(claim_id, entry) for claim_id in with_tables for entry, _ in runs_with_tables(state.store, claim_id)]
     files = [out / f"{name}{suffix}" for name in names for suffix in (".json", ".csv", ".js")]
-    if key_file.is_file() and key_file.read_text() == key and all(f.is_file() for f in files):
+    if made_from(key_file, key, files):
         return
     out.mkdir(parents=True, exist_ok=True)
     for claim_id in with_tables:

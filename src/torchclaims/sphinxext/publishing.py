@@ -20,7 +20,7 @@ from sphinx.util import logging
 
 from ..downloads import write_downloads
 from ..errors import UsageError
-from ..records import write_if_changed
+from ..records import made_from, write_if_changed
 from ..results import ResultsFile, build_results
 from ..site import publish
 from ..store import THIS_BUILD
@@ -75,8 +75,7 @@ def finish(app: Sphinx, exception) -> None:
     state = get_state(app)
     outdir = Path(app.outdir)
     key, key_file = _outputs_key(app, state), Path(app.doctreedir) / OUTPUTS_KEY
-    current = (outdir / "_static" / SEARCH_DATA).is_file() and key_file.is_file() and key_file.read_text() == key
-    if not current:  # what they are made of changed since the last build wrote them
+    if not made_from(key_file, key, [outdir / "_static" / SEARCH_DATA]):  # what they are made of changed
         write_downloads(outdir, state.store, this_build(state), state.results_dir)
         text = "window.TORCHCLAIMS_CLAIMS = " + json.dumps(search_data(app, state), ensure_ascii=True) + ";\n"
         write_if_changed(outdir / "_static" / SEARCH_DATA, text)
