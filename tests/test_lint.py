@@ -191,6 +191,17 @@ def test_device_taken_from_the_verification_is_not_reported(kb):
     assert lint(kb) == []
 
 
+def test_a_device_literal_marked_as_under_test_is_allowed_on_its_own_line_only(kb):
+    """A claim about code written for CUDA names the device on purpose; the mark
+    covers the line it is on, and an unmarked literal beside it is still reported."""
+    marked = 'y = x.cuda()  # device under test'
+    unmarked = 'z = x.to("cuda")'
+    script = write_script(kb, "first-claim", text=script_text("first-claim", body=f"{marked}\n{unmarked}\n"))
+    problem = only(lint(kb), "gallery/first_claim.py")
+    assert "literal device 'cuda'" in problem.message
+    assert problem.line == line_of(script, unmarked)
+
+
 TABLE = 'EXPECTED = {"cpu": "gloo", "cuda": "nccl"}\nname = EXPECTED.get(v.backend.name)\n'
 
 

@@ -1,0 +1,146 @@
+"""What a results file must pass before any of its records reaches a page.
+
+Schema validation (torchclaims.results) says a file is well formed; this module
+says whether what it states can be true: every verdict follows from its checks
+(recomputed with :func:`torchclaims.records.combine`, the one rule), the
+environment fits the backend it names, no date lies in the future, and each
+record belongs to a known claim and ran a known version of its script. A
+record that fails is left out, and each failure is one line naming the file
+and the field. ``merge`` refuses a file with any such line; the site, ``show``
+and ``diff`` keep the other records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from .backends import all_backends
+from .claims import Claim
+from .errors import Problem
+from .records import Environment, ResultRecord, combine
+from .results import ResultsFile
+from .script_history import ScriptHistory
+
+# Clocks of the machines that ran a file may be a little ahead of ours.
+CLOCK_SKEW = timedelta(minutes=15)
+UNAVAILABLE = "(unavailable)"  # what the fingerprint records for an unusable backend
+
+
+@dataclass
+class Admitted:
+    """What came of checking one results file."""
+
+    records: list[ResultRecord]  # those that passed
+    problems: list[Problem]  # one per failure, file-level ones included
+    rejected: dict[str, list[Problem]]  # claim id -> why its record was left out
+
+
+def expected_verdict(record: ResultRecord):
+    """The verdict a record's checks give (a record without checks is an error)."""
+    return combine([check.outcome for check in record.checks])
+
+
+def environment_problems(env: Environment) -> list[tuple[str, str]]:
+    """(field, message) for each way ``env`` does not fit the backend it names."""
+    backend = all_backends().get(env.backend)
+    if backend is None:
+        return [("environment.backend", f"unknown backend {env.backend!r}")]
+    if UNAVAILABLE in (env.device, env.device_name):
+        return [("environment.device", f"backend {env.backend} was not usable where this ran, so nothing was verified on it")]
+    found = []
+    device_type = env.device.split(":", 1)[0]
+    if device_type != backend.device_type:
+        found.append(("environment.device", f"{env.device!r} is not a {backend.device_type} device, which backend {env.backend} uses"))
+    runtimes = set(env.accelerator_runtime)
+    if backend.runtime and backend.runtime not in runtimes:
+        build = "a CPU-only" if not runtimes & {"cuda", "hip"} else "another"
+        found.append(
+            ("environment.accelerator_runtime", f"backend {env.backend} needs a torch build for {backend.runtime}; torch {env.torch} is {build} build")
+        )
+    if env.backend == "cuda" and "hip" in runtimes:
+        found.append(("environment.accelerator_runtime", "a ROCm (HIP) build of torch runs backend rocm, not cuda"))
+    if backend.primary_package != "torch" and backend.primary_package not in env.packages:
+        found.append(("environment.packages", f"backend {env.backend} runs through {backend.primary_package}, which is not recorded"))
+    if _release(env.packages.get("torch", env.torch)) != _release(env.torch):  # the package version has no +local tag
+        found.append(("environment.packages.torch", f"{env.packages['torch']} differs from environment.torch {env.torch}"))
+    if backend.name != "cpu" and env.device_name.strip().lower() in ("", "unknown", "cpu"):
+        found.append(("environment.device_name", f"{env.device_name!r} does not name a {env.backend} device"))
+    return found
+
+
+def _release(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+@dataclass
+class Admission:
+    """The checks of one load (a build, ``show``, ``merge``, ``diff``)."""
+
+    claims: Mapping[str, Claim] | None = None  # None: claim ids and script versions are not checked
+    scripts: ScriptHistory | None = None
+    now: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+
+    @classmethod
+    def for_project(cls, root: Path, claims: Mapping[str, Claim]) -> Admission:
+        return cls(claims=claims, scripts=ScriptHistory(root))
+
+    def check(self, path: Path, results: ResultsFile) -> Admitted:
+        """The records that pass, and one problem per failure."""
+        problems = [Problem(path, name, message) for name, message in environment_problems(results.environment)]
+        if results.created > self.now + CLOCK_SKEW:
+            problems.append(Problem(path, "created", f"{results.created:%Y-%m-%d %H:%M} UTC lies in the future"))
+        if problems:  # the file as a whole cannot be right: none of its records is shown
+            return Admitted([], problems, {record.claim_id: problems for record in results.records})
+        admitted = Admitted([], [], {})
+        for index, record in enumerate(results.records):
+            found = [
+                Problem(path, f"records.{index}.{name}", f"claim {record.claim_id}: {message}")
+                for name, message in self._record_problems(record, results)
+            ]
+            if found:
+                admitted.problems.extend(found)
+                admitted.rejected[record.claim_id] = found
+            else:
+                admitted.records.append(record)
+        return admitted
+
+    def _record_problems(self, record: ResultRecord, results: ResultsFile) -> list[tuple[str, str]]:
+        found = []
+        expected = expected_verdict(record)
+        if record.verdict is not expected:
+            checks = ", ".join(c.outcome.value for c in record.checks) or "none"
+            found.append(("verdict", f"says {record.verdict.value}, but its checks ({checks}) give {expected.value}"))
+        if record.environment != results.environment:
+            moved = ", ".join(record.environment.differences(results.environment))
+            found.append(("environment", f"differs from the file's environment ({moved})"))
+        if record.started_at > self.now + CLOCK_SKEW:
+            found.append(("started_at", f"{record.started_at:%Y-%m-%d %H:%M} UTC lies in the future"))
+        elif record.started_at > results.created + CLOCK_SKEW:
+            found.append(("started_at", f"{record.started_at:%Y-%m-%d %H:%M} UTC is after the file was created"))
+        if self.claims is not None:
+            found.extend(self._claim_problems(record))
+        return found
+
+    def _claim_problems(self, record: ResultRecord) -> list[tuple[str, str]]:
+        claim = self.claims.get(record.claim_id)
+        if claim is None:
+            return [("claim_id", "no such claim in claims/ (renamed or removed?)")]
+        if not claim.executable:
+            return [("claim_id", "the claim is attributed: it carries no verdict")]
+        if self.scripts is None:
+            return []
+        known = self.scripts.versions(record.script.path) | self.scripts.versions(claim.script)
+        if record.script.sha256 in known:
+            return []
+        where = "its git history" if self.scripts.git else "the current file (no git history here)"
+        shallow = "; this clone is shallow, so older versions are unknown here" if self.scripts.shallow else ""
+        return [
+            (
+                "script.sha256",
+                f"{record.script.sha256[:12] or '(empty)'} matches no version of {claim.script} "
+                f"({len(known)} known from {where}){shallow}",
+            )
+        ]

@@ -1,0 +1,262 @@
+"""Claim records: the typed model and the loader for ``claims/*.toml``.
+
+A claim record is data. It keeps the source's claim (who makes it, about which
+backends, in their own words: the sources' verbatim quotes) apart from the
+proposition this project checks, and says how the two relate. Loading never
+stops at the first bad file; every problem is collected so a contributor sees
+them all at once.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, ValidationInfo, field_validator, model_validator
+
+from . import limits
+from .backends import BACKEND_NAMES
+from .errors import InvalidFileError, Problem, problems_from_validation
+from .fileio import decode_utf8, read_bytes
+from .topics import TOPICS
+
+CLAIM_ID = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+SOURCE_DATE = r"^\d{4}(-\d{2}(-\d{2})?)?$"
+MAX_QUOTE_WORDS = 40
+
+
+PROJECT = "torchclaims"  # the maker of every proposition that is not a source's own claim
+
+
+class ClaimKind(str, Enum):
+    EXECUTABLE = "executable"  # a gallery script verifies it
+    ATTRIBUTED = "attributed"  # testimony or a figure with no public method: no verdict
+
+
+class Relation(str, Enum):
+    """How the proposition this project checks stands to the sources' claim."""
+
+    IS = "is"  # the claim itself, in checkable words: its claimants state it
+    NARROWS = "narrows"  # a part or a special case of the claim (one model, one operation...)
+    PRECONDITION = "precondition"  # something the claim relies on, not the claim itself
+    OWN_FINDING = "own-finding"  # no source claims it: this project found it; the sources are evidence
+
+    @property
+    def wording(self) -> str:
+        return _WORDING[self]
+
+
+_WORDING = {  # how a page introduces the proposition
+    Relation.IS: "We check their claim as stated, in checkable words",
+    Relation.NARROWS: "We check a narrower proposition of our own, a part or a special case of the claim",
+    Relation.PRECONDITION: "We check a precondition of the claim (our proposition), not the claim itself",
+    Relation.OWN_FINDING: "We check our own finding; no source makes this claim",
+}
+
+
+class CompilerCaches(str, Enum):
+    """Whether a claim's run may find compiled kernels that earlier runs left (torchclaims.compiler_caches)."""
+
+    SHARED = "shared"  # kept between runs: the verdict does not depend on them
+    COLD = "cold"  # empty for each run: the claim times compiling or counts compilations
+
+
+class Source(BaseModel):
+    """Where the claim was made, with a short verbatim quote."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: Annotated[
+        str | None,
+        Field(
+            pattern=r"^https?://\S+$",
+            max_length=limits.URL_CHARS,
+            description="Address of the primary source; may be left out only for an unconfirmed source whose note says where the quote was seen",
+        ),
+    ] = None
+    quote: Annotated[str, Field(min_length=1, max_length=limits.QUOTE_CHARS, description="Verbatim excerpt, under 40 words")]
+    publisher: Annotated[str, Field(min_length=1, max_length=limits.NAME_CHARS, description="Who published the source")]
+    date: Annotated[str, Field(pattern=SOURCE_DATE, description="YYYY, YYYY-MM or YYYY-MM-DD")]
+    confirmed: StrictBool = Field(
+        True, description="False when the quote could not be seen in the primary source"
+    )
+    note: str = Field("", max_length=limits.NOTE_CHARS, description="Context, e.g. how this source disagrees with another")
+
+    @field_validator("quote")
+    @classmethod
+    def _short_quote(cls, quote: str) -> str:
+        if len(quote.split()) >= MAX_QUOTE_WORDS:
+            raise ValueError(f"a quote must be under {MAX_QUOTE_WORDS} words; cut it to the key sentence")
+        return quote
+
+    @model_validator(mode="after")
+    def _address_or_where_seen(self) -> Source:
+        # A quote known only from coverage with no public address is kept, but
+        # never passed off as confirmed: the note must say where it was seen.
+        if self.url is None and (self.confirmed or not self.note):
+            raise ValueError("a source needs a url; only an unconfirmed source (confirmed = false) may leave it out, with a note saying where the quote was seen")
+        return self
+
+
+class Claim(BaseModel):
+    """One claim about running PyTorch code on an accelerator."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: Annotated[str, Field(pattern=CLAIM_ID, description="kebab-case; equals the file name")]
+    title: Annotated[str, Field(min_length=3, max_length=120)]
+    proposition: Annotated[
+        str,
+        Field(
+            min_length=10,
+            max_length=limits.STATEMENT_CHARS,
+            description="What this project checks (or, for an attributed claim, restates)",
+        ),
+    ]
+    kind: ClaimKind
+    topic: str = Field(description="One of: " + ", ".join(TOPICS))
+    about: list[str] = Field(min_length=1, description="Backends the sources' claim names (its scope)")
+    claimed_by: list[Annotated[str, Field(min_length=1, max_length=limits.NAME_CHARS)]] = Field(
+        min_length=1, description=f"Who makes the claim in the sources; [{PROJECT!r}] for an own finding"
+    )
+    relation: Relation = Field(description="How the proposition stands to the sources' claim")
+    sources: list[Source] = Field(min_length=1)
+    script: str | None = Field(None, validate_default=True, description="gallery/<name>.py verifying an executable claim")
+    caveats: list[Annotated[str, Field(max_length=limits.NOTE_CHARS)]] = Field(default_factory=list)
+    see_also: list[str] = Field(default_factory=list)
+    compiler_caches: CompilerCaches = Field(
+        CompilerCaches.SHARED,
+        description="cold: the script times compiling or counts compilations, so each run starts from empty compiler caches",
+    )
+
+    @field_validator("topic")
+    @classmethod
+    def _known_topic(cls, topic: str) -> str:
+        if topic not in TOPICS:
+            raise ValueError(f"unknown topic {topic!r}; expected one of {', '.join(TOPICS)}")
+        return topic
+
+    @field_validator("about")
+    @classmethod
+    def _known_backends(cls, backends: list[str]) -> list[str]:
+        unknown = [name for name in backends if name not in BACKEND_NAMES]
+        if unknown:
+            raise ValueError(f"unknown backend(s) {unknown}; expected names from {', '.join(BACKEND_NAMES)}")
+        if len(set(backends)) != len(backends):
+            raise ValueError("a backend is listed twice")
+        return backends
+
+    @field_validator("relation")
+    @classmethod
+    def _relation_matches_makers(cls, relation: Relation, info: ValidationInfo) -> Relation:
+        claimed_by = info.data.get("claimed_by")  # absent when invalid itself
+        own = claimed_by == [PROJECT]
+        if relation is Relation.OWN_FINDING and claimed_by is not None and not own:
+            raise ValueError(f"an own finding is claimed by this project: write claimed_by = [{PROJECT!r}]")
+        if relation is not Relation.OWN_FINDING and claimed_by is not None and PROJECT in claimed_by:
+            raise ValueError(
+                f"claimed_by names {PROJECT!r}, so no source makes this claim: use relation = \"own-finding\" "
+                "(or name who makes it in the sources)"
+            )
+        if info.data.get("kind") is ClaimKind.ATTRIBUTED and relation is not Relation.IS:
+            raise ValueError("an attributed claim restates what its sources say: relation must be \"is\"")
+        return relation
+
+    @field_validator("script")
+    @classmethod
+    def _script_matches_kind(cls, script: str | None, info: ValidationInfo) -> str | None:
+        kind = info.data.get("kind")  # absent when kind itself is invalid
+        if kind is ClaimKind.EXECUTABLE and script is None:
+            raise ValueError("an executable claim needs `script = \"gallery/<name>.py\"`")
+        if kind is ClaimKind.ATTRIBUTED and script is not None:
+            raise ValueError("an attributed claim carries no verdict, so it must not name a script")
+        if script is not None and not re.fullmatch(r"gallery/[a-z0-9_]+\.py", script):
+            raise ValueError("expected a path like gallery/<snake_case_name>.py")
+        return script
+
+    @field_validator("compiler_caches")
+    @classmethod
+    def _caches_need_a_script(cls, caches: CompilerCaches, info: ValidationInfo) -> CompilerCaches:
+        if caches is CompilerCaches.COLD and info.data.get("kind") is ClaimKind.ATTRIBUTED:
+            raise ValueError("an attributed claim runs nothing, so it has no compiler caches to keep cold")
+        return caches
+
+    @property
+    def executable(self) -> bool:
+        return self.kind is ClaimKind.EXECUTABLE
+
+    @property
+    def proposition_by(self) -> list[str]:
+        """Who makes the proposition: the claimants when it is their claim, else this project."""
+        return self.claimed_by if self.relation is Relation.IS else [PROJECT]
+
+    def covers(self, backend: str) -> bool:
+        """Whether a verdict on ``backend`` is within the claim's scope."""
+        return backend in self.about
+
+
+@dataclass
+class ClaimSet:
+    """Every claim that loaded, and every problem met on the way."""
+
+    claims: dict[str, Claim] = field(default_factory=dict)
+    paths: dict[str, Path] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    broken: set[str] = field(default_factory=set)  # ids (file names) of records that failed to load
+
+    def by_topic(self) -> dict[str, list[Claim]]:
+        grouped: dict[str, list[Claim]] = {topic: [] for topic in TOPICS}
+        for claim in sorted(self.claims.values(), key=lambda c: c.id):
+            grouped[claim.topic].append(claim)
+        return grouped
+
+    def executable(self) -> list[Claim]:
+        return [c for c in sorted(self.claims.values(), key=lambda c: c.id) if c.executable]
+
+
+def load_claim(path: Path) -> Claim:
+    """Load and validate one record; raise InvalidFileError listing every problem."""
+    text = decode_utf8(path, read_bytes(path, limits.LIMITS.claim_file_bytes, "claim record"))
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidFileError([Problem(path, "", f"not valid TOML: {exc}")]) from None
+    except RecursionError:
+        raise InvalidFileError([Problem(path, "", "not valid TOML: arrays or tables nest too deeply")]) from None
+    problems = []
+    if data.get("id") != path.stem:
+        problems.append(Problem(path, "id", f"id {data.get('id')!r} must equal the file name {path.stem!r}"))
+    try:
+        claim = Claim.model_validate(data)
+    except ValidationError as exc:
+        problems = problems_from_validation(path, exc) + problems
+    if problems:
+        raise InvalidFileError(problems)
+    return claim
+
+
+def load_claims(claims_dir: Path) -> ClaimSet:
+    """Load every ``*.toml`` record; a broken record is reported, never fatal."""
+    result = ClaimSet()
+    for path in sorted(claims_dir.glob("*.toml")):
+        try:
+            claim = load_claim(path)
+        except InvalidFileError as exc:
+            result.problems.extend(exc.problems)
+            result.broken.add(path.stem)
+            continue
+        result.claims[claim.id] = claim
+        result.paths[claim.id] = path
+    return result
+
+
+def claim_json_schema() -> dict:
+    """The JSON Schema editors use to validate claim records while typing."""
+    schema = Claim.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "torchclaims claim record"
+    return schema

@@ -1,0 +1,146 @@
+"""One architecture: a tiny model on the CPU, then the same weights on the device.
+
+The CPU side finds a tiny configuration that builds and runs
+(:mod:`.arch_config`) and computes the reference: the logits of a six-token
+prompt and :data:`NEW_TOKENS` greedily generated tokens. The device side copies
+the same weights to the device and does the same, inside the backend's
+fallback probe. Each stage gets a code: ``N`` matches natively, ``F`` matches
+with a CPU fallback, ``M`` differs, ``R`` raises, ``K`` raises
+``NotImplementedError``, ``C`` has no CPU reference, ``-`` not run because an
+earlier stage failed. Logits match within ``rtol`` 1e-3 / ``atol`` 1e-4;
+tokens must be identical.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import torch
+
+from .arch_config import MAX_PARAMETERS, SIZE_SETS, tiny_config
+from .op_check import first_line
+
+PROMPT = [[3, 17, 42, 99, 5, 64]]
+NEW_TOKENS = 2  # the prefill and one step with the cache: each further step is one more compilation on XLA
+RTOL, ATOL = 1e-3, 1e-4
+
+
+class NoTinyModel(Exception):
+    """No size set gave a model that builds and runs on the CPU; ``cause`` says which way it failed."""
+
+    def __init__(self, cause: str, detail: str):
+        super().__init__(detail)
+        self.cause = cause
+
+
+def _forward(model, device):
+    prompt = torch.tensor(PROMPT, device=device)
+    with torch.no_grad():
+        return model(input_ids=prompt, attention_mask=torch.ones_like(prompt)).logits.float().cpu()
+
+
+def _generate(model, device):
+    prompt = torch.tensor(PROMPT, device=device)
+    with torch.no_grad():
+        out = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=NEW_TOKENS,
+                             min_new_tokens=NEW_TOKENS, do_sample=False)
+    return out[0, prompt.shape[1]:].cpu()
+
+
+def reference(model_type: str):
+    """(model on the CPU, size set name, parameter count, logits, tokens or the generate error)."""
+    from transformers import AutoModelForCausalLM
+
+    failures = []
+    ran_on_cpu = False
+    for sizes in SIZE_SETS:
+        try:
+            config = tiny_config(model_type, sizes)
+            with torch.device("meta"):
+                parameters = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+            if parameters > MAX_PARAMETERS:
+                failures.append(f"{sizes.name}: {parameters:,} parameters")
+                continue
+            torch.manual_seed(0)
+            model = AutoModelForCausalLM.from_config(config).eval()
+        except ImportError as exc:
+            raise NoTinyModel("p", f"needs a package that is not installed: {first_line(exc)}") from None
+        except Exception as exc:
+            failures.append(f"{sizes.name}: {first_line(exc)}")
+            continue
+        try:
+            logits = _forward(model, "cpu")
+        except ImportError as exc:
+            raise NoTinyModel("p", f"needs a package that is not installed: {first_line(exc)}") from None
+        except Exception as exc:
+            ran_on_cpu = True
+            failures.append(f"{sizes.name}: forward on the CPU raised {first_line(exc)}")
+            continue
+        try:
+            tokens = _generate(model, "cpu")
+        except Exception as exc:
+            tokens = f"generate on the CPU raised {first_line(exc)}"
+        return model, sizes.name, parameters, logits, tokens
+    raise NoTinyModel("r" if ran_on_cpu else "c", "; ".join(failures))
+
+
+def _stage(run, probe, sync, expected, compare):
+    """(code, detail, fallbacks) of one stage on the device."""
+    try:
+        with probe.watch() as seen:
+            actual = run()
+            sync()
+    except Exception as exc:
+        return ("K" if isinstance(exc, NotImplementedError) else "R"), first_line(exc), []
+    problem = compare(actual, expected)
+    if problem:
+        return "M", problem, seen
+    return ("F" if seen else "N"), "", seen
+
+
+def _compare_logits(actual, expected):
+    if actual.shape != expected.shape:
+        return f"logits of shape {tuple(actual.shape)}, CPU {tuple(expected.shape)}"
+    error = (actual.double() - expected.double()).abs().max().item()
+    if not torch.allclose(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=True):
+        return f"logits differ: max abs error {error:.3g} (rtol {RTOL:g}, atol {ATOL:g})"
+    return ""
+
+
+def _compare_tokens(actual, expected):
+    return "" if torch.equal(actual, expected) else f"tokens {actual.tolist()}, CPU {expected.tolist()}"
+
+
+def check_architecture(model_type: str, device: torch.device, *, probe, sync, compare_with_cpu: bool) -> dict:
+    """A plain dict answer: configuration, and code and detail of each stage."""
+    warnings.filterwarnings("ignore")
+    try:
+        model, sizes, parameters, logits, tokens = reference(model_type)
+    except NoTinyModel as exc:
+        return {"cause": exc.cause, "detail": str(exc), "forward": ("-", ""), "generate": ("-", "")}
+    answer = {"config": f"{sizes}; {parameters:,} parameters", "fallbacks": []}
+    if not compare_with_cpu:
+        answer["forward"] = ("N", "")
+        answer["generate"] = ("N", "") if not isinstance(tokens, str) else ("C", tokens)
+        return answer
+    try:
+        on_device = copy.deepcopy(model).to(device)
+    except Exception as exc:
+        code = "K" if isinstance(exc, NotImplementedError) else "R"
+        answer.update(forward=(code, f"moving the model to the device raised {first_line(exc)}"), generate=("-", ""))
+        return answer
+    fallbacks = set()
+    code, detail, seen = _stage(lambda: _forward(on_device, device), probe, sync, logits, _compare_logits)
+    answer["forward"] = (code, detail)
+    fallbacks.update(seen)
+    if isinstance(tokens, str):
+        answer["generate"] = ("C", tokens)
+    elif code in "RK":
+        answer["generate"] = ("-", "")
+    else:
+        code, detail, seen = _stage(lambda: _generate(on_device, device), probe, sync, tokens, _compare_tokens)
+        answer["generate"] = (code, detail)
+        fallbacks.update(seen)
+    answer["fallbacks"] = sorted(fallbacks)
+    return answer

@@ -1,0 +1,156 @@
+"""One operator × dtype on the device against the CPU, sample by sample.
+
+This is PyTorch's ``TestCommon.test_compare_cpu`` made to record instead of
+stop: every sample runs (a raise or a mismatch does not hide the samples
+after it), and each gets a code:
+
+``n`` ran on the device and matched the CPU; ``f`` matched, but an operator ran
+through the CPU fallback; ``m`` differs from the CPU beyond the tolerance;
+``r`` raised on the device; ``k`` raised ``NotImplementedError`` (no kernel);
+``d`` drew random numbers, so it ran but its values were not compared; ``c``
+the CPU reference itself raised; ``.`` not run (the device was left unusable
+by an earlier sample).
+
+For each sample the device call comes first (inside the fallback probe, up to
+and including the copy of the result to the CPU), then the CPU reference on
+the untouched CPU sample; outputs go through the sample's own
+``output_process_fn_grad`` (which makes, say, an SVD's signs comparable) and
+are compared with ``torch.testing.assert_close``. On the reference backend
+itself (``compare=False``) each sample just runs once.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+import time
+
+import torch
+
+from .op_samples import DrawsRandom, call, for_device, make_samples, to_cpu
+from .table import clip
+
+PROBLEM = 160  # characters kept of an exception or a mismatch description
+
+
+def first_line(exc: BaseException) -> str:
+    """The exception's class and first line (and the next, when the first only introduces it)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else (lines[0] if lines else "")
+    return clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, PROBLEM)
+
+
+def compare(actual, expected, atol: float, rtol: float) -> str | None:
+    """None when equal within tolerance, else what differs, in one line."""
+    try:
+        torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True, check_device=False)
+    except AssertionError as exc:
+        return _mismatch_summary(str(exc))
+    except (TypeError, ValueError, RuntimeError) as exc:  # types assert_close does not know: plain equality
+        try:
+            if bool(actual == expected):
+                return None
+        except Exception:
+            return clip(f"not comparable: {first_line(exc)}", PROBLEM)
+        return clip(f"{actual!r} != {expected!r}", PROBLEM)
+    return None
+
+
+def _mismatch_summary(message: str) -> str:
+    wanted = [line.strip() for line in message.splitlines()
+              if line.strip().startswith(("Mismatched elements", "Greatest absolute", "The values for attribute",
+                                          "The failure occurred", "Scalars are not", "Expected", "Booleans mismatch"))]
+    text = "; ".join(re.sub(r" at index \([^)]*\)", "", line) for line in wanted) or message.strip()
+    return clip(text, PROBLEM)
+
+
+def device_usable(sync, probe) -> str | None:
+    """After a failure: collect what the failed call left behind, then synchronise.
+
+    A failed call can leave device tensors in reference cycles (the traceback's
+    frames), or a failed graph queued on a lazy device; a later synchronisation
+    would execute it and fail again, blaming the next sample. So the garbage is
+    collected, and if synchronising still fails the queued work is discarded.
+    None when the device is usable afterwards, else why not.
+    """
+    gc.collect()
+    try:
+        sync()
+        return None
+    except Exception:
+        probe.discard_pending()
+    try:
+        sync()
+    except Exception as exc:
+        return f"synchronising after the failure raised {first_line(exc)}"
+    return None
+
+
+def check_cell(op, dtype: str, device: torch.device, *, atol: float, rtol: float, compare_with_cpu: bool,
+               probe, sync, max_samples: int | None) -> dict:
+    """Run one cell; a plain dict answer (it crosses a pipe), see the module docstring."""
+    timing = {"samples_s": 0.0, "device_s": 0.0, "cpu_s": 0.0}
+    answer = {"samples": "", "problems": {}, "fallbacks": [], "timing": timing}
+    problems, fallbacks = answer["problems"], set()
+    began = time.perf_counter()
+    try:
+        samples = make_samples(op, getattr(torch, dtype), max_samples)
+    except Exception as exc:
+        problems["c"] = f"making the samples raised {first_line(exc)}"
+        return answer
+    timing["samples_s"] = time.perf_counter() - began
+    codes = []
+    for index, sample in enumerate(samples):
+        began = time.perf_counter()
+        moved = failure = None
+        try:
+            moved = for_device(sample, device, op.name)
+            with probe.watch() as seen:
+                actual = to_cpu(call(op, moved))
+                sync()
+            fallbacks.update(seen)
+        except Exception as exc:
+            failure = ("k" if isinstance(exc, NotImplementedError) else "r", f"sample {index}: {first_line(exc)}")
+        timing["device_s"] += time.perf_counter() - began
+        if failure is not None:
+            codes.append(failure[0])
+            problems.setdefault(*failure)
+            del moved  # outside the except block, so the traceback's frames are gone too
+            unusable = device_usable(sync, probe)
+            if unusable:
+                answer["restart"] = unusable
+                codes.extend("." * (len(samples) - index - 1))
+                break
+            continue
+        began = time.perf_counter()
+        codes.append(_judge(op, sample, actual, seen, atol, rtol, compare_with_cpu, problems, index))
+        timing["cpu_s"] += time.perf_counter() - began
+    if not samples:
+        problems["c"] = "OpInfo has no sample for this dtype"
+    answer["samples"] = "".join(codes)
+    answer["fallbacks"] = sorted(fallbacks)
+    return answer
+
+
+def _judge(op, sample, actual, fallbacks, atol, rtol, compare_with_cpu, problems, index) -> str:
+    """The CPU reference for one sample, and the sample's code."""
+    watch = DrawsRandom()
+    try:
+        with watch:
+            expected = to_cpu(call(op, sample))
+    except Exception:
+        watch.drew = False  # the dispatch mode itself may be what failed: try without it
+        try:
+            expected = to_cpu(call(op, sample))
+        except Exception as exc:
+            problems.setdefault("c", f"sample {index}: {first_line(exc)}")
+            return "c"
+    if watch.drew:
+        return "d"
+    if not compare_with_cpu:
+        return "n"
+    problem = compare(actual, expected, atol, rtol)
+    if problem is not None:
+        problems.setdefault("m", f"sample {index}: {problem} (atol {atol:g}, rtol {rtol:g})")
+        return "m"
+    return "f" if fallbacks else "n"

@@ -1,0 +1,100 @@
+"""The operator list: every OpInfo entry × every dtype the CPU reference supports.
+
+The list is fixed from metadata before anything runs, so its length is the
+denominator. Rows are every ``op_db`` entry (``name.variant``); a cell exists
+for each dtype among :data:`DTYPES` that OpInfo says the CPU supports (the
+others are ``.``, outside the list). A cell is *excluded* when ``op_db``'s own
+metadata says PyTorch's ``TestCommon.test_compare_cpu`` must not compare it on
+this device type and dtype: a ``skip`` (non-deterministic output, undefined
+results), an ``expectedFailure`` (as_strided's partial views, whose result
+depends on the input's memory layout), or a decorator restricting the operator
+to other device types (``onlyCUDA``). Tolerances are test_compare_cpu's
+(``atol = rtol = 1e-3``), raised where the operator's ``toleranceOverride`` or
+``precisionOverride`` says so for this device type and dtype, and to
+``torch.testing``'s defaults for the dtype where those are looser (bfloat16).
+"""
+
+from __future__ import annotations
+
+import unittest
+from dataclasses import dataclass
+
+DTYPES = ("float32", "bfloat16", "float16", "int64", "bool", "complex64")
+COMPARE_CPU_TOLERANCE = 1e-3  # test_compare_cpu: assertEqual(..., atol=1e-3, rtol=1e-3)
+TEST = ("TestCommon", "test_compare_cpu")
+# Bare decorators that restrict every test of an operator to some device types.
+ONLY = {"onlyCUDA": {"cuda"}, "onlyCPU": {"cpu"}, "onlyNativeDeviceTypes": {"cpu", "cuda", "meta", "mps", "xpu"}}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One operator × dtype of the list, with what metadata says about it."""
+
+    op: str  # the row: "name" or "name.variant"
+    dtype: str
+    excluded: str = ""  # why op_db says not to compare it ("" when listed for a run)
+    atol: float = COMPARE_CPU_TOLERANCE
+    rtol: float = COMPARE_CPU_TOLERANCE
+
+
+def op_label(op) -> str:
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def operator_table_rows(ops) -> list[str]:
+    return [op_label(op) for op in ops]
+
+
+def cells_for(op, device_type: str, dtypes=DTYPES) -> list[Cell]:
+    """The cells of one operator (only dtypes the CPU supports)."""
+    import torch
+
+    supported = op.supported_dtypes("cpu")
+    cells = []
+    for name in dtypes:
+        dtype = getattr(torch, name)
+        if dtype not in supported:
+            continue
+        excluded, atol, rtol = _metadata(op, device_type, dtype)
+        default_rtol, default_atol = _dtype_tolerance(dtype)
+        cells.append(Cell(op_label(op), name, excluded, max(atol, default_atol), max(rtol, default_rtol)))
+    return cells
+
+
+def _dtype_tolerance(dtype) -> tuple[float, float]:
+    """(rtol, atol) torch.testing uses for ``dtype`` by default; exact for integers and bool."""
+    from torch.testing._comparison import default_tolerances
+
+    import torch
+
+    return default_tolerances(torch.empty(0, dtype=dtype)) if dtype.is_floating_point or dtype.is_complex else (0.0, 0.0)
+
+
+def _metadata(op, device_type: str, dtype) -> tuple[str, float, float]:
+    """(exclusion reason, atol, rtol) from op_db's decorators for test_compare_cpu here."""
+    from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
+    from torch.testing._internal.opinfo.core import DecorateInfo
+
+    excluded, atol, rtol = "", COMPARE_CPU_TOLERANCE, COMPARE_CPU_TOLERANCE
+    nondeterministic = getattr(op, "has_nondeterministic_output", False)  # newer than torch 2.9
+    if nondeterministic:
+        excluded = "op_db: the output is non-deterministic"
+    for info in op.decorators:
+        decorators = info.decorators if isinstance(info, DecorateInfo) else [info]
+        if isinstance(info, DecorateInfo) and not info.is_active(*TEST, device_type, dtype, {}):
+            continue
+        for decorator in decorators:
+            name = getattr(decorator, "__name__", type(decorator).__name__)
+            if isinstance(decorator, toleranceOverride) and dtype in decorator.d:
+                atol, rtol = max(atol, decorator.d[dtype].atol), max(rtol, decorator.d[dtype].rtol)
+            elif isinstance(decorator, precisionOverride) and dtype in decorator.d:
+                atol = max(atol, decorator.d[dtype])
+            elif decorator is unittest.expectedFailure:
+                excluded = excluded or "op_db expects test_compare_cpu to fail here"
+            elif getattr(decorator, "__qualname__", "").startswith("skip.<locals>"):  # unittest.skip(reason)
+                cells = dict(zip(decorator.__code__.co_freevars, decorator.__closure__ or ()))
+                reason = cells["reason"].cell_contents if "reason" in cells else "skipped"
+                excluded = excluded or f"op_db skips test_compare_cpu: {reason}"
+            elif name in ONLY and device_type not in ONLY[name]:
+                excluded = excluded or f"op_db: {name} (not run on {device_type})"
+    return excluded, atol, rtol

@@ -1,0 +1,112 @@
+"""Sample inputs as PyTorch's test_compare_cpu makes them, without paying for it twice.
+
+test_compare_cpu makes each sample *on the device* and copies it to the CPU.
+Arguments a sample function creates without a device (tensor_split's index
+tensor, which PyTorch requires on the CPU) therefore stay on the CPU in both
+calls. Making samples on a lazy device is slow, though: on torch_xla every
+random fill compiles a graph (18 s for the first 280 samples, against 0.1 s
+on the CPU). So samples are made on the CPU, from seed 0, under a function
+mode that marks every tensor the sample function made *for the device*: the
+result of a factory given a device, and anything computed from such a tensor.
+Marked tensors move to the device; unmarked ones stay on the CPU, exactly
+where test_compare_cpu would have left them.
+
+Operators whose result depends on storage rather than values (``as_strided``
+and its relatives, given a view of a larger tensor) get the whole storage on
+the device and the same view of it, not a compact copy of the view.
+
+A random operator can only be compared where the result does not depend on
+the generator: the CPU reference runs under a dispatch mode that notes any
+ATen operator tagged ``nondeterministic_seeded`` (bernoulli, normal, the
+dropout kernels...). Such a sample is run on the device but its values are not
+compared: OpInfo's own ``wrapper_set_seed`` seeds both sides with 42, but the
+device's generator is not the CPU's.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+FOR_DEVICE = "_torchclaims_for_device"  # attribute set on tensors made for the device
+STORAGE_SENSITIVE = ("as_strided",)  # operators whose result depends on the storage behind a view
+SAMPLE_DEVICE = "cpu"
+
+
+class _MarkForDevice(TorchFunctionMode):
+    """Marks tensors a sample function made for the device it was given."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        inputs = tree_leaves((args, kwargs))
+        device_given = kwargs.get("device") is not None or any(
+            isinstance(a, torch.device) or (isinstance(a, str) and a == SAMPLE_DEVICE) for a in inputs
+        )
+        if device_given or any(isinstance(a, torch.Tensor) and getattr(a, FOR_DEVICE, False) for a in inputs):
+            for tensor in tree_leaves(out):
+                if isinstance(tensor, torch.Tensor):
+                    setattr(tensor, FOR_DEVICE, True)
+        return out
+
+
+def make_samples(op, dtype: torch.dtype, limit: int | None) -> list:
+    """The first ``limit`` samples (all when None), made on the CPU from seed 0, marked."""
+    from torch.testing._internal.common_utils import set_rng_seed
+
+    set_rng_seed(0)  # torch, random and numpy: some sample functions draw from all three
+    # op.sample_inputs() would wrap this generator in a tracker that walks the
+    # stack with inspect.stack() for every sample (0.1 s each outside a unittest).
+    with _MarkForDevice():
+        return list(itertools.islice(op.sample_inputs_func(op, SAMPLE_DEVICE, dtype, False), limit))
+
+
+def for_device(sample, device: torch.device, op_name: str):
+    """The sample as test_compare_cpu's device call sees it; CPU-only arguments stay put."""
+    keep_storage = op_name.startswith(STORAGE_SENSITIVE)
+
+    def move(value):
+        if not isinstance(value, torch.Tensor) or not getattr(value, FOR_DEVICE, False):
+            return value
+        base = value._base
+        if keep_storage and base is not None and base.is_contiguous() and base.storage_offset() == 0:
+            return _copy(base, device).as_strided(value.size(), value.stride(), value.storage_offset())
+        return _copy(value, device)
+
+    return sample.transform(move)
+
+
+def _copy(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    # On the CPU itself, a separate copy, so that the two calls share nothing.
+    return tensor.clone() if device.type == "cpu" else tensor.to(device)
+
+
+class DrawsRandom(TorchDispatchMode):
+    """Notes whether any ATen operator that consumes the generator ran."""
+
+    def __init__(self):
+        super().__init__()
+        self.drew = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            self.drew = True
+        return func(*args, **(kwargs or {}))
+
+
+def call(op, sample):
+    return sample.output_process_fn_grad(op(sample.input, *sample.args, **sample.kwargs))
+
+
+def to_cpu(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu")
+    if isinstance(value, (list, tuple)):  # torch.return_types structs too: compared as sequences
+        return [to_cpu(x) for x in value]
+    if isinstance(value, dict):
+        return {k: to_cpu(x) for k, x in value.items()}
+    return value

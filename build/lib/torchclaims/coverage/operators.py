@@ -1,0 +1,213 @@
+"""The operator sweep: every OpInfo entry × dtype on a backend, as one table.
+
+    from torchclaims.coverage.operators import sweep_operators
+
+    sweep = sweep_operators("xla", max_samples=8)
+    print("\\n".join(sweep.table.summary()))
+
+Cells are listed from metadata (:mod:`.op_list`), run in parallel worker
+processes (:mod:`.pool`), each worker checking one cell at a time
+(:mod:`.op_check`), and each cell ends with exactly one outcome:
+
+=====  ===================  ==================================================
+code   outcome              meaning
+=====  ===================  ==================================================
+``N``  native               every compared sample matched the CPU, and no
+                            operator ran through a CPU fallback
+``F``  CPU fallback         matched, but at least one operator ran on the CPU
+``M``  mismatch             a sample differs from the CPU beyond the tolerance
+``R``  raises               a sample raised on the device, or killed or hung
+                            the worker
+``K``  no kernel            a sample raised ``NotImplementedError``
+``X``  excluded by OpInfo   op_db's metadata says not to compare it here
+``U``  random               every sample drew random numbers: it ran, values
+                            not compared
+``C``  no CPU reference     no sample, or the CPU itself raised on every one
+``E``  harness error        the sweep's own code failed: no evidence
+``T``  not reached          the stated time guard ran out before it started
+=====  ===================  ==================================================
+
+When samples disagree the worst wins, in the order of the table (a silent
+mismatch outranks an exception). Every sample's code is kept beside the cell.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .op_list import DTYPES, Cell, cells_for, op_label
+from .worker_settings import worker_environment
+from .pool import Failure, WorkerPool, machine_workers
+from .table import SweepTable, TableBuilder, clip
+
+OUTCOMES = {
+    "N": "native",
+    "F": "CPU fallback",
+    "M": "mismatch",
+    "R": "raises",
+    "K": "no kernel",
+    "X": "excluded by OpInfo",
+    "U": "random: not compared",
+    "C": "no CPU reference",
+    "E": "harness error",
+    "T": "not reached",
+}
+SAMPLE_CODES = {
+    "n": "matched",
+    "f": "matched via CPU fallback",
+    "m": "mismatch",
+    "r": "raised",
+    "k": "no kernel",
+    "d": "drew random numbers: not compared",
+    "c": "the CPU reference raised",
+    "s": "killed or hung the worker",
+    ".": "not run",
+}
+# Which sample code decides the cell, worst first.
+_PRECEDENCE = (("m", "M"), ("r", "R"), ("s", "R"), ("k", "K"), ("f", "F"), ("n", "N"), ("d", "U"), ("c", "C"))
+DEFAULT_MAX_SAMPLES = 8  # samples per operator x dtype, in OpInfo's order
+MEMORY_PER_WORKER_GB = 2.0  # a torch_xla worker with op_db loaded peaks around 1.5 GB
+
+
+def cell_outcome(answer: dict | Failure | None) -> tuple[str, str, str]:
+    """(outcome code, detail, sample codes) of one cell from its worker's answer."""
+    if answer is None:
+        return "T", "", ""
+    if isinstance(answer, Failure):
+        return "R", f"{answer.kind}: {answer.detail}", "s"
+    if "error" in answer:
+        return "E", answer["error"], ""
+    samples, problems = answer["samples"], answer["problems"]
+    code = next((cell for sample, cell in _PRECEDENCE if sample in samples), "C")
+    parts = []
+    decisive = {"M": "m", "R": "r", "K": "k", "C": "c"}.get(code)
+    if decisive in problems:
+        parts.append(problems[decisive])
+    count = Counter(samples)
+    if code == "M":
+        parts.insert(0, f"{count['m']} of {len(samples)} samples differ")
+    parts += [f"also {SAMPLE_CODES[c]}: {problems[c]}" for c in "rkc" if c in problems and c != decisive]
+    if answer["fallbacks"]:
+        parts.append("CPU fallback: " + ", ".join(answer["fallbacks"]))
+    if count["d"] and code != "U":
+        parts.append(f"{count['d']} samples drew random numbers (not compared)")
+    if answer.get("restart"):
+        parts.append(f"worker replaced: {answer['restart']}")
+    return code, clip("; ".join(parts), 300), samples
+
+
+@dataclass
+class OperatorSweep:
+    """The table and what it took to make it."""
+
+    table: SweepTable
+    seconds: float
+    workers: int
+    worker_starts: int
+    replaced: list[str]
+    max_samples: int | None
+    guard_s: float | None
+    timing: dict[str, float] = field(default_factory=dict)  # summed over cells: samples, device, cpu
+    cell_seconds: dict[str, float] = field(default_factory=dict)  # "op/dtype" -> wall seconds
+
+    @property
+    def samples_run(self) -> int:
+        return sum(len(s) - s.count(".") for column in self.table.columns for s in column.samples.values())
+
+
+def list_cells(device_type: str, dtypes=DTYPES, only: list[str] | None = None) -> tuple[list[str], list[Cell]]:
+    """Rows (every op_db entry, or those named in ``only``) and their cells."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    ops = [op for op in op_db if only is None or op_label(op) in only]
+    return [op_label(op) for op in ops], [cell for op in ops for cell in cells_for(op, device_type, dtypes)]
+
+
+def sweep_operators(backend_name: str, *, dtypes=DTYPES, max_samples: int | None = None, workers: int | None = None,
+                    guard_s: float | None = None, item_timeout_s: float = 180.0, only: list[str] | None = None,
+                    tuned_workers: bool = True, on_cell=None) -> OperatorSweep:
+    """Sweep op_db on ``backend_name``; ``guard_s`` is the stated time guard (None: none).
+
+    ``tuned_workers`` applies :mod:`.worker_settings`'s settings in the workers.
+    """
+    from ..backends import resolve_backend
+
+    backend, _ = resolve_backend(backend_name)
+    began = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows, cells = list_cells(backend.device_type, dtypes, only)
+    builder = TableBuilder("operators", "operator", rows, {d: OUTCOMES for d in dtypes}, SAMPLE_CODES)
+    listed = {}
+    for cell in cells:
+        if cell.excluded:
+            builder.set(cell.op, cell.dtype, "X", cell.excluded)
+        else:
+            listed[(cell.op, cell.dtype)] = cell
+    workers = workers or machine_workers(MEMORY_PER_WORKER_GB)
+    compare_with_cpu = backend.device_type != "cpu"
+    env = worker_environment(backend.name) if tuned_workers else {}
+    pool = WorkerPool(_serve, (backend.name, max_samples, compare_with_cpu, env), workers, item_timeout_s=item_timeout_s)
+    requests = {(c.op, c.dtype, c.atol, c.rtol): key for key, c in listed.items()}
+    timing, seconds = Counter(), {}
+
+    def answered(request, answer, wall_s):
+        op, dtype = request[:2]
+        code, detail, samples = cell_outcome(answer)
+        builder.set(op, dtype, code, detail, samples)
+        if isinstance(answer, dict):
+            timing.update(answer.get("timing", {}))
+        seconds[f"{op}/{dtype}"] = round(wall_s, 3)
+        if on_cell is not None:
+            on_cell(op, dtype, code)
+
+    deadline = None if guard_s is None else began + guard_s
+    answers = pool.run(list(requests), deadline=deadline, on_answer=answered)
+    for request, answer in answers.items():
+        if answer is None:
+            builder.set(request[0], request[1], "T", f"the time guard of {guard_s:g} s ran out before this cell")
+    return OperatorSweep(
+        table=builder.table(), seconds=round(time.monotonic() - began, 1), workers=workers,
+        worker_starts=pool.started, replaced=pool.replaced, max_samples=max_samples, guard_s=guard_s,
+        timing={k: round(v, 1) for k, v in timing.items()}, cell_seconds=seconds,
+    )
+
+
+def _serve(conn, backend_name: str, max_samples: int | None, compare_with_cpu: bool, env: dict) -> None:
+    """Worker entry point: answer (op, dtype, atol, rtol) requests until told to stop."""
+    warnings.filterwarnings("ignore")
+    os.environ.update(env)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+
+    torch.set_num_threads(1)  # the parallelism is in the workers
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    from ..backends import resolve_backend
+    from .fallback import probe_for
+    from .op_check import check_cell, first_line
+
+    backend, _ = resolve_backend(backend_name)
+    backend.import_modules()
+    device = backend.device()
+    probe = probe_for(backend.name, device)
+    ops = {op_label(op): op for op in op_db}
+    # op_db is a large graph of objects that never dies; freezing it keeps the
+    # garbage collection after each failed sample (see op_check) cheap.
+    gc.freeze()
+    conn.send("ready")
+    while (request := conn.recv()) is not None:
+        name, dtype, atol, rtol = request
+        try:
+            answer = check_cell(ops[name], dtype, device, atol=atol, rtol=rtol, compare_with_cpu=compare_with_cpu,
+                                probe=probe, sync=backend.synchronize, max_samples=max_samples)
+        except Exception as exc:  # the harness broke, not the device
+            answer = {"error": f"harness: {first_line(exc)}"}
+        conn.send(answer)
+        if "restart" in answer:
+            break

@@ -1,0 +1,157 @@
+"""The coverage table a sweep records: one coded outcome per row and column.
+
+A sweep (operators × dtypes, architectures × stages) produces thousands of
+cells. A result record carries all of them, compactly and column-oriented:
+each column is a string with one code character per row, its own legend
+(code → outcome name), and sparse maps from row index to a detail line and to
+the per-sample codes. The code ``.`` means "not in the list" (say, a dtype the
+CPU reference does not support): such cells are outside every denominator.
+
+The model validates what it reads (a results file from a stranger carries
+tables too) and bounds it: rows, columns, detail length and per-cell sample
+codes are limited, so a hostile file cannot make a page or a diff explode.
+Pure Python: nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+NOT_LISTED = "."  # a cell outside the list: not counted in any denominator
+MAX_ROWS = 5000
+MAX_COLUMNS = 16
+MAX_DETAIL = 300
+MAX_SAMPLE_CODES = 2000
+
+Code = Annotated[str, StringConstraints(pattern=r"^[!-~]$")]  # one printable ASCII character
+Label = Annotated[str, StringConstraints(min_length=1, max_length=60)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=120, pattern=r"^[^\x00-\x1f]+$")]
+
+
+class SweepColumn(BaseModel):
+    """One column: a code per row, the legend that names the codes, details."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Name
+    codes: str
+    legend: dict[Code, Label]
+    details: dict[int, Annotated[str, StringConstraints(max_length=MAX_DETAIL)]] = Field(default_factory=dict)
+    samples: dict[int, Annotated[str, StringConstraints(max_length=MAX_SAMPLE_CODES, pattern=r"^[!-~]*$")]] = Field(
+        default_factory=dict
+    )
+
+    def count(self) -> Counter:
+        """How many listed cells carry each code (``.`` cells are left out)."""
+        return Counter(code for code in self.codes if code != NOT_LISTED)
+
+    @property
+    def listed(self) -> int:
+        """The denominator: cells in the list."""
+        return sum(1 for code in self.codes if code != NOT_LISTED)
+
+
+class SweepTable(BaseModel):
+    """A whole sweep: rows (operators, architectures) against columns."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,39}$")]
+    item: Label  # what a row is: "operator", "architecture"
+    rows: list[Name] = Field(max_length=MAX_ROWS)
+    columns: list[SweepColumn] = Field(min_length=1, max_length=MAX_COLUMNS)
+    sample_legend: dict[Code, Label] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SweepTable:
+        if len(set(self.rows)) != len(self.rows):
+            raise ValueError("a row name appears twice")
+        if len({c.name for c in self.columns}) != len(self.columns):
+            raise ValueError("a column name appears twice")
+        for column in self.columns:
+            where = f"column {column.name!r}"
+            if len(column.codes) != len(self.rows):
+                raise ValueError(f"{where} has {len(column.codes)} codes for {len(self.rows)} rows")
+            unknown = set(column.codes) - set(column.legend) - {NOT_LISTED}
+            if unknown:
+                raise ValueError(f"{where} uses codes {sorted(unknown)} that its legend does not name")
+            for mapping, what in ((column.details, "details"), (column.samples, "samples")):
+                outside = [i for i in mapping if not 0 <= i < len(self.rows)]
+                if outside:
+                    raise ValueError(f"{where}: {what} for row index {outside[0]}, outside the table")
+            unknown = {c for s in column.samples.values() for c in s} - set(self.sample_legend)
+            if unknown:
+                raise ValueError(f"{where}: sample codes {sorted(unknown)} are not in sample_legend")
+        return self
+
+    def column(self, name: str) -> SweepColumn:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(name)
+
+    def cells(self):
+        """Every listed cell as (row, column, outcome name, detail, sample codes)."""
+        for column in self.columns:
+            for index, code in enumerate(column.codes):
+                if code != NOT_LISTED:
+                    yield (self.rows[index], column.name, column.legend[code], column.details.get(index, ""),
+                           column.samples.get(index, ""))
+
+    def summary(self) -> list[str]:
+        """One line per column: each outcome's count and share of the listed cells."""
+        lines = []
+        for column in self.columns:
+            counts, listed = column.count(), column.listed
+            parts = [f"{n} {column.legend[code]} ({100 * n / listed:.1f}%)" for code, n in counts.most_common()]
+            lines.append(f"{column.name}: {listed} listed; " + (", ".join(parts) or "nothing listed"))
+        return lines
+
+
+class TableBuilder:
+    """Fill a table cell by cell, then freeze it; unset cells are ``.`` (not listed)."""
+
+    def __init__(self, name: str, item: str, rows: list[str], legends: dict[str, dict[str, str]],
+                 sample_legend: dict[str, str] | None = None):
+        self.name, self.item, self.rows = name, item, list(rows)
+        self.index = {row: i for i, row in enumerate(self.rows)}
+        self.legends = legends
+        self.sample_legend = dict(sample_legend or {})
+        self.codes = {column: [NOT_LISTED] * len(self.rows) for column in legends}
+        self.details: dict[str, dict[int, str]] = {column: {} for column in legends}
+        self.samples: dict[str, dict[int, str]] = {column: {} for column in legends}
+
+    def set(self, row: str, column: str, code: str, detail: str = "", samples: str = "") -> None:
+        if code not in self.legends[column]:
+            raise ValueError(f"code {code!r} is not in the legend of column {column!r}")
+        i = self.index[row]
+        self.codes[column][i] = code
+        if detail:
+            self.details[column][i] = clip(detail, MAX_DETAIL)
+        if samples:
+            self.samples[column][i] = samples[:MAX_SAMPLE_CODES]
+
+    def get(self, row: str, column: str) -> str:
+        return self.codes[column][self.index[row]]
+
+    def table(self) -> SweepTable:
+        return SweepTable(
+            name=self.name,
+            item=self.item,
+            rows=self.rows,
+            columns=[
+                SweepColumn(name=column, codes="".join(self.codes[column]), legend=legend,
+                            details=self.details[column], samples=self.samples[column])
+                for column, legend in self.legends.items()
+            ],
+            sample_legend=self.sample_legend,
+        )
+
+
+def clip(text: str, limit: int) -> str:
+    """One line of at most ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,71 @@
+"""Limits on everything torchclaims reads or shows, in one place.
+
+Claim records, results files and script output come from people we do not
+know; each reader checks these bounds before parsing, so one oversized or
+deeply nested file is reported (file and field) instead of stopping a build or
+filling a page. README.md and CONTRIBUTING.md list the same figures.
+
+Runtime checks read ``LIMITS`` when they run (tests may replace it); the text
+types below fix their lengths when the models are defined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+@dataclass(frozen=True)
+class Limits:
+    results_file_bytes: int = 8 * MIB  # one results file
+    record_file_bytes: int = 1 * MIB  # one result record (records directory)
+    claim_file_bytes: int = 64 * KIB  # one claims/*.toml
+    script_bytes: int = 256 * KIB  # one gallery script
+    json_depth: int = 32  # nesting of arrays and objects in any JSON file
+    page_output_bytes: int = 256 * KIB  # what one script prints onto its gallery page
+    log_tail_bytes: int = 8 * KIB  # the end of a script's output kept in its record
+    log_tail_lines: int = 40
+
+
+LIMITS = Limits()
+
+# Claim records: a contributor is told to shorten the text (lint and build).
+STATEMENT_CHARS = 1000  # the proposition
+NOTE_CHARS = 1000  # caveats and source notes
+QUOTE_CHARS = 600  # besides the 40-word rule
+NAME_CHARS = 200  # each claimant, publisher, labels
+URL_CHARS = 2000
+
+# Result records: text a script produced is cut, with a mark, never rejected,
+# so a verbose script still gets its verdict; counts are hard limits.
+RECORD_TEXT_CHARS = 4000  # reasons, check details, condition values
+RECORD_NAME_CHARS = 300  # check and measurement names, environment values
+MAX_CHECKS = 200
+MAX_MEASUREMENTS = 2000  # per check: coverage tables keep a row per item
+MAX_FIGURES = 50
+MAX_RECORDS = 5000  # per results file
+MAX_MAP_ENTRIES = 200  # conditions, packages, environment variables, inputs
+
+
+def cut(limit: int):
+    """A validator keeping the first ``limit`` characters, marking the cut."""
+
+    def validate(text: str) -> str:
+        if len(text) <= limit:
+            return text
+        mark = f" [… {len(text) - limit} more characters cut: the limit is {limit}]"
+        return text[: limit - len(mark)] + mark
+
+    return AfterValidator(validate)
+
+
+RecordText = Annotated[str, cut(RECORD_TEXT_CHARS)]
+RecordName = Annotated[str, cut(RECORD_NAME_CHARS)]
+ClaimId = Annotated[str, Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=100)]
+# Backend names become parts of file names: letters, digits, '_' and '-' only.
+BackendName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,40}$")]

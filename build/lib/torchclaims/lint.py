@@ -1,0 +1,229 @@
+"""Lint the knowledge base: every problem at once, each naming file, field or line.
+
+Schema problems come from loading the records (torchclaims.claims); this module
+adds what a reviewer would check across files: records against scripts, ids,
+duplicate propositions, scripts that never call the verification API, literal
+device strings that would pin a script to one backend, and judgements that
+cannot fail because they compare values fixed before the script runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from . import limits
+from .backends import BUILTIN_BACKENDS
+from .claims import ClaimSet, load_claims
+from .errors import InvalidFileError, Problem
+from .fileio import decode_utf8, read_bytes
+from .fixed_judgements import fixed_judgements
+from .gallery_text import script_markup_problems
+from .memo import ContentMemo, code_digest
+
+DEVICE_TYPES = sorted({b.device_type for b in BUILTIN_BACKENDS} | {"hip", "privateuseone"})
+_DEVICE_LITERAL = re.compile(rf"^({'|'.join(DEVICE_TYPES)})(:\d+)?$")
+
+
+def _verification_ids(tree: ast.AST) -> list[tuple[str | None, int]]:
+    """(claim id or None when not a literal, line) of each verification(...) call."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name == "verification":
+                first = node.args[0] if node.args else None
+                literal = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+                found.append((literal, node.lineno))
+    return found
+
+
+def _calls_method(tree: ast.AST, name: str) -> bool:
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name
+        for node in ast.walk(tree)
+    )
+
+
+def _device_literals(tree: ast.AST) -> list[tuple[str, int]]:
+    """Device strings written into code: .to("cuda"), device="cpu", torch.device("xla")."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name == "cuda" and isinstance(node.func, ast.Attribute) and not node.args:
+            found.append(("cuda", node.lineno))  # model.cuda() names a device without a string
+        candidates = [kw.value for kw in node.keywords if kw.arg in ("device", "map_location", "device_type")]
+        if name in ("to", "device", "autocast", "cuda"):
+            candidates += node.args[:1]
+        elif name == "load":
+            candidates += node.args[1:2]  # torch.load(f, map_location)
+        for value in candidates:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str) and _DEVICE_LITERAL.match(value.value):
+                found.append((value.value, value.lineno))
+    return found
+
+
+def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], list[Problem]]:
+    """Problems inside one gallery script, and the claim ids it verifies."""
+    try:
+        source = decode_utf8(Path(rel), read_bytes(path, limits.LIMITS.script_bytes, "script"))
+    except InvalidFileError as exc:
+        return [], [Problem(Path(rel), p.field, p.message, p.line) for p in exc.problems]
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        return [], [Problem(Path(rel), "", f"syntax error: {exc.msg}", exc.lineno)]
+    problems = [
+        Problem(Path(rel), "", f"{why}; write it as plain text (the site shows this block as text)", line)
+        for line, why in script_markup_problems(source)
+    ]
+    calls = _verification_ids(tree)
+    if not calls:
+        problems.append(
+            Problem(Path(rel), "", "never calls torchclaims.verify.verification(\"<claim-id>\"); a script must verify a claim")
+        )
+    for claim_id, line in calls:
+        if claim_id is None:
+            problems.append(Problem(Path(rel), "", "verification() must be given the claim id as a string literal", line))
+    docstring = ast.get_docstring(tree)
+    if docstring is None:
+        problems.append(Problem(Path(rel), "", "needs a module docstring: a reST title line and what the script checks", 1))
+    else:
+        lines = docstring.splitlines()
+        if len(lines) < 2 or not lines[1] or set(lines[1]) != {"="} or len(lines[1]) < len(lines[0]):
+            problems.append(
+                Problem(Path(rel), "", "the docstring must open with a title underlined by '=' at least as long as the title", 1)
+            )
+        if "TODO" in docstring:
+            problems.append(Problem(Path(rel), "", "the docstring still holds template text (TODO); describe the checks", 1))
+        for claim_id, _ in calls:
+            if claim_id and f":claim-verdict:`{claim_id}`" not in docstring:
+                problems.append(
+                    Problem(Path(rel), "", f"the docstring should show the verdict: add the line :claim-verdict:`{claim_id}`", 1)
+                )
+    if calls and not _calls_method(tree, "finish"):
+        problems.append(Problem(Path(rel), "", "never calls v.finish(), so no result record is written; end the script with it"))
+    for literal, line in _device_literals(tree):
+        problems.append(
+            Problem(
+                Path(rel),
+                "",
+                f"literal device {literal!r} pins the script to one backend; use v.device "
+                "(or v.reference_device for the CPU reference)",
+                line,
+            )
+        )
+    problems.extend(Problem(Path(rel), "", message, line) for message, line in fixed_judgements(tree))
+    return calls, problems
+
+
+def _placeholders(path: Path, claim) -> list[Problem]:
+    """Template text left in a record (see torchclaims new)."""
+    found = []
+    for name, value in claim.model_dump(mode="json").items():
+        items = value if isinstance(value, list) else [value]
+        for index, item in enumerate(items):
+            fields = item.items() if isinstance(item, dict) else [("", item)]
+            for key, text in fields:
+                where = ".".join(str(p) for p in (name, index if isinstance(value, list) else None, key) if p not in (None, ""))
+                if isinstance(text, str) and ("TODO" in text or "example.org" in text):
+                    found.append(Problem(path, where, "still holds template text (TODO / example.org); replace it"))
+    return found
+
+
+_LINT_CODE = code_digest("lint.py", "fixed_judgements.py", "gallery_text.py", "backends.py")
+
+
+def _script_facts(path: Path, rel: str, memo: ContentMemo) -> tuple[list[tuple[str | None, int]], list[Problem], str | None]:
+    """check_script and the script's title, remembered by the script's text (a build lints every run)."""
+    try:
+        data = read_bytes(path, limits.LIMITS.script_bytes, "script")
+    except InvalidFileError:
+        return *check_script(path, rel), None
+
+    def work_out() -> dict:
+        calls, problems = check_script(path, rel)
+        return {"calls": [list(c) for c in calls], "problems": [[p.field, p.message, p.line] for p in problems], "title": script_title(path)}
+
+    facts = memo.recall("lint", _LINT_CODE, rel.encode() + b"\0" + data, work_out, _valid_facts)
+    problems = [Problem(Path(rel), field, message, line) for field, message, line in facts["problems"]]
+    return [(claim_id, line) for claim_id, line in facts["calls"]], problems, facts["title"]
+
+
+def _valid_facts(value: object) -> bool:
+    """Whether a remembered answer has the shape work_out gives (the memo file is untrusted)."""
+    if not isinstance(value, dict) or not isinstance(value.get("calls"), list) or not isinstance(value.get("problems"), list):
+        return False
+    nothing = type(None)
+    return (
+        all(_shaped(call, (str, nothing), int) for call in value["calls"])
+        and all(_shaped(problem, str, str, (int, nothing)) for problem in value["problems"])
+        and isinstance(value.get("title"), (str, nothing))
+    )
+
+
+def _shaped(item: object, *types) -> bool:
+    return isinstance(item, list) and len(item) == len(types) and all(isinstance(v, t) for v, t in zip(item, types))
+
+
+def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -> list[Problem]:
+    """Records against scripts and against each other (``memo`` remembers what scripts held)."""
+    memo = memo or ContentMemo()
+    problems: list[Problem] = []
+    scripts: dict[str, str] = {}
+    for claim in claims.executable():
+        path = claims.paths[claim.id]
+        if claim.script in scripts:
+            problems.append(Problem(path, "script", f"{claim.script} already verifies claim {scripts[claim.script]!r}; one script per claim"))
+        scripts[claim.script] = claim.id
+        if not (root / claim.script).is_file():
+            problems.append(Problem(path, "script", f"{claim.script} does not exist; create it (torchclaims new writes a template)"))
+    propositions: dict[str, str] = {}
+    for claim_id, claim in sorted(claims.claims.items()):
+        path = claims.paths[claim_id]
+        problems.extend(_placeholders(path, claim))
+        key = " ".join(claim.proposition.lower().split())
+        if key in propositions:
+            problems.append(Problem(path, "proposition", f"same proposition as claim {propositions[key]!r}; merge the records"))
+        propositions.setdefault(key, claim_id)
+        for other in claim.see_also:
+            if other not in claims.claims:
+                problems.append(Problem(path, "see_also", f"no claim with id {other!r}"))
+    gallery = root / "gallery"
+    for script in sorted(gallery.glob("*.py")) if gallery.is_dir() else []:
+        if script.name.startswith("_"):
+            continue  # helper modules shared by scripts
+        rel = script.relative_to(root).as_posix()
+        ids, script_problems, title = _script_facts(script, rel, memo)
+        problems.extend(script_problems)
+        for claim_id, line in ids:
+            claim = claims.claims.get(claim_id) if claim_id else None
+            if claim_id is None or claim_id in claims.broken:
+                continue  # reported already: a non-literal id, or a record that failed to load
+            if claim is None:
+                problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, which has no record in claims/", line))
+            elif claim.script != rel:
+                problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, whose record names script {claim.script}", line))
+            elif title not in (None, claim.title):
+                problems.append(
+                    Problem(Path(rel), "", f"the docstring's title must be the claim's title, so the claim has one title everywhere: {claim.title!r}", 2)
+                )
+    return problems
+
+
+def script_title(path: Path) -> str | None:
+    """The first line of a script's docstring (None when it has none or does not parse)."""
+    try:
+        docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    except (SyntaxError, OSError, UnicodeDecodeError):
+        return None
+    return docstring.splitlines()[0].strip() if docstring else None
+
+
+def lint(root: Path, claims_dir: str = "claims") -> list[Problem]:
+    """Every problem in the knowledge base under ``root``."""
+    claims = load_claims(root / claims_dir)
+    return claims.problems + cross_check(root, claims)

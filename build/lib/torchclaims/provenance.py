@@ -1,0 +1,129 @@
+"""Where a verdict came from, and how much a reader may lean on it.
+
+A results file states how it was made: by the project's accelerator workflow
+(repository, workflow, run, commit, runner) or by hand, with a free-text label.
+The statement alone proves nothing, so a verdict's :class:`Source` ranks it:
+
+1. this build's own records (the site measured them itself);
+2. a workflow run whose file carries a verified GitHub artifact attestation
+   (see torchclaims.attestation);
+3. everything else: "submitted by hand, not reproduced", including a file that
+   declares a workflow run but has no attestation to show for it.
+
+A lower rank never outranks a higher one for the same matrix column.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import UsageError
+from .limits import NAME_CHARS, RecordName
+
+WORKFLOW = "workflow"
+BY_HAND = "by-hand"
+# GitHub Actions sets these in every job; a workflow run is described by them.
+GITHUB_VARIABLES = ("GITHUB_REPOSITORY", "GITHUB_WORKFLOW_REF", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_SHA", "RUNNER_NAME")
+
+
+class Provenance(BaseModel):
+    """How a results file was made, as its maker states it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["workflow", "by-hand"] = BY_HAND
+    repository: Annotated[str, Field(pattern=r"^([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?$", max_length=NAME_CHARS)] = ""
+    workflow: RecordName = ""  # path of the workflow file in the repository
+    run_id: Annotated[str, Field(pattern=r"^\d{0,20}$")] = ""
+    run_attempt: Annotated[str, Field(pattern=r"^\d{0,6}$")] = ""
+    commit: Annotated[str, Field(pattern=r"^([0-9a-f]{40}|[0-9a-f]{64})?$")] = ""
+    runner: RecordName = ""
+
+    @property
+    def run_url(self) -> str:
+        if not (self.repository and self.run_id):
+            return ""
+        attempt = f"/attempts/{self.run_attempt}" if self.run_attempt else ""
+        return f"https://github.com/{self.repository}/actions/runs/{self.run_id}{attempt}"
+
+    def describe(self) -> str:
+        if self.kind != WORKFLOW:
+            return "submitted by hand"
+        commit = f", commit {self.commit[:12]}" if self.commit else ""
+        runner = f", runner {self.runner}" if self.runner else ""
+        return f"workflow {self.workflow or '?'} of {self.repository or '?'}, run {self.run_id or '?'}{commit}{runner}"
+
+
+def from_github_actions(environ: Mapping[str, str] = os.environ) -> Provenance:
+    """The provenance of a run inside a GitHub Actions job (``verify --workflow-run``)."""
+    missing = [name for name in GITHUB_VARIABLES if not environ.get(name)]
+    if missing:
+        raise UsageError(f"--workflow-run needs the GitHub Actions variables {', '.join(missing)}; run it inside a workflow job")
+    repository = environ["GITHUB_REPOSITORY"]
+    # GITHUB_WORKFLOW_REF: owner/repo/.github/workflows/file.yml@refs/...
+    workflow = re.sub(rf"^{re.escape(repository)}/", "", environ["GITHUB_WORKFLOW_REF"]).split("@", 1)[0]
+    return Provenance(
+        kind=WORKFLOW,
+        repository=repository,
+        workflow=workflow,
+        run_id=environ["GITHUB_RUN_ID"],
+        run_attempt=environ["GITHUB_RUN_ATTEMPT"],
+        commit=environ["GITHUB_SHA"],
+        runner=environ["RUNNER_NAME"],
+    )
+
+
+class Trust(IntEnum):
+    """How far a verdict's source can be relied on; lower ranks first."""
+
+    BUILD = 0  # measured by this build
+    ATTESTED = 1  # the project's workflow, with a verified artifact attestation
+    BY_HAND = 2  # anything else: not reproduced by the project
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one entry of the results store came from, as pages show it."""
+
+    trust: Trust
+    origin: str  # "this build", "an earlier build", "this machine" or a results file name
+    label: str = ""
+    provenance: Provenance | None = None
+    attestation_url: str = ""  # where GitHub shows the attestation
+    attested_run: str = ""  # the run the attestation names
+
+    @property
+    def mark(self) -> str:
+        """Short text beside every verdict badge."""
+        return {
+            Trust.BUILD: self.origin,
+            Trust.ATTESTED: "project workflow, attested",
+            Trust.BY_HAND: "submitted by hand, not reproduced",
+        }[self.trust]
+
+    @property
+    def css_class(self) -> str:
+        return {Trust.BUILD: "tc-source-build", Trust.ATTESTED: "tc-source-attested", Trust.BY_HAND: "tc-source-hand"}[self.trust]
+
+    def describe(self) -> str:
+        """One sentence for an evidence block, starting with the origin."""
+        if self.trust is Trust.BUILD:
+            return self.origin
+        label = f" ({self.label})" if self.label else ""
+        if self.trust is Trust.ATTESTED:
+            return f"{self.origin}: {self.provenance.describe()}; GitHub artifact attestation verified{label}"
+        declared = ""
+        if self.provenance and self.provenance.kind == WORKFLOW:
+            declared = f"; it declares {self.provenance.describe()}, with no verified attestation"
+        return f"{self.origin}: submitted by hand, not reproduced by the project{label}{declared}"
+
+
+def build_source(origin: str) -> Source:
+    return Source(Trust.BUILD, origin)

@@ -1,0 +1,70 @@
+"""Sphinx extension: verified claims on MyST pages.
+
+``setup`` reads as a table of contents; each concern registers itself from
+its own module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from sphinx.application import Sphinx
+
+from .. import __version__
+
+
+def setup(app: Sphinx) -> dict:
+    from .backends_table import setup_backends_table
+    from .changes_page import setup_changes
+    from .claim import setup_claim
+    from .coverage_tables import setup_coverage_tables
+    from .gallery import setup_gallery
+    from .gallery_process import setup_gallery_process
+    from .gallery_safety import setup_gallery_safety
+    from .links import setup_links
+    from .markup import setup_markup
+    from .matrix import setup_matrix
+    from .measure import setup_measure
+    from .publishing import setup_publishing
+    from .state import setup_state
+    from .tracking import setup_tracking
+    from .upgrade_pages import setup_upgrade_pages
+    from .versions import setup_versions
+
+    setup_state(app)  # config values; verify claims before sphinx-gallery runs
+    setup_tracking(app)  # re-read pages whose evidence changed
+    setup_markup(app)  # folded blocks (<details>)
+    setup_links(app)  # links to claims, evidence anchors and matrix rows, resolved after reading
+    setup_claim(app)  # claim, topic-claims, claim-verdict (evidence blocks: evidence.py)
+    setup_matrix(app)  # claims-matrix: the home page
+    setup_measure(app)  # claim-measure: figures in prose, read from records
+    setup_changes(app)  # claims-changes
+    setup_backends_table(app)  # backend-descriptors
+    setup_coverage_tables(app)  # coverage-table: sweep tables per backend, searchable, with downloads
+    setup_gallery(app)  # gallery cards with verdicts, script pages that lead back to their claim
+    setup_gallery_process(app)  # this process runs no script: sphinx-gallery's matplotlib import is skipped
+    setup_publishing(app)  # downloads, search data, favicon, the published folder
+    setup_gallery_safety(app)  # script text and links never run in a reader's browser
+    setup_versions(app)  # the release list; version strips on claim sections, range slices in the matrix
+    setup_upgrade_pages(app)  # upgrade, upgrade-index, build-against-history
+    app.connect("builder-inited", _add_static)
+    return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": _code_version()}
+
+
+def _code_version() -> int:
+    """Changes whenever the extension's code does, so Sphinx re-reads every page
+    (claims are not re-run for that: only their pages are rebuilt)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return int(digest.hexdigest()[:12], 16)
+
+
+def _add_static(app: Sphinx) -> None:
+    if app.builder.format != "html":
+        return
+    app.config.html_static_path.append(str(Path(__file__).parent / "static"))  # favicon.svg rides along (publishing.py)
+    app.add_css_file("torchclaims.css")
+    app.add_js_file("torchclaims.js")
+    app.add_js_file("torchclaims-sweep.js")

@@ -1,0 +1,201 @@
+"""The ``claim`` and ``topic-claims`` directives and the ``claim-verdict`` role.
+
+A claim renders as a section: who makes the claim, about what, in their words;
+the proposition we check and how it relates to their claim; one verdict line
+per backend and version in the matrix's order (text and symbol, never colour
+alone, with the device it ran on and whether that backend is within the claim's
+scope), each leading to its evidence, and a line for each backend the claim is
+about that has no record yet; the sources with quotes, caveats, the folded
+evidence (evidence.py), the history across versions with its downloads, and
+links to the gallery example and to the claim's row in the matrix.
+Everything about verdicts comes from the results store; no record, no verdict.
+Nothing here is smart-quoted: quotes, flags and values stay as written.
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective, SphinxRole
+
+from ..claims import Claim, Relation
+from ..grid import device_words
+from ..scope import about_text, and_words
+from ..store import THIS_BUILD, Entry
+from ..topics import TOPICS
+from .evidence import evidence_blocks, history, origin_text, run_line, scope_words, verdict_badge
+from .links import claim_anchor, claim_ref, evidence_anchor, matrix_ref, register_label
+from .markup import badge, bullets, doc_link, join_nodes, link, paragraph
+from .state import BuildState, get_state, warn
+from .tracking import TOPIC, note_shown
+from .versions import strip_placeholder
+
+
+def freshness_text(entry: Entry) -> str:
+    """'— xla · XLA on CPU (AMD EPYC) · torch_xla 2.9.0 (torch 2.9.0), 2026-11-29, xla-….json': where, with what, when, from where."""
+    env = entry.record.environment
+    return f"— {env.backend} · {device_words(env)} · {entry.version} (torch {env.torch}), {entry.record.date}, {origin_text(entry)}"
+
+
+def attributed_badge() -> nodes.inline:
+    return badge("❝ attributed — no verdict", "attributed")
+
+
+def verdict_lines(state: BuildState, claim: Claim) -> nodes.container:
+    """One line per backend and version, in matrix order, each leading to its evidence."""
+    lines = nodes.container(classes=["tc-badges"])
+    if not claim.executable:
+        lines += paragraph(attributed_badge())
+        return lines
+    runs = state.grid.runs(claim)
+    for cell in runs:
+        line = run_line(state.grid, cell)
+        line[0] = claim_ref(claim.id, line[0], anchor=evidence_anchor(claim.id, cell.backend, cell.version))
+        lines += paragraph(*line)
+    ran = {cell.backend for cell in runs}
+    missing = [backend for backend in claim.about if backend not in ran]
+    if missing:
+        names = and_words([state.grid.column(b).header("").removesuffix(" · not run") for b in missing])
+        lines += paragraph(verdict_badge(None), nodes.inline("", f" on {names}: the claim is about {'them' if len(missing) > 1 else 'it'}, and no record exists yet", classes=["tc-date"]))
+    return lines
+
+
+def claim_and_proposition(claim: Claim) -> list[nodes.Node]:
+    """Who claims what, in their words, kept apart from what we check."""
+    if claim.relation is Relation.OWN_FINDING:
+        says = paragraph(nodes.strong("", "Our own finding"), f" about {about_text(claim)}; no source makes this claim (the sources below are evidence).")
+    else:
+        first = claim.sources[0]
+        more = f" (and {len(claim.sources) - 1} more source{'s' if len(claim.sources) > 2 else ''} below)" if len(claim.sources) > 1 else ""
+        says = paragraph(
+            nodes.strong("", f"Claimed by {and_words(claim.claimed_by)}"), f" about {about_text(claim)}: ",
+            nodes.emphasis("", f"“{first.quote}”"), " — ", link(first.publisher, first.url), f" ({first.date}){more}",
+        )
+    says["classes"].append("tc-source-claim")
+    intro = claim.relation.wording if claim.executable else "What they claim (attributed: no verdict here)"
+    proposition = nodes.block_quote(classes=["tc-statement"])
+    proposition += paragraph(nodes.emphasis("", f"{intro}: "), claim.proposition)
+    return [says, proposition]
+
+
+def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.section:
+    section = nodes.section(ids=[claim_anchor(claim.id)], classes=["tc-claim"], support_smartquotes=False)
+    section += nodes.title("", claim.title)
+    section.extend(claim_and_proposition(claim))
+    section += verdict_lines(state, claim)
+    if claim.executable:
+        section += strip_placeholder(claim.id)  # filled in by versions.py
+    section += paragraph(f"Topic: {TOPICS[claim.topic]} · id: ", nodes.literal("", claim.id), " · ", matrix_ref(claim.id, nodes.inline("", "its row in the matrix")))
+    sources = []
+    for source in claim.sources:
+        parts = [nodes.emphasis("", f"“{source.quote}”"), " — ", link(source.publisher, source.url), f" ({source.date})"]
+        if not source.confirmed:
+            parts.append(badge("unconfirmed", "unconfirmed"))
+        if source.note:
+            parts.append(f" {source.note}")
+        sources.append(paragraph(*parts))
+    section += nodes.rubric("", "Sources")
+    section += bullets(sources)
+    if claim.caveats:
+        section += nodes.rubric("", "Caveats")
+        section += bullets([paragraph(c) for c in claim.caveats])
+    if claim.executable:
+        section += nodes.rubric("", "Evidence")
+        blocks = evidence_blocks(state, claim)
+        section.extend(blocks or [paragraph("No result record exists for this claim yet, so there is no verdict.")])
+        left_out = state.store.rejected.get(claim.id, [])
+        if left_out:
+            section += nodes.rubric("", "Records left out")
+            section += paragraph("These submitted records failed the checks every results file must pass, so they are not shown as verdicts:")
+            section += bullets([paragraph(f"{p.path.name} [{p.field}]: {p.message}") for p in left_out])
+        table = history(state, claim, docname)
+        if table is not None:
+            section += nodes.rubric("", "History across versions")
+            section += table
+        if claim.id in state.script_sha:
+            section += paragraph("Verification script: ", doc_link(claim.script, state.example_docname(claim)))
+        else:
+            section += paragraph(
+                "Verification script: ", nodes.literal("", claim.script), " (missing or unreadable: it has no page, and the claim cannot be verified)"
+            )
+    if claim.see_also:
+        links = [claim_ref(other, nodes.literal("", other)) for other in claim.see_also]
+        section += paragraph("See also: ", *join_nodes(links))
+    return section
+
+
+class ClaimDirective(SphinxDirective):
+    """``{claim} <id>``: render one claim with its verdicts and evidence."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        state = get_state(self.env.app)
+        claim_id = self.arguments[0]
+        note_shown(self.env, [claim_id], state.digest([claim_id]))  # also when unknown: re-read once it exists
+        claim = state.claims.claims.get(claim_id)
+        if claim is None:
+            warn(f"unknown claim id {claim_id!r}", "directive", location=self.get_location())
+            return []
+        _note_links(self.env, state, [claim])
+        register_label(self.env, claim_anchor(claim.id), claim.title)
+        return [claim_section(state, claim, self.env.docname)]
+
+
+class TopicClaimsDirective(SphinxDirective):
+    """``{topic-claims} <topic>``: every claim of a topic, in id order."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        state = get_state(self.env.app)
+        topic = self.arguments[0]
+        if topic not in TOPICS:
+            warn(f"unknown topic {topic!r}; expected one of {', '.join(TOPICS)}", "directive", location=self.get_location())
+            return []
+        claims = state.claims.by_topic()[topic]
+        note_shown(self.env, [c.id for c in claims], state.digest([c.id for c in claims]), key=f"{TOPIC}{topic}")
+        _note_links(self.env, state, claims)
+        for claim in claims:
+            register_label(self.env, claim_anchor(claim.id), claim.title)
+        return [claim_section(state, claim, self.env.docname) for claim in claims]
+
+
+def _note_links(env, state: BuildState, claims: list[Claim]) -> None:
+    """Pages link to the claims in see_also: re-read them when those change or go."""
+    linked = sorted({other for claim in claims for other in claim.see_also})
+    if linked:
+        note_shown(env, linked, state.digest(linked), key="links:" + ",".join(linked))
+
+
+class ClaimVerdictRole(SphinxRole):
+    """``:claim-verdict:`<id>```: the verdict of a claim from this build;
+    ``:claim-verdict:`<id> <backend>```: its newest verdict on that backend."""
+
+    def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+        state = get_state(self.env.app)
+        claim_id, _, backend = self.text.strip().partition(" ")
+        backend = backend.strip()
+        note_shown(self.env, [claim_id], state.digest([claim_id]))  # also when unknown: re-read once it exists
+        if claim_id not in state.claims.claims:
+            warn(f"unknown claim id {claim_id!r}", "role", location=self.get_location())
+            return [nodes.literal("", claim_id)], []
+        ranked = state.store.ranked(claim_id)  # the build's own first: a file never outranks it
+        chosen = [e for e in ranked if e.backend == backend] if backend else [e for e in ranked if e.origin == THIS_BUILD]
+        entry = chosen[0] if chosen else None
+        out = nodes.inline(classes=["tc-role"], support_smartquotes=False)
+        out += verdict_badge(entry)
+        if entry is None:
+            missing = f"no record on {backend}" if backend else "no record from this build"
+            if backend:
+                warn(f"claim-verdict: {claim_id} has {missing}", "role", location=self.get_location())
+            out += nodes.Text(f" ({missing})")
+            return [out], []
+        out += nodes.Text(" " + freshness_text(entry))
+        out.extend(nodes.Text(n) if isinstance(n, str) else n for n in scope_words(state.claims.claims[claim_id], entry.backend))
+        return [claim_ref(claim_id, out, anchor=evidence_anchor(claim_id, entry.backend, entry.version)) if backend else out], []
+
+
+def setup_claim(app) -> None:
+    app.add_directive("claim", ClaimDirective)
+    app.add_directive("topic-claims", TopicClaimsDirective)
+    app.add_role("claim-verdict", ClaimVerdictRole())

@@ -1,0 +1,196 @@
+"""The ``coverage-table`` directive: a sweep's whole table, per run, searchable.
+
+``{coverage-table} <claim-id>`` renders, for every run (result record) of the
+claim that carries a coverage table:
+
+* for the newest run of each backend column: the outcome counts of every
+  column with their shares and the denominator, a stacked-bar plot (inline
+  SVG: no script, no image file), and CSV and JSON downloads;
+* one interactive table for all runs (``torchclaims-sweep.js``): search by
+  name, filter by column and outcome, and compare two runs row by row (what
+  became native, what started to mismatch). Its data are loaded per run from
+  ``_static/coverage/<run>.js`` only when picked, so the page itself stays small
+  however large the tables are, and it works from ``file://``.
+
+The data files are written at ``build-finished`` from the results store, the
+same store the directive read, so a page never shows a run whose file is
+missing.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import posixpath
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+from ..downloads import table_csv
+from ..memo import code_digest
+from ..records import made_from, write_if_changed
+from ..store import Entry
+from ..coverage.table import SweepTable
+from .links import claim_ref, evidence_anchor, slug
+from .markup import table
+from .state import get_state, warn
+from .tracking import note_shown
+
+DATA_DIR = "_static/coverage"  # in the html output
+DATA_KEY = "torchclaims-coverage.key"  # in the doctrees folder: what the data files were made of
+
+
+def run_name(claim_id: str, entry: Entry) -> str:
+    """The file stem of one run's data: claim, column and time, filesystem-safe."""
+    return slug(f"{claim_id} {entry.column} {entry.record.started_at:%Y%m%dT%H%M%S}")
+
+
+def runs_with_tables(store, claim_id: str) -> list[tuple[Entry, SweepTable]]:
+    """Every run of the claim that carries a table, newest first (one table per run)."""
+    return [(entry, entry.record.tables[0]) for entry in store.history(claim_id) if entry.record.tables]
+
+
+def run_label(entry: Entry) -> str:
+    return f"{entry.column} — {entry.record.date} ({entry.origin})"
+
+
+def payload(claim_id: str, entry: Entry, sweep: SweepTable) -> dict:
+    env = entry.record.environment
+    return {
+        "claim": claim_id,
+        "run": run_label(entry),
+        "date": entry.record.date,
+        "origin": entry.origin,
+        "environment": {"backend": env.backend, "device": env.device_name, "torch": env.torch, "packages": env.packages},
+        "conditions": entry.record.conditions,
+        "table": sweep.model_dump(mode="json"),
+    }
+
+
+def write_data(app, exception) -> None:
+    """build-finished: the JSON, CSV and script file of every run shown."""
+    if exception is not None or app.builder.format != "html":
+        return
+    state = get_state(app)
+    out = Path(app.outdir, DATA_DIR)
+    with_tables = [c for c in state.claims.claims if runs_with_tables(state.store, c)]
+    # What the files are made of: the runs shown and the code writing them. A
+    # build that shows the same runs leaves the files alone without rebuilding them.
+    key = state.store.digest(with_tables) + code_digest("sphinxext/coverage_tables.py", "downloads.py")
+    key_file = Path(app.doctreedir) / DATA_KEY
+    names = [run_name(claim_id, entry) for claim_id in with_tables for entry, _ in runs_with_tables(state.store, claim_id)]
+    files = [out / f"{name}{suffix}" for name in names for suffix in (".json", ".csv", ".js")]
+    if made_from(key_file, key, files):
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for claim_id in with_tables:
+        for entry, sweep in runs_with_tables(state.store, claim_id):
+            name = run_name(claim_id, entry)
+            data = json.dumps(payload(claim_id, entry, sweep), separators=(",", ":"), sort_keys=True)
+            # Rewritten only when changed: the published copy is updated by what changed (torchclaims.site).
+            write_if_changed(out / f"{name}.json", data + "\n")
+            write_if_changed(out / f"{name}.csv", table_csv(sweep))
+            # A script, not a fetch: browsers refuse fetch() on file:// pages.
+            script = f"(window.tcSweeps = window.tcSweeps || {{}})[{json.dumps(name)}] = {data};\n"
+            write_if_changed(out / f"{name}.js", script)
+    write_if_changed(key_file, key)
+
+
+def _bar_svg(sweep: SweepTable) -> str:
+    """One stacked bar per column, shares of its listed cells, and a legend; titles name each part."""
+    width, height, label_w = 560, 22, 110
+    parts, shown = [], {}
+    for row, column in enumerate(sweep.columns):
+        y = row * (height + 6)
+        parts.append(f'<text x="0" y="{y + 15}" class="tc-svg-label">{html.escape(column.name)} ({column.listed})</text>')
+        x, listed = float(label_w), max(column.listed, 1)
+        for code, count in column.count().most_common():
+            w = (width - label_w) * count / listed
+            outcome = column.legend[code]
+            shown.setdefault(outcome, None)
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{height}" class="tc-o tc-o-{slug(outcome)}">'
+                f"<title>{html.escape(outcome)}: {count} of {column.listed} ({100 * count / listed:.1f}%)</title></rect>"
+            )
+            x += w
+    y = len(sweep.columns) * (height + 6) + 4
+    for index, outcome in enumerate(shown):  # the legend: three entries a line, so it fits a phone
+        lx, ly = (index % 3) * (width // 3), y + (index // 3) * 18
+        parts.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" class="tc-o tc-o-{slug(outcome)}"/>'
+                     f'<text x="{lx + 16}" y="{ly + 11}" class="tc-svg-label">{html.escape(outcome)}</text>')
+    total = y + ((len(shown) + 2) // 3) * 18
+    return (f'<svg class="tc-sweep-plot" viewBox="0 0 {width} {total}" role="img" '
+            f'aria-label="outcome shares per column">{"".join(parts)}</svg>')
+
+
+def _summary(sweep: SweepTable) -> nodes.table:
+    """Outcomes down, columns across: count, share and the denominator."""
+    totals: dict[str, int] = {}
+    for column in sweep.columns:
+        for code, count in column.count().items():
+            totals[column.legend[code]] = totals.get(column.legend[code], 0) + count
+    outcomes = sorted(totals, key=lambda outcome: -totals[outcome])  # the commonest first
+    rows = [["listed (denominator)"] + [str(column.listed) for column in sweep.columns]]
+    for outcome in outcomes:
+        cells = []
+        for column in sweep.columns:
+            count = sum(n for code, n in column.count().items() if column.legend[code] == outcome)
+            cells.append(f"{count} ({100 * count / column.listed:.1f}%)" if column.listed and count else "—")
+        if any(cell != "—" for cell in cells):
+            rows.append([outcome] + cells)
+    return table(["outcome"] + [column.name for column in sweep.columns], rows, ["tc-sweep-summary"])
+
+
+class CoverageTableDirective(SphinxDirective):
+    """``{coverage-table} <claim-id>``: see the module docstring."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        state = get_state(self.env.app)
+        claim_id = self.arguments[0]
+        if claim_id not in state.claims.claims:
+            warn(f"unknown claim id {claim_id!r}", "directive", location=self.get_location())
+            return []
+        note_shown(self.env, [claim_id], state.digest([claim_id]), key=f"coverage:{claim_id}")
+        runs = runs_with_tables(state.store, claim_id)
+        if not runs:
+            return [nodes.paragraph("", "No result record of this claim carries a coverage table yet.")]
+        base = posixpath.dirname(self.env.docname)
+        link = lambda name, ext: posixpath.relpath(f"{DATA_DIR}/{name}.{ext}", base)  # noqa: E731
+        out: list[nodes.Node] = []
+        newest: dict[str, tuple[Entry, SweepTable]] = {}
+        for entry, sweep in runs:
+            newest.setdefault(entry.column, (entry, sweep))
+        for entry, sweep in newest.values():
+            name = run_name(claim_id, entry)
+            section = nodes.container(classes=["tc-sweep-run"])
+            head = nodes.paragraph()
+            head += nodes.strong("", entry.column)
+            head += nodes.Text(f" — {entry.record.date}, {len(sweep.rows)} {sweep.item}s ({entry.origin}) · ")
+            anchor = evidence_anchor(claim_id, entry.backend, entry.version)
+            head += claim_ref(claim_id, nodes.inline("", "verdict and environment"), anchor=anchor)
+            head += nodes.Text(" · download ")
+            head += nodes.reference("", "CSV", refuri=link(name, "csv"))
+            head += nodes.Text(" · ")
+            head += nodes.reference("", "JSON", refuri=link(name, "json"))
+            section += head
+            section += _summary(sweep)
+            section += nodes.raw("", _bar_svg(sweep), format="html")
+            out.append(section)
+        options = [{"name": run_name(claim_id, e), "label": run_label(e), "src": link(run_name(claim_id, e), "js")}
+                   for e, _ in runs]
+        markup = (
+            f'<div class="tc-sweep" data-item="{html.escape(runs[0][1].item)}" '
+            f"data-runs='{html.escape(json.dumps(options), quote=True)}'>"
+            "<noscript>The searchable table needs JavaScript; the CSV and JSON downloads above hold every cell.</noscript>"
+            "</div>"
+        )
+        out.append(nodes.raw("", markup, format="html"))
+        return out
+
+
+def setup_coverage_tables(app) -> None:
+    app.add_directive("coverage-table", CoverageTableDirective)
+    app.connect("build-finished", write_data, priority=400)  # before publishing copies the site

@@ -1,0 +1,231 @@
+"""The ``claims-matrix`` directive: claims × backends, the home of the site.
+
+A column for every backend the project knows (grid.py), headed by the backend,
+the device its records ran on and the version shown, with that version's
+totals; a row per claim, grouped by topic. A cell shows the newest verdict of
+that version and its date, marks the backends the claim is about ("target"),
+says in the cell when a verdict is outside the claim's scope, carries the
+reason and environment in its tooltip, and links to the evidence block of that
+run. Every other version of a backend is in the page too, hidden until the
+reader picks it; a backend whose releases were swept also offers each series'
+whole range there (versions.py). Filters (topic, backend, verdict, text) and the version
+choice live in the URL (static/torchclaims.js); a legend, a "built on … with
+…" stamp and the downloads of every results file sit beside the grid. The
+markup is written here rather than as a docutils table so that cells can carry
+scopes, data attributes and tooltips; all text in it is escaped.
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+from ..claims import Claim
+from ..downloads import download_for
+from ..grid import ATTRIBUTED, KINDS, NOT_RUN, Cell, Column, Grid, device_words
+from ..scope import about_text, and_words, ran_on, scope_note
+from ..store import EARLIER_BUILD
+from ..topics import TOPICS
+from .evidence import SYMBOLS, origin_text
+from .links import evidence_anchor, href_marker, matrix_anchor, raw_html, register_label
+from .markup import esc
+from .state import BuildState, get_state
+from .tracking import ALL_CLAIMS, note_shown
+from .versions import RangeView, range_views
+
+WORDS = {**{v.value: (s, v.value) for v, s in SYMBOLS.items()}, NOT_RUN: ("∅", "not run"), ATTRIBUTED: ("❝", "no verdict")}
+TOTALED = KINDS[:-1]  # attributed claims have no verdict on any backend: not counted per column
+
+
+def _tooltip(grid: Grid, cell: Cell) -> str:
+    """Reason and environment of a cell, in words (the title attribute)."""
+    if cell.kind == ATTRIBUTED:
+        return "Attributed claim: testimony or a figure without a public method, so there is no verdict."
+    if cell.entry is None:
+        about = " The claim is about this backend." if cell.target else ""
+        return f"No record of this claim on {grid.column(cell.backend).header('')}.{about}"
+    record, env = cell.entry.record, cell.entry.record.environment
+    symbol, word = WORDS[cell.kind]
+    parts = [f"{symbol} {word}" + (f", {record.note}" if record.note else ""), f"on {ran_on(env)}, {cell.version}, torch {env.torch}, Python {env.python}, {env.os}"]
+    parts.append(f"{record.date}, from {origin_text(cell.entry)} ({cell.entry.source.mark})")
+    if record.reason:
+        parts.append("reason: " + (record.reason if len(record.reason) <= 300 else record.reason[:300] + "…"))
+    if cell.stale:
+        parts.append("stale: " + cell.stale)
+    note = scope_note(cell.claim, cell.backend)
+    return ". ".join(parts + ([note[0].upper() + note[1:]] if note else [])) + "."
+
+
+def _run(grid: Grid, cell: Cell, shown: bool) -> str:
+    symbol, word = WORDS[cell.kind]
+    note = f", {cell.entry.record.note}" if cell.entry and cell.entry.record.note else ""
+    inner = f'<span class="tc-badge tc-{cell.kind}">{symbol} {esc(word + note)}</span>'
+    if cell.entry is not None:
+        inner += f' <span class="tc-date">{esc(cell.entry.record.date)}</span>'
+        inner += f' <span class="tc-badge tc-source">{esc(cell.entry.source.mark)}</span>'
+        inner += ' <span class="tc-badge tc-stale">stale</span>' if cell.stale else ""
+        inner += "" if cell.target else ' <span class="tc-scope">outside its scope</span>'
+    attributes = f'data-version="{esc(cell.version)}" data-verdict="{cell.kind}" title="{esc(_tooltip(grid, cell))}"' + ("" if shown else " hidden")
+    if cell.entry is None:
+        return f'<span class="tc-run" {attributes}>{inner}</span>'
+    href = href_marker(cell.claim.id, evidence_anchor(cell.claim.id, cell.backend, cell.version))
+    return f'<a class="tc-run {cell.entry.source.css_class}" href="{href}" {attributes}>{inner}</a>'
+
+
+def _cell(grid: Grid, claim: Claim, column: Column, ranges: list[RangeView]) -> str:
+    target = claim.covers(column.backend)
+    mark = '<span class="tc-target-mark">◎ target</span>' if target else ""
+    runs = "".join(_run(grid, cell, i == 0) for i, cell in enumerate(grid.cells(claim, column.backend)))
+    runs += "".join(view.run_html(claim.id) for view in ranges if claim.executable)  # hidden until picked (versions.py)
+    classes = ' class="tc-target"' if target else ""
+    return f'<td data-backend="{esc(column.backend)}"{classes}>{mark}{runs}</td>'
+
+
+def _totals(grid: Grid, column: Column) -> str:
+    out = []
+    for i, version in enumerate(column.versions or ("",)):
+        counts = grid.totals(column.backend, version)
+        items = "".join(
+            f'<span class="tc-total tc-total-{kind}" title="{counts[kind]} {WORDS[kind][1]}">{WORDS[kind][0]}&#8239;{counts[kind]}'
+            f'<span class="tc-sr"> {WORDS[kind][1]}</span></span>'
+            for kind in TOTALED
+        )
+        out.append(f'<span class="tc-totals" data-version="{esc(version)}"{"" if i == 0 else " hidden"}>{items}</span>')
+    return "".join(out)
+
+
+def _header(grid: Grid, column: Column, ranges: list[RangeView]) -> str:
+    backend = esc(column.backend)
+    devices = "".join(
+        f'<span class="tc-device" data-version="{esc(v)}"{"" if i == 0 else " hidden"}>{esc(" / ".join(column.devices.get(v, ())))}</span>'
+        for i, v in enumerate(column.versions)
+    ) or f'<span class="tc-device">{esc(column.reader_name)}</span>'
+    picks = [(v, v) for v in column.versions] + [(view.value, view.label) for view in ranges]
+    if len(picks) > 1:
+        options = "".join(f'<option value="{esc(v)}">{esc(label)}</option>' for v, label in picks)
+        version = f'<label class="tc-version"><span class="tc-sr">version shown for {backend}</span><select data-tc-version="{backend}">{options}</select></label>'
+    else:
+        version = f'<span class="tc-version">{esc(column.shown or "not run")}</span>'
+    title = esc(column.header())
+    return f'<th scope="col" data-backend="{backend}" title="{title}"><span class="tc-backend">{backend}</span>{devices}{version}{_totals(grid, column)}</th>'
+
+
+def _row(grid: Grid, claim: Claim, ranges: dict[str, list[RangeView]]) -> str:
+    words = [claim.title, claim.id, " ".join(claim.claimed_by), " ".join(claim.about), about_text(claim), TOPICS[claim.topic], claim.proposition]
+    about = f'<span class="tc-about">{esc("about " + and_words(claim.about))}</span>'
+    head = f'<th scope="row"><a href="{href_marker(claim.id)}">{esc(claim.title)}</a>{about}</th>'
+    cells = "".join(_cell(grid, claim, column, ranges.get(column.backend, [])) for column in grid.columns)
+    return (
+        f'<tr class="tc-claim-row" id="{matrix_anchor(claim.id)}" data-topic="{esc(claim.topic)}" '
+        f'data-text="{esc(" ".join(words).lower())}">{head}{cells}</tr>'
+    )
+
+
+def _filters(grid: Grid, total: int) -> str:
+    def select(name: str, label: str, values: list[tuple[str, str]]) -> str:
+        options = "".join(f'<option value="{esc(v)}">{esc(text)}</option>' for v, text in values)
+        return f'<label>{label} <select name="{name}">{options}</select></label>'
+
+    topics = [("", "all topics")] + list(TOPICS.items())
+    backends = [("", "all backends")] + [(c.backend, c.backend) for c in grid.columns]
+    verdicts = [("", "any verdict")] + [(k, f"{WORDS[k][0]} {WORDS[k][1] if k != ATTRIBUTED else 'attributed'}") for k in KINDS]
+    return (
+        '<form class="tc-filters" role="search" aria-label="Filter the claims">'
+        + select("topic", "Topic", topics) + select("backend", "Backend", backends) + select("verdict", "Verdict", verdicts)
+        + '<label>Text <input type="search" name="q" placeholder="title, id, who claims" autocomplete="off"></label>'
+        + '<button type="reset">Show all</button>'
+        + f'<p class="tc-count" role="status" aria-live="polite">{total} of {total} claims</p>'
+        + "</form>"
+    )
+
+
+def _legend(state: BuildState, root: str) -> str:
+    items = "".join(f'<li><span class="tc-badge tc-{k}">{WORDS[k][0]} {WORDS[k][1]}</span> {esc(MEANING[k])}</li>' for k in KINDS)
+    return (
+        '<aside class="tc-legend" aria-label="Legend"><h2>Legend</h2><ul>' + items
+        + '<li><span class="tc-target-mark">◎ target</span> the claim is about this backend: a verdict here speaks to it</li>'
+        + '<li><span class="tc-scope">outside its scope</span> a verdict on a backend the claim is not about (the CPU reference, XLA on the CPU): '
+        "evidence about what ran there, never about the vendor's hardware</li>"
+        + '<li><span class="tc-badge tc-stale">stale</span> made by an older script, or older than the age limit</li>'
+        + "<li>Dates are UTC. A header's counts are for the version it shows; pick another version in the header. "
+        "Hover a cell for its reason and environment, click it for the evidence.</li></ul>"
+        + f'<p class="tc-stamp">{esc(stamp(state))}</p>' + _downloads(state, root) + "</aside>"
+    )
+
+
+MEANING = {
+    "holds": "the checks ran there and every one held",
+    "refuted": "the checks ran and at least one did not hold",
+    "unverified": "could not be checked there; the reason is given. Never counted as passing",
+    "error": "the verification itself broke: no evidence either way",
+    NOT_RUN: "no record of this claim on this backend and version",
+    ATTRIBUTED: "testimony or a figure without a public method: attributed, no verdict",
+}
+
+
+def stamp(state: BuildState) -> str:
+    """'Updated 2026-11-30 14:05 UTC by a build on AMD EPYC (cpu) with torch 2.13.0, …'.
+
+    The page is rendered again only when something it shows changed, so the
+    time is when its content last changed, not when the site was last built."""
+    when = f"Updated {state.built_at:%Y-%m-%d %H:%M} UTC by a build"
+    env = state.outcome.probe.environment if state.outcome else None
+    if env is None:
+        return f"{when} that ran no claim: its records are those an earlier build left."
+    return f"{when} on {device_words(env)} ({env.backend}) with torch {env.torch}, Python {env.python}, torchclaims {env.torchclaims}."
+
+
+def _downloads(state: BuildState, root: str) -> str:
+    files: dict[str, list] = {}
+    for history in state.store.entries.values():
+        for entry in history:
+            if entry.origin != EARLIER_BUILD:
+                files.setdefault(entry.origin, []).append(entry)
+    items = []
+    for origin, entries in sorted(files.items(), key=lambda item: item[1][0].column):
+        download = download_for(entries[0])
+        what = f"{entries[0].column}, {len(entries)} record{'s' if len(entries) > 1 else ''} ({origin_text(entries[0])})"
+        items.append(f'<li>{esc(what)}: <a href="{root}{download.json}">JSON</a> · <a href="{root}{download.csv}">CSV</a></li>')
+    return "<h2>Downloads</h2><ul class=\"tc-downloads\">" + "".join(items) + "</ul>" if items else ""
+
+
+class ClaimsMatrixDirective(SphinxDirective):
+    """``{claims-matrix}``: every claim against every backend."""
+
+    def run(self) -> list[nodes.Node]:
+        state = get_state(self.env.app)
+        grid, claims = state.grid, state.claims
+        ranges = range_views(self.env.app)  # backend -> its series' whole ranges, picked like a version
+        note_shown(self.env, list(claims.claims), state.digest(list(claims.claims)), key=ALL_CLAIMS)
+        if not claims.claims:
+            return [nodes.paragraph("", "There are no claims yet.")]
+        rows = []
+        for topic, topic_claims in claims.by_topic().items():
+            if topic_claims:
+                rows.append(
+                    f'<tr class="tc-topic-row" data-topic="{esc(topic)}"><th scope="rowgroup" colspan="{len(grid.columns) + 1}">'
+                    f"<span>{esc(TOPICS[topic])}</span></th></tr>"
+                )
+            for claim in topic_claims:
+                register_label(self.env, matrix_anchor(claim.id), claim.title)
+                rows.append(_row(grid, claim, ranges))
+        total = len(claims.claims)
+        caption = (
+            f"{total} claims × {len(grid.columns)} backends. Each cell: the newest verdict of the claim on the backend, "
+            "for the version its header names; ∅ where no record exists."
+        )
+        heads = "".join(_header(grid, column, ranges.get(column.backend, [])) for column in grid.columns)
+        markup = (
+            f'<div class="tc-matrix-page">{_filters(grid, total)}<div class="tc-matrix-layout">'
+            '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends (scrolls inside)">'
+            f'<table class="tc-matrix"><caption>{esc(caption)}</caption><thead><tr><th scope="col" class="tc-corner">Claim</th>{heads}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>'
+            '<p class="tc-no-matches" hidden>No claim matches these filters. <button type="button" data-tc-reset>Show all claims</button></p></div>'
+            f'{_legend(state, "../" * self.env.docname.count("/"))}</div></div>'
+        )
+        return [raw_html(markup)]
+
+
+def setup_matrix(app) -> None:
+    app.add_directive("claims-matrix", ClaimsMatrixDirective)
+

@@ -1,0 +1,260 @@
+"""Build state: verify the claims before sphinx-gallery runs, keep what pages read.
+
+Runs on ``builder-inited`` at priority 400, before sphinx-gallery's own handler
+(500). Claims run in child processes (torchclaims.runner); sphinx-gallery is
+configured to execute nothing itself, so it only assembles the pages the
+children wrote, and a crashing script can never take the build down.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.errors import ConfigError
+from sphinx.util import logging
+
+from .. import config as settings_text
+from .. import limits
+from ..admission import Admission
+from ..claims import Claim, ClaimSet, load_claims
+from ..freshness import stale_reason
+from ..execution import MEMO_FILE, Outcome, Settings, history_dir, verify
+from ..errors import InvalidFileError, UsageError
+from ..fileio import decode_utf8, read_bytes
+from ..lint import cross_check
+from ..memo import ContentMemo
+from ..grid import Grid
+from ..records import now, read_record
+from ..store import Store, load_store
+from .._child import GalleryTarget
+
+logger = logging.getLogger(__name__)
+WARNING_TYPE = "torchclaims"
+
+
+def warn(message: str, subtype: str, location=None) -> None:
+    logger.warning(message, type=WARNING_TYPE, subtype=subtype, location=location)
+
+
+@dataclass
+class BuildState:
+    """What every directive of this build reads; set once per build."""
+
+    claims: ClaimSet
+    store: Store
+    gallery_dir: str  # docname prefix of the generated example pages
+    max_age_days: float
+    outcome: Outcome | None = None
+    script_sha: dict[str, str] = field(default_factory=dict)
+    results_dir: Path | None = None  # the committed results files (and their figures)
+    results_uri: str = ""  # the same folder as an image path for Sphinx ("/results")
+    built_at: datetime = field(default_factory=now)
+    _stale_reasons: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    def digest(self, claim_ids: list[str]) -> str:
+        """Changes when anything a page shows about these claims changes: the
+        records, the claim records, and which records are stale and why (an age
+        limit passes with the days, not with a build)."""
+        h = hashlib.sha256(self.store.digest(claim_ids).encode())
+        for claim_id in sorted(claim_ids):
+            claim = self.claims.claims.get(claim_id)
+            h.update(json.dumps(claim.model_dump(mode="json") if claim else None, sort_keys=True).encode())
+            h.update(json.dumps(self._stale(claim_id)).encode())
+        return h.hexdigest()
+
+    def _stale(self, claim_id: str) -> list[str]:
+        if claim_id not in self._stale_reasons:
+            sha, entries = self.script_sha.get(claim_id), self.store.history(claim_id)
+            self._stale_reasons[claim_id] = [stale_reason(e.record, sha, self.max_age_days) for e in entries]
+        return self._stale_reasons[claim_id]
+
+    @cached_property
+    def grid(self) -> Grid:
+        """Backends, versions and cells, in the order every page shows them."""
+        return Grid(self.claims, self.store, self.script_sha, self.max_age_days)
+
+    def example_docname(self, claim: Claim) -> str:
+        return f"{self.gallery_dir}/{Path(claim.script).stem}"
+
+
+_STATE_ATTRIBUTE = "_torchclaims_state"
+
+
+def get_state(app: Sphinx) -> BuildState:
+    return getattr(app, _STATE_ATTRIBUTE)
+
+
+def _gallery_target(app: Sphinx, root: Path, gallery_dir: str):
+    conf = dict(app.config.sphinx_gallery_conf)
+    Path(app.srcdir, gallery_dir).mkdir(parents=True, exist_ok=True)
+
+    def target(claim: Claim) -> GalleryTarget:
+        return GalleryTarget(
+            fname=Path(claim.script).name,
+            src_dir=str(root / Path(claim.script).parent),
+            target_dir=str(Path(app.srcdir) / gallery_dir),
+            gallery_conf=conf,
+        )
+
+    return target
+
+
+def remove_orphan_pages(gallery_output: Path, src_dir: Path, keep: set[str] | None = None) -> list[str]:
+    """Delete generated example pages whose script is gone, or (with ``keep``)
+    not among the scripts that get a page (sphinx-gallery keeps them)."""
+    removed = []
+    for page in sorted(gallery_output.glob("*.rst")):
+        script = src_dir / f"{page.stem}.py"
+        wanted = script.is_file() and not page.name.startswith("_") and (keep is None or page.stem in keep)
+        if page.name == "index.rst" or wanted:
+            continue
+        for generated in gallery_output.glob(f"{page.stem}.*"):
+            generated.unlink()
+        for image in gallery_output.glob(f"images/**/sphx_glr_{page.stem}_*"):
+            image.unlink()
+        removed.append(page.stem)
+    return removed
+
+
+def _page_missing(app: Sphinx, gallery_dir: str):
+    from sphinx_gallery.utils import get_md5sum
+
+    def reasons(claim: Claim) -> list[str]:
+        target = Path(app.srcdir, gallery_dir, Path(claim.script).name)
+        checksum = Path(f"{target}.md5")
+        if not checksum.exists() or not target.exists() or checksum.read_text() != get_md5sum(target, mode="t"):
+            return ["its gallery page has no output yet"]
+        return []
+
+    return reasons
+
+
+def _existing_records(settings: Settings) -> dict:
+    """With execution off, show the records the last build left (never invent any)."""
+    records = {}
+    for path in sorted((settings.records_root() / settings.backend).glob("*.json")):
+        try:
+            record = read_record(path)
+        except InvalidFileError as exc:
+            warn(f"unreadable record ignored: {exc}", "record", location=str(path))
+            continue
+        records[record.claim_id] = record
+    return records
+
+
+def _checked_settings(config) -> dict:
+    """The build's settings (conf.py, usually from environment variables), checked
+    here so a bad value stops the build with one line instead of a traceback."""
+    try:
+        return {
+            "timeout": settings_text.seconds(config.torchclaims_timeout, "torchclaims_timeout (TORCHCLAIMS_TIMEOUT)"),
+            "parallel": settings_text.count(config.torchclaims_parallel, "torchclaims_parallel (TORCHCLAIMS_JOBS)"),
+            "force": settings_text.flag(config.torchclaims_force, "torchclaims_force (TORCHCLAIMS_FORCE)"),
+            "execute": settings_text.flag(config.torchclaims_execute, "torchclaims_execute (TORCHCLAIMS_EXECUTE)"),
+            "max_age_days": settings_text.days(config.torchclaims_max_age_days, "torchclaims_max_age_days (TORCHCLAIMS_MAX_AGE_DAYS)"),
+        }
+    except UsageError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def readable_scripts(root: Path, claims: ClaimSet) -> dict[str, str]:
+    """claim id -> sha256 of each executable claim's script that can be shown:
+    present, within the size limit and UTF-8 (sphinx-gallery stops the whole
+    build on one that is not). The others are reported and get no page."""
+    found = {}
+    for claim in claims.executable():
+        path = root / claim.script
+        if not path.is_file():
+            continue  # cross_check reports it
+        try:
+            data = read_bytes(path, limits.LIMITS.script_bytes, "script")
+            decode_utf8(path, data)
+        except InvalidFileError as exc:
+            for problem in exc.problems:
+                warn(f"{claim.script}: {problem.message}; it gets no page", "claim", location=str(path))
+            continue
+        found[claim.id] = hashlib.sha256(data).hexdigest()
+    return found
+
+
+def _only_pages_for(app: Sphinx, scripts: list[str]) -> None:
+    """Let sphinx-gallery build pages for these scripts only (helpers, scripts no
+    claim names and scripts that cannot be read are ignored)."""
+    conf = app.config.sphinx_gallery_conf
+    allowed = "|".join(re.escape(Path(script).name) for script in scripts) or "(?!)"
+    conf["ignore_pattern"] = f"(?:{conf['ignore_pattern']})|^(?!(?:{allowed})$)"
+
+
+def prepare(app: Sphinx) -> None:
+    """builder-inited: load claims, verify the stale ones, load the results store."""
+    config = app.config
+    checked = _checked_settings(config)
+    root = Path(app.confdir)
+    claims = load_claims(root / config.torchclaims_claims_dir)
+    memo = ContentMemo(Settings(root=root).records_root() / MEMO_FILE)
+    for problem in claims.problems + cross_check(root, claims, memo):
+        warn(str(problem), "claim", location=str(problem.path))
+    memo.save()
+    script_sha = readable_scripts(root, claims)
+    shown = [c.script for c in claims.executable() if c.id in script_sha]
+    _only_pages_for(app, shown)
+    gallery_dir = config.torchclaims_gallery_output
+    keep = {Path(script).stem for script in shown}
+    for stem in remove_orphan_pages(Path(app.srcdir, gallery_dir), root / "gallery", keep):
+        logger.info(f"torchclaims: removed the generated page of {stem}, whose script is gone or cannot be shown")
+    outcome = None
+    build_records = {}
+    results_dir = root / config.torchclaims_results_dir if config.torchclaims_results_dir else None
+    if checked["execute"]:
+        settings = Settings(
+            root=root,
+            backend=config.torchclaims_backend,
+            timeout=checked["timeout"],
+            parallel=checked["parallel"],
+            force=checked["force"],
+            results_dir=results_dir,
+        )
+        outcome = verify(
+            [c for c in claims.executable() if (root / c.script).is_file()],
+            settings,
+            gallery_target=_gallery_target(app, root, gallery_dir),
+            extra_reasons=_page_missing(app, gallery_dir),
+            log=logger.info,
+            warn=lambda message: warn(message, "record"),
+        )
+        build_records = outcome.records
+        for claim_id, record in sorted(outcome.records.items()):
+            if record.verdict.value == "error":
+                warn(f"claim {claim_id} could not be verified: {record.reason}", "error")
+    else:
+        build_records = _existing_records(Settings(root=root, backend=config.torchclaims_backend))
+    history = history_dir(Settings(root=root))
+    admission = Admission.for_project(root, claims.claims)
+    store = load_store(build_records, outcome.probe.environment if outcome else None, results_dir, history, admission)
+    for problem in store.problems:
+        warn(f"results file rejected: {problem}", "results", location=str(problem.path))
+    results_uri = "/" + results_dir.relative_to(Path(app.srcdir)).as_posix() if results_dir else ""
+    state = BuildState(claims, store, gallery_dir, checked["max_age_days"], outcome, script_sha, results_dir, results_uri)
+    setattr(app, _STATE_ATTRIBUTE, state)
+
+
+def setup_state(app: Sphinx) -> None:
+    # Numbers and flags may come as text (from environment variables in conf.py):
+    # prepare() checks them.
+    app.add_config_value("torchclaims_backend", "cpu", "env", str)
+    app.add_config_value("torchclaims_timeout", 300, "", (int, float, str))
+    app.add_config_value("torchclaims_parallel", 2, "", (int, str))
+    app.add_config_value("torchclaims_force", False, "", (bool, str))
+    app.add_config_value("torchclaims_execute", True, "", (bool, str))
+    app.add_config_value("torchclaims_claims_dir", "claims", "env", str)
+    app.add_config_value("torchclaims_results_dir", "results", "env", str)
+    app.add_config_value("torchclaims_gallery_output", "docs/auto_gallery", "env", str)
+    app.add_config_value("torchclaims_max_age_days", 90, "env", (int, float, str))
+    app.connect("builder-inited", prepare, priority=400)

@@ -1,0 +1,190 @@
+"""Claims across releases: the version strip of a claim, and the matrix's range columns.
+
+The data side (which runs stand for which release, the sentence a strip says)
+is torchclaims.version_history; this module only reads it and draws it. A
+claim section holds a ``version_strip`` placeholder (claim.py adds it); a
+post-transform replaces it with one row per series that has runs: a badge per
+release, oldest first, and the inferred sentence. The matrix asks
+:func:`range_views` for each backend's ranges: its version picker offers them
+beside the single versions (``?v.cpu=range:torch`` in the URL), and each cell
+holds a hidden slice with the strip and the sentence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+from ..errors import InvalidFileError
+from ..freshness import stale_reason
+from ..releases import CONSTRAINTS_FILE, RELEASES_FILE, Releases, Series, load_releases
+from ..version_history import Run, Step, range_sentence, runs, series_runs, strip
+from .evidence import SYMBOLS
+from .markup import badge, esc, paragraph, table
+from .state import BuildState, get_state, warn
+from .tracking import shown
+
+NOT_RUN_SYMBOL = "∅"
+
+
+@dataclass
+class VersionsState:
+    """The release list and the runs that stand for its releases, for this build."""
+
+    releases: Releases | None
+    runs: list[Run]
+    shown: dict[str, dict[str, Run]] = field(default_factory=dict)  # series -> release -> run (this build first)
+    committed: dict[str, dict[str, Run]] = field(default_factory=dict)  # series -> release -> committed results file
+    digest: str = ""  # of the release list and held versions: a change re-reads every claim page
+
+    def series(self) -> list[Series]:
+        return list(self.releases.series.values()) if self.releases else []
+
+    def shown_series(self) -> list[Series]:
+        """Series a page draws: a default one with any run, another once a committed file stands for one of its releases
+        (this build alone stands for a release of the transformers series too, but nobody swept it)."""
+        return [s for s in self.series() if self.committed[s.name] or (s.default and self.shown[s.name])]
+
+
+_ATTRIBUTE = "_torchclaims_versions"
+
+
+def get_versions(app: Sphinx) -> VersionsState:
+    return getattr(app, _ATTRIBUTE)
+
+
+def prepare_versions(app: Sphinx) -> None:
+    """builder-inited, after the build state: read the release list, group the store's runs."""
+    root = Path(app.confdir)
+    releases = None
+    try:
+        releases = load_releases(root) if (root / RELEASES_FILE).exists() else None  # a site without a sweep has no strips
+    except InvalidFileError as exc:
+        for problem in exc.problems:
+            warn(f"release list ignored: {problem}", "releases", location=str(problem.path))
+    all_runs = runs(get_state(app).store)
+    state = VersionsState(releases, all_runs)
+    for series in state.series():
+        state.shown[series.name] = series_runs(all_runs, series)
+        state.committed[series.name] = series_runs([run for run in all_runs if run.committed], series)
+    digest = hashlib.sha256()
+    for name in (RELEASES_FILE, CONSTRAINTS_FILE):
+        path = root / name
+        digest.update(path.read_bytes() if path.is_file() else b"")
+    state.digest = digest.hexdigest()
+    setattr(app, _ATTRIBUTE, state)
+
+
+def outdated_by_releases(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """A new release list or new held versions change every strip: re-read the pages that show claims."""
+    state = get_versions(app)
+    if getattr(env, "torchclaims_releases_digest", None) == state.digest:
+        return []
+    env.torchclaims_releases_digest = state.digest
+    return [docname for docname in shown(env) if docname not in changed and docname not in removed]
+
+
+def steps_for(state: BuildState, versions: VersionsState, series: Series, claim_id: str) -> list[Step]:
+    sha = state.script_sha.get(claim_id)
+    return strip(series, versions.shown[series.name], claim_id, lambda record: bool(stale_reason(record, sha, state.max_age_days)))
+
+
+def step_badge(step: Step) -> nodes.inline:
+    symbol = SYMBOLS[step.record.verdict] if step.record else NOT_RUN_SYMBOL
+    words = step.kind if step.record else "not run"
+    text = f"{step.version} {symbol}" + (" stale" if step.stale else "")
+    out = badge(text, step.kind)
+    out["classes"].append("tc-step")
+    out += nodes.inline("", f" {words}", classes=["tc-sr"])  # the verdict in words for screen readers and text browsers
+    return out
+
+
+def strip_line(steps: list[Step]) -> nodes.inline:
+    line = nodes.inline(classes=["tc-strip"])
+    for i, step in enumerate(steps):
+        line += nodes.Text(" " if i else "")
+        line += step_badge(step)
+    return line
+
+
+class version_strip(nodes.General, nodes.Element):  # noqa: N801 (docutils node naming)
+    """Where a claim section shows its strips; filled in once every run is known."""
+
+
+def strip_placeholder(claim_id: str) -> version_strip:
+    return version_strip("", claim_id=claim_id)
+
+
+class RenderVersionStrips(SphinxPostTransform):
+    default_priority = 10
+
+    def run(self, **kwargs) -> None:
+        state, versions = get_state(self.app), get_versions(self.app)
+        for node in list(self.document.findall(version_strip)):
+            rows = []
+            for series in versions.shown_series():
+                steps = steps_for(state, versions, series, node["claim_id"])
+                rows.append([f"{series.backend} · {series.package}", strip_line(steps), range_sentence(series, steps)])
+            if not rows:
+                node.replace_self([])
+                continue
+            intro = paragraph(
+                "One run per release, each with every other package held at one version (",
+                nodes.literal("", "sweep/constraints.txt"), "); the sentence says only what these runs show.",
+            )
+            node.replace_self([nodes.rubric("", "Across releases"), intro, table(["Backend · package", "Releases, oldest first", "What the runs say"], rows, ["tc-strips"])])
+
+
+@dataclass(frozen=True)
+class RangeView:
+    """A series' whole range, offered by the matrix beside the single versions of its backend."""
+
+    series: Series
+    label: str  # "torch 2.9.0–2.15.0 (range)"
+    state: BuildState
+    versions: VersionsState
+
+    @property
+    def value(self) -> str:
+        """The version picker's value (and the URL's): 'range:torch'."""
+        return f"range:{self.series.name}"
+
+    def run_html(self, claim_id: str) -> str:
+        """The matrix cell's slice for this range: the strip and its sentence, hidden until picked."""
+        steps = steps_for(self.state, self.versions, self.series, claim_id)
+        badges = " ".join(
+            f'<span class="tc-badge tc-{s.kind} tc-step">{esc(s.version)} {SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL}'
+            f'{" stale" if s.stale else ""}<span class="tc-sr"> {esc(s.kind if s.record else "not run")}</span></span>'
+            for s in steps
+        )
+        newest = [s for s in steps if s.record]
+        kind = newest[-1].kind if newest else "notrun"
+        sentence = esc(range_sentence(self.series, steps))
+        return (
+            f'<span class="tc-run tc-range" data-version="{esc(self.value)}" data-verdict="{kind}" title="{sentence}" hidden>'
+            f'<span class="tc-strip">{badges}</span><span class="tc-range-sentence">{sentence}</span></span>'
+        )
+
+
+def range_views(app: Sphinx) -> dict[str, list[RangeView]]:
+    """backend -> one range per series with runs there (the matrix's hook)."""
+    state, versions = get_state(app), get_versions(app)
+    out: dict[str, list[RangeView]] = {}
+    for series in versions.shown_series():
+        chosen = list(versions.shown[series.name])
+        if chosen:
+            span = chosen[0] if len(chosen) == 1 else f"{chosen[0]}–{chosen[-1]}"
+            out.setdefault(series.backend, []).append(RangeView(series, f"{series.package} {span} (range)", state, versions))
+    return out
+
+
+def setup_versions(app: Sphinx) -> None:
+    app.connect("builder-inited", prepare_versions, priority=450)  # after the build state (400)
+    app.connect("env-get-outdated", outdated_by_releases)
+    app.add_node(version_strip)
+    app.add_post_transform(RenderVersionStrips)
