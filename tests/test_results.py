@@ -319,3 +319,16 @@ def test_a_new_run_supersedes_files_of_the_same_environment_only(tmp_path):
     assert [path for path, _ in superseded_by(read_results(new), tmp_path, keep=new)] == [same]
     assert other.exists()
 
+
+
+def test_records_of_one_file_may_differ_only_in_the_kernels_build(tmp_path):
+    """Two machines of one kind ('-fc-v669', '-fc-v1045') make one configuration; another kernel release does not."""
+    from torchclaims.admission import Admission
+
+    env = make_environment(os="Linux 6.18.44-fc-v669")
+    for os_name, admitted in (("Linux 6.18.44-fc-v1045", True), ("Linux 6.19.1-fc-v1045", False)):
+        records = [make_record("a", environment=env), make_record("b", environment=make_environment(os=os_name))]
+        path = write_results_file(tmp_path / "r.json", records, env)
+        problems = Admission().check(path, read_results(path)).problems
+        assert (problems == []) is admitted, problems
+        assert admitted or "differs from the file's environment (os)" in str(problems[0])

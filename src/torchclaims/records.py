@@ -108,6 +108,13 @@ class Environment(BaseModel):
         """The fields that, when they change, invalidate earlier verdicts."""
         return self.model_dump()
 
+    def same_configuration(self, other: Environment) -> bool:
+        """Equal in every field but the kernel's build suffix: two machines of one
+        kind report 'Linux 6.18.44-fc-v669' and 'Linux 6.18.44-fc-v1045' for one
+        kernel release, and records made on both may share a results file (each
+        record keeps its own fingerprint)."""
+        return set(self.differences(other)) <= {"os"} and _kernel(self.os) == _kernel(other.os)
+
     def differences(self, other: Environment) -> dict[str, tuple[str, str]]:
         """Flat map of what differs between two fingerprints: name -> (self, other)."""
         mine, theirs = _flatten(self.model_dump()), _flatten(other.model_dump())
@@ -116,6 +123,11 @@ class Environment(BaseModel):
             for key in sorted(set(mine) | set(theirs))
             if mine.get(key) != theirs.get(key)
         }
+
+
+def _kernel(os_name: str) -> str:
+    """'Linux 6.18.44-fc-v669' -> 'Linux 6.18.44': the system and kernel release, without the build."""
+    return os_name.split("-", 1)[0]
 
 
 def _flatten(data: dict, prefix: str = "") -> dict[str, str]:

@@ -96,9 +96,10 @@ def read_results(path: Path) -> ResultsFile:
 
 
 def same_run_configuration(a: ResultsFile, b: ResultsFile) -> bool:
-    """Same environment (backend, versions, device, variables), made the same way
-    (provenance and label): such files may be merged into one."""
-    return a.environment.cache_identity() == b.environment.cache_identity() and (a.provenance, a.label) == (b.provenance, b.label)
+    """Same environment (backend, versions, device, variables; the kernel's build
+    may differ), made the same way (provenance and label): such files may be
+    merged into one."""
+    return a.environment.same_configuration(b.environment) and (a.provenance, a.label) == (b.provenance, b.label)
 
 
 def superseded_by(results: ResultsFile, directory: Path, keep: Path) -> list[tuple[Path, ResultsFile]]:
