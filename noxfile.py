@@ -1,23 +1,30 @@
-"""Sessions: docs (the site), tests, lint, verify (no site), xla (second backend),
-refresh (regenerate the committed results files), sweep (every claim on every
-release of sweep/releases.toml), benchmark (build speed).
+"""Sessions: docs (the site), tests, lint, verify (no site), sweep (every claim on
+every release of sweep/releases.toml, re-running only what changed), xla (the
+sweep's torch_xla releases), benchmark (build speed).
 
 torch is pinned explicitly because an open requirement pulls a multi-GB CUDA
-build; override the pin to rebuild after an update, and name the CPU builds'
-index to download the CPU build instead of the package index's default:
+build. The CPU build is taken by default: a local wheel that satisfies the pin
+(pip's find-links) as it is, else the CPU builds' index when it answers, else
+the package index's build, with one line saying so. Override the pin to rebuild
+after an update, or name the index:
 
     nox -s docs -- --torch "torch==2.15.0"
-    nox -s docs -- --torch-index cpu
+    nox -s docs -- --torch-index pypi      # the package index's build (CUDA on Linux)
     nox -s docs -- --backend auto
 
 Every install holds the packages claim scripts import at sweep/constraints.txt,
 so a build and the sweep's run of the same release are the same configuration.
+A session whose requirements did not change since its last install installs
+nothing (a stamp in the venv), so a no-change build starts no process.
 """
 
 import argparse
+import hashlib
 import json
 import os
-import shutil
+import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import nox
@@ -30,8 +37,8 @@ nox.options.sessions = ["lint", "tests", "docs"]
 TORCH = os.environ.get("TORCHCLAIMS_TORCH", "torch==2.13.0")
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU builds of torch: about 200 MB instead of several GB
 CONSTRAINTS = ("-c", "sweep/constraints.txt")
-SWEEP_LABEL = "sweep:"  # how the release sweep labels its results files (torchclaims.release_sweep)
-XLA_REQUIREMENTS = ["torch==2.9.0", "torch_xla==2.9.0"]
+INSTALL_INPUTS = ("pyproject.toml", "sweep/constraints.txt")  # what an install reads besides its arguments
+STAMP = "torchclaims-install.json"
 
 
 def options(session: nox.Session, add_help: bool = True) -> argparse.Namespace:
@@ -40,18 +47,62 @@ def options(session: nox.Session, add_help: bool = True) -> argparse.Namespace:
     parser.add_argument("--torch", default=TORCH, help="pip requirement for torch (default %(default)s)")
     parser.add_argument("--force", action="store_true", help="re-run every claim")
     parser.add_argument(
-        "--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""),
-        help="extra package index for torch; 'cpu' names the CPU builds (default: the configured index only)",
+        "--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", "auto"),
+        help="where torch comes from: auto (a local wheel, else the CPU builds' index if it answers, else the package index), "
+        "cpu (the CPU builds' index), pypi (the package index's build: CUDA on Linux) or an index URL (default %(default)s)",
     )
     known, rest = parser.parse_known_args(session.posargs)
     known.rest = rest
     return known
 
 
-def install(session: nox.Session, torch_requirement: str, extras: str, torch_index: str = "") -> None:
-    index = CPU_INDEX if torch_index == "cpu" else torch_index
-    session.install(torch_requirement, *CONSTRAINTS, *(["--extra-index-url", index] if index else []))
+def local_wheel(session: nox.Session, requirement: str) -> bool:
+    """Whether pip finds a wheel satisfying the pin without any index (its find-links, or the venv itself)."""
+    check = [str(Path(session.bin) / "python"), "-m", "pip", "install", "--dry-run", "--no-index", "--no-deps", "--quiet", requirement]
+    return subprocess.run(check, capture_output=True).returncode == 0
+
+
+def unreachable(url: str, timeout_s: float = 3.0) -> str:
+    """'' when the index answers within the timeout, else why not."""
+    try:
+        urllib.request.urlopen(urllib.request.Request(url + "/torch/", method="HEAD"), timeout=timeout_s).close()
+        return ""
+    except (urllib.error.URLError, OSError) as exc:
+        return str(getattr(exc, "reason", exc))
+
+
+def torch_source(session: nox.Session, requirement: str, index: str) -> list[str]:
+    """pip arguments that take torch from where --torch-index says."""
+    if index == "pypi":
+        return []
+    if index != "auto":
+        return ["--extra-index-url", CPU_INDEX if index == "cpu" else index]
+    if local_wheel(session, requirement):
+        session.log(f"{requirement}: a local wheel satisfies it; installed as it is")
+        return ["--no-index", "--no-deps"]  # torch's own dependencies come with the project, from the index
+    why = unreachable(CPU_INDEX)
+    if not why:
+        session.log(f"{requirement}: the CPU build from {CPU_INDEX}")
+        return ["--extra-index-url", CPU_INDEX]
+    session.warn(
+        f"{requirement}: no local wheel, and the CPU builds' index {CPU_INDEX} does not answer ({why}): "
+        "downloading the package index's build, on Linux a CUDA build of several GB (--torch-index cpu insists on the CPU index)"
+    )
+    return []
+
+
+def install(session: nox.Session, torch_requirement: str, extras: str, torch_index: str = "auto") -> None:
+    """torch, then the project with ``extras``; nothing when the same install was made last time."""
+    inputs = hashlib.sha256(b"".join(Path(name).read_bytes() for name in INSTALL_INPUTS)).hexdigest()
+    wanted = {"torch": torch_requirement, "extras": extras, "index": torch_index, "inputs": inputs}
+    stamp = Path(session.bin).parent / STAMP
+    if stamp.is_file() and json.loads(stamp.read_text(encoding="utf-8")) == wanted:
+        session.log(f"{torch_requirement} and .[{extras}]: installed already, nothing changed since (remove {stamp} to reinstall)")
+        return
+    stamp.unlink(missing_ok=True)
+    session.install(torch_requirement, *CONSTRAINTS, *torch_source(session, torch_requirement, torch_index))
     session.install("-e", f".[{extras}]", torch_requirement, *CONSTRAINTS)
+    stamp.write_text(json.dumps(wanted), encoding="utf-8")
 
 
 @nox.session
@@ -64,7 +115,7 @@ def docs(session: nox.Session) -> None:
     opts = options(session)
     install(session, opts.torch, "docs,claims", opts.torch_index)
     env = {"TORCHCLAIMS_BACKEND": opts.backend, "TORCHCLAIMS_FORCE": "1" if opts.force else "0", "TORCHCLAIMS_PUBLISH_DIR": "_build/html"}
-    session.run("sphinx-build", "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx", *opts.rest, env=env)
+    session.run("sphinx-build", "-q", "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx", *opts.rest, env=env)
     session.log("site: _build/html/index.html (open it in a browser, or serve the folder: python -m http.server -d _build/html)")
 
 
@@ -91,90 +142,25 @@ def verify(session: nox.Session) -> None:
     session.run("torchclaims", "verify", "--backend", opts.backend, *opts.rest, env={"TORCHCLAIMS_BACKEND": opts.backend})
 
 
-XLA_LABEL = "torch_xla on the CPU (PJRT_DEVICE=CPU)"
-
-
-def verify_xla(session: nox.Session, label: str, *args: str) -> None:
-    session.install(*XLA_REQUIREMENTS, *CONSTRAINTS)
-    session.install("-e", ".[claims]", *XLA_REQUIREMENTS, *CONSTRAINTS)  # pinned again so pip keeps torch 2.9.0
-    # The coverage sweeps run every operator x dtype and every architecture:
-    # minutes each on XLA, so the per-claim time limit is raised for them.
-    session.run(
-        "torchclaims", "verify", "--backend", "xla", "--output", "results", "--records-dir", "_build/records-xla",
-        "--label", label, "--timeout", "2400", *args,
-        env={"PJRT_DEVICE": "CPU", "TORCHCLAIMS_BACKEND": "xla"},
-        success_codes=[0, 1],  # 1: a claim errored; its record says why
-    )
-
-
-@nox.session(default=False)
-def xla(session: nox.Session) -> None:
-    """Verify every claim on torch_xla (XLA on the CPU) into results/."""
-    verify_xla(session, XLA_LABEL, *session.posargs)
-
-
-def committed_results() -> dict[str, list[Path]]:
-    """'cpu-2.14.1' or 'xla' -> the committed results files this machine can make again.
-
-    Read without the package (nox loads this file before any venv exists); a
-    file that does not parse is left to the site build, which reports it. The
-    release sweep's own files are left to `nox -s sweep`, which reruns only the
-    releases whose file is outdated, one environment at a time.
-    """
-    found: dict[str, list[Path]] = {}
-    for path in sorted(Path(__file__).parent.glob("results/*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            env, label = data["environment"], str(data.get("label", ""))
-            backend, torch = env["backend"], env["torch"].split("+")[0]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            continue
-        if label.startswith(SWEEP_LABEL):
-            continue
-        if backend in ("cpu", "xla"):
-            found.setdefault(f"cpu-{torch}" if backend == "cpu" else "xla", []).append(path)
-    return found
-
-
-@nox.session(default=False)
-@nox.parametrize("target", sorted(committed_results()))
-def refresh(session: nox.Session, target: str) -> None:
-    """Regenerate the committed results files: cpu with each committed torch version, xla with torch_xla.
-
-    Each new file replaces the committed ones of its target (and their figures),
-    so no results file made by an older version of a script lands.
-    """
-    old = committed_results()[target]
-    label = json.loads(old[-1].read_text(encoding="utf-8")).get("label", "")
-    before = set(Path("results").glob("*.json"))
-    if target == "xla":
-        verify_xla(session, label or XLA_LABEL)
-    else:
-        requirement = f"torch=={target.removeprefix('cpu-')}"
-        install(session, requirement, "claims")
-        session.run(
-            "torchclaims", "verify", "--backend", "cpu", "--output", "results", "--records-dir", f"_build/records-{target}",
-            "--label", label, env={"TORCHCLAIMS_BACKEND": "cpu"}, success_codes=[0, 1],
-        )
-    if not set(Path("results").glob("*.json")) - before:
-        session.error(f"no new results file was written for {target}; the committed ones are kept")
-    for path in old:
-        if path.exists():
-            path.unlink()
-            shutil.rmtree(path.parent / "figures" / path.stem, ignore_errors=True)
-            session.log(f"replaced {path}")
-
-
 @nox.session(default=False)
 def sweep(session: nox.Session) -> None:
     """Every claim on every release of sweep/releases.toml, one environment at a time, into results/.
 
-    Never part of the default sessions or CI: each release other than the local
-    CPU wheel downloads a CUDA build of torch (several GB). Arguments go to
-    `torchclaims sweep` (--series, --versions, --dry-run, --torch-index, --work-dir).
+    Re-runs only the claims whose scripts changed (or that are new) and merges
+    them into each release's file; `-- --dry-run` says per release what it would
+    install, download and run. Never part of the default sessions or CI: each
+    release downloads the package index's build of torch (several GB on Linux).
+    Arguments go to `torchclaims sweep` (--series, --versions, --dry-run, --torch-index, --work-dir).
     """
     session.install("-e", ".", *CONSTRAINTS)
     session.run("torchclaims", "sweep", *session.posargs)
+
+
+@nox.session(default=False)
+def xla(session: nox.Session) -> None:
+    """The sweep's torch_xla releases (XLA on the CPU): `nox -s sweep -- --series torch_xla`."""
+    session.install("-e", ".", *CONSTRAINTS)
+    session.run("torchclaims", "sweep", "--series", "torch_xla", *session.posargs)
 
 
 @nox.session(default=False)

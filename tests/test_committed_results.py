@@ -1,11 +1,10 @@
 """The committed results files in results/ are never outdated when they land.
 
 A results file made by an older version of a script that still exists shows a
-verdict the current script may not give. Regenerate the release sweep's files
-with ``nox -s sweep`` (it reruns only the outdated releases) and every other
-file this machine can reproduce with ``nox -s refresh`` (cpu at each committed
-torch version, xla in its own venv), and commit the new files; this test names
-what to redo.
+verdict the current script may not give. Bring the release sweep's files up
+to date with ``nox -s sweep`` (it re-runs only the changed claims, per release,
+and merges them into each release's file); a file the sweep did not make goes
+back to whoever made it. This test names what to redo.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ def test_committed_results_were_made_by_the_current_scripts():
     listing = "\n".join(f"  results/{name}: {', '.join(ids)}" for name, ids in sorted(outdated.items()))
     assert not outdated, (
         "committed results made by an older version of a script that still exists "
-        f"(regenerate them with `nox -s sweep`, or `nox -s refresh` for files the sweep did not make):\n{listing}"
+        f"(`nox -s sweep` re-runs those claims in each release's environment; `-- --dry-run` says what that costs):\n{listing}"
     )
 
 

@@ -2,9 +2,9 @@
 
 A record made with other package versions is not outdated: it is another
 configuration, a point in the version history, and pages show it as such (the
-matrix column names the version). Committed results files made by an older
-version of a script that still exists are outdated and must be regenerated
-(``nox -s refresh``) before they land.
+matrix column names the version). Records in committed results files made by
+an older version of a script that still exists are outdated: ``nox -s sweep``
+re-runs those claims before they land.
 """
 
 from __future__ import annotations

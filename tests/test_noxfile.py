@@ -1,0 +1,106 @@
+"""The nox sessions' install: where torch comes from, and a no-change run that installs nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    spec = importlib.util.spec_from_file_location("noxfile_under_test", ROOT / "noxfile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # registers its sessions with nox: once
+    return module
+
+
+@pytest.fixture
+def noxfile(loaded, monkeypatch, tmp_path):
+    """The noxfile as a module, run from a copy of the files an install reads."""
+    for name in loaded.INSTALL_INPUTS:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    return loaded
+
+
+class Session:
+    """What the noxfile uses of nox.Session: its venv, install, log and warn."""
+
+    def __init__(self, venv: Path):
+        self.bin = str(venv / "bin")
+        (venv / "bin").mkdir(parents=True, exist_ok=True)
+        self.installs, self.logs, self.warnings = [], [], []
+
+    def install(self, *args):
+        self.installs.append(list(args))
+
+    def log(self, message):
+        self.logs.append(message)
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+
+def where_from(noxfile, monkeypatch, tmp_path, wheel: bool, answers: bool) -> Session:
+    checked = []
+    monkeypatch.setattr(noxfile, "local_wheel", lambda session, requirement: wheel)
+    monkeypatch.setattr(noxfile, "unreachable", lambda url: checked.append(url) or ("" if answers else "Name or service not known"))
+    session = Session(tmp_path / "venv")
+    noxfile.install(session, "torch==2.13.0", "docs,claims")
+    session.checked = checked
+    return session
+
+
+def test_a_local_wheel_that_satisfies_the_pin_is_installed_as_it_is(noxfile, monkeypatch, tmp_path):
+    session = where_from(noxfile, monkeypatch, tmp_path, wheel=True, answers=True)
+    torch, project = session.installs
+    assert torch[0] == "torch==2.13.0" and "--no-index" in torch and "--extra-index-url" not in torch
+    assert session.checked == [], "no index is asked when a local wheel will do"
+    assert project[:2] == ["-e", ".[docs,claims]"] and session.warnings == []
+
+
+def test_without_a_local_wheel_the_cpu_builds_index_is_used_when_it_answers(noxfile, monkeypatch, tmp_path):
+    session = where_from(noxfile, monkeypatch, tmp_path, wheel=False, answers=True)
+    assert session.installs[0][-2:] == ["--extra-index-url", noxfile.CPU_INDEX] and session.warnings == []
+
+
+def test_where_only_the_package_index_answers_one_line_says_a_cuda_build_comes(noxfile, monkeypatch, tmp_path):
+    session = where_from(noxfile, monkeypatch, tmp_path, wheel=False, answers=False)
+    assert "--extra-index-url" not in session.installs[0] and "--no-index" not in session.installs[0]
+    (line,) = session.warnings
+    assert "CUDA build" in line and "Name or service not known" in line and noxfile.CPU_INDEX in line
+
+
+def test_an_install_with_nothing_changed_installs_nothing(noxfile, monkeypatch, tmp_path):
+    where_from(noxfile, monkeypatch, tmp_path, wheel=True, answers=True)
+    again = where_from(noxfile, monkeypatch, tmp_path, wheel=True, answers=True)
+    assert again.installs == [] and "nothing changed" in again.logs[0]
+    other_extras = Session(tmp_path / "venv")
+    noxfile.install(other_extras, "torch==2.13.0", "docs,claims,test")
+    assert len(other_extras.installs) == 2
+    (tmp_path / "sweep" / "constraints.txt").write_text("numpy==2.4.6\n")
+    moved = where_from(noxfile, monkeypatch, tmp_path, wheel=True, answers=True)
+    assert len(moved.installs) == 2, "a changed constraints file installs again"
+
+
+def test_a_failed_install_leaves_no_stamp(noxfile, monkeypatch, tmp_path):
+    monkeypatch.setattr(noxfile, "local_wheel", lambda session, requirement: True)
+    session = Session(tmp_path / "venv")
+    session.install = lambda *args: (_ for _ in ()).throw(RuntimeError("pip failed"))
+    with pytest.raises(RuntimeError):
+        noxfile.install(session, "torch==2.13.0", "docs,claims")
+    assert not (tmp_path / "venv" / noxfile.STAMP).exists()
+
+
+def test_the_local_wheel_check_asks_pip_without_any_index(noxfile, monkeypatch, tmp_path):
+    (tmp_path / "links").mkdir()
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "links"))
+    session = Session(tmp_path / "venv")
+    session.bin = str(Path(sys.executable).parent)
+    assert noxfile.local_wheel(session, "no-such-distribution-anywhere==1.0") is False
