@@ -115,7 +115,11 @@ def docs(session: nox.Session) -> None:
     opts = options(session)
     install(session, opts.torch, "docs,claims", opts.torch_index)
     env = {"TORCHCLAIMS_BACKEND": opts.backend, "TORCHCLAIMS_FORCE": "1" if opts.force else "0", "TORCHCLAIMS_PUBLISH_DIR": "_build/html"}
+    session.log("sphinx-build -q prints warnings only; a first build verifies every claim, minutes on 2 cores")
     session.run("sphinx-build", "-q", "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx", *opts.rest, env=env)
+    verdicts = Path("_build/doctrees/torchclaims-verdicts.txt")  # written by the build (torchclaims.sphinxext.summary)
+    if verdicts.is_file():
+        session.log(verdicts.read_text(encoding="utf-8").strip())
     session.log("site: _build/html/index.html (open it in a browser, or serve the folder: python -m http.server -d _build/html)")
 
 

@@ -122,11 +122,28 @@ def test_show_prints_verdicts_per_column(tmp_path, capsys):
     write_results_file(tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted", script=script_info(tmp_path, "a-claim"))])
     assert main(["show", "--root", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "cpu · torch 2.13.0" in lines[0]
-    row = {line.split()[0]: line for line in lines[1:]}
-    assert "refuted 2026-03-01 (by hand)" in row["a-claim"]
-    assert "not run" in row["b-claim"]
-    assert "attributed" in row["said-so"]
+    assert lines[1].split()[1:] == ["cpu", "·", "torch"] and lines[2].split() == ["2.13.0"]
+    row = {line.split()[0]: line.split()[1:] for line in lines[3:] if line}
+    assert row["a-claim"] == ["refuted*"] and row["b-claim"] == ["-"] and row["said-so"] == ["attributed:", "no", "verdict"]
+    assert "cpu · torch 2.13.0: 1 records, 2026-03-01, from cpu.json" in lines
+    assert "*: submitted by hand, not reproduced by the project" in lines[-2]
+
+
+def test_show_fits_120_columns_and_sorts_versions_as_versions(tmp_path, capsys):
+    long_id = "a-claim-whose-identifier-is-forty-chars"
+    make_kb(tmp_path, long_id)
+    (tmp_path / "results").mkdir()
+    versions = ["2.9.0", "2.10.0", "2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0", "2.16.0", "2.17.0", "2.18.0", "2.19.0"]
+    for version in versions + ["not-a-version"]:
+        record = make_record(long_id, environment={"torch": version}, script=script_info(tmp_path, long_id))
+        write_results_file(tmp_path / "results" / f"cpu-{version}.json", [record], record.environment)
+    assert main(["show", "--root", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 120
+    headers = [line.split() for line in lines if line.startswith(" ")]
+    assert [v for header in headers for v in header] == versions + ["not-a-ve"], "versions as versions, then anything else"
+    assert len(headers) == 2, "the columns that do not fit go on in a second block"
+    assert all(line.split()[1:] == ["holds*"] * len(header) for line, header in zip([l for l in lines if l.startswith(long_id)], headers))
 
 
 def test_show_with_claim_ids_prints_every_record_in_full(tmp_path, capsys):

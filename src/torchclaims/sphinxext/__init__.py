@@ -28,6 +28,7 @@ def setup(app: Sphinx) -> dict:
     from .measure import setup_measure
     from .publishing import setup_publishing
     from .state import setup_state
+    from .summary import setup_summary
     from .tracking import setup_tracking
     from .upgrade_pages import setup_upgrade_pages
     from .versions import setup_versions
@@ -48,6 +49,7 @@ def setup(app: Sphinx) -> dict:
     setup_gallery_safety(app)  # script text and links never run in a reader's browser
     setup_versions(app)  # the release list; version strips on claim sections, range slices in the matrix
     setup_upgrade_pages(app)  # upgrade, upgrade-index, build-against-history
+    setup_summary(app)  # the verdict count at the end; where the site is
     app.connect("builder-inited", _add_static)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": _code_version()}
 
