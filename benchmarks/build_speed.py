@@ -17,7 +17,10 @@ process outlived the build; then each ratio beside its target. The verdicts
 of (a) and (b) are compared claim by claim. It asserts nothing. Usage (in an
 environment with the docs and claims extras, which ``nox -s benchmark`` makes)::
 
-    python benchmarks/build_speed.py [--skip-kb] [--skip-site] [--keep DIR]
+    python benchmarks/build_speed.py [--skip-kb] [--skip-site] [--keep DIR] [--json FILE]
+
+``--json benchmarks/build_speed.json`` replaces the committed figures that
+docs/speed.md shows; commit them only from a run on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -200,10 +203,17 @@ def verdict_line(ok: bool | None) -> str:
     return {True: "met", False: "NOT MET", None: "-"}[ok]
 
 
-def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> None:
+def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> dict:
+    """Print the builds and the figures beside their targets; return the same as data (--json)."""
     load = os.getloadavg()
+    measured_at = datetime.now(timezone.utc)
+    out = {
+        "measured_at": f"{measured_at:%Y-%m-%d %H:%M} UTC", "cores": os.cpu_count(), "load_average": [round(x, 1) for x in load],
+        "python": platform.python_version(), "claims": site["claims"] if site else None, "source": "python benchmarks/build_speed.py",
+        "builds": [], "figures": [],
+    }
     print()
-    print(f"build speed, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, "
+    print(f"build speed, {out['measured_at']}, {os.cpu_count()} cores, "
           f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}, Python {platform.python_version()}")
     print()
     print(f"{'build':<48} {'wall s':>7} {'ran':>4} {'RSS MB':>7} {'PSS MB':>7}  torch imported by / left behind")
@@ -211,11 +221,14 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> None:
         importers = f"{len(run.torch_imported_by)} process(es)" if run.torch_imported_by else "no process"
         print(f"{label:<48} {run.seconds:7.1f} {reran if reran is not None else '-':>4} {run.peak_rss_mb:7.0f} {run.peak_pss_mb:7.0f}  "
               f"{importers} / {len(run.left_behind)} left")
+        out["builds"].append({"build": label, "seconds": round(run.seconds, 1), "claims_run": reran, "peak_rss_mb": round(run.peak_rss_mb),
+                              "peak_pss_mb": round(run.peak_pss_mb), "torch_imported_by": len(run.torch_imported_by), "left_behind": len(run.left_behind)})
     print()
     print(f"{'figure':<62} {'value':>8}  {'target':<10} verdict")
 
     def line(what: str, value: float, target: str, ok: bool | None, unit: str = "x") -> None:
         print(f"{what:<62} {value:7.2f}{unit}  {target:<10} {verdict_line(ok)}")
+        out["figures"].append({"figure": what.strip(), "value": round(value, 2), "unit": unit.strip(), "target": target, "verdict": verdict_line(ok)})
 
     if site:
         cold = site["site cold"].seconds / site["plain cold"].seconds
@@ -252,6 +265,7 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> None:
         line("cold build beyond the claims' own compute, per claim: 200 / 20", beyond[200] / beyond[20], "<= 1.0", beyond[200] <= beyond[20])
         for count, kb in ((20, small), (200, large)):
             line(f"  {count} claims: cold build s / (claims' own compute s / {WORKERS} workers)", kb["cold"].seconds / (kb["compute"] / int(WORKERS)), "", None)
+    return out
 
 
 def main() -> None:
@@ -259,6 +273,7 @@ def main() -> None:
     parser.add_argument("--skip-site", action="store_true", help="leave out (a)-(d): only the synthetic knowledge bases")
     parser.add_argument("--skip-kb", action="store_true", help="leave out (e)")
     parser.add_argument("--keep", type=Path, help="work in this (new) folder and keep it, instead of a temporary one")
+    parser.add_argument("--json", type=Path, help="also write the builds and figures here (benchmarks/build_speed.json is what docs/speed.md shows)")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="torchclaims-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -266,7 +281,10 @@ def main() -> None:
     try:
         site = None if args.skip_site else site_and_plain(bench)
         kbs = {} if args.skip_kb else {count: knowledge_base(bench, count) for count in (20, 200)}
-        report(bench, site, kbs)
+        figures = report(bench, site, kbs)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+            print(f"figures: {args.json}")
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

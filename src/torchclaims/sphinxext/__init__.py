@@ -19,6 +19,7 @@ def setup(app: Sphinx) -> dict:
     from .changes_page import setup_changes
     from .claim import setup_claim
     from .coverage_tables import setup_coverage_tables
+    from .figures import setup_figures
     from .gallery import setup_gallery
     from .gallery_process import setup_gallery_process
     from .gallery_safety import setup_gallery_safety
@@ -42,6 +43,7 @@ def setup(app: Sphinx) -> dict:
     setup_measure(app)  # claim-measure: figures in prose, read from records
     setup_changes(app)  # claims-changes
     setup_backends_table(app)  # backend-descriptors
+    setup_figures(app)  # build-speed, measured, limits-table: figures and limits from their source
     setup_coverage_tables(app)  # coverage-table: sweep tables per backend, searchable, with downloads
     setup_gallery(app)  # gallery cards with verdicts, script pages that lead back to their claim
     setup_gallery_process(app)  # this process runs no script: sphinx-gallery's matplotlib import is skipped
