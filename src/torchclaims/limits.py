@@ -3,7 +3,7 @@
 Claim records, results files and script output come from people we do not
 know; each reader checks these bounds before parsing, so one oversized or
 deeply nested file is reported (file and field) instead of stopping a build or
-filling a page. README.md and CONTRIBUTING.md list the same figures.
+filling a page. docs/limits.md renders them (torchclaims.sphinxext.figures).
 
 Runtime checks read ``LIMITS`` when they run (tests may replace it); the text
 types below fix their lengths when the models are defined.

@@ -1,0 +1,86 @@
+"""README and CONTRIBUTING stay short and quote only generated figures; the docs pages' figures and limits come from their source."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from kb import build, page_text, write_site
+from test_docs_figures import hand_typed_figures
+from torchclaims import limits
+from torchclaims.claims import MAX_QUOTE_WORDS
+from torchclaims.sphinxext.figures import BUILD_SPEED, MEASURED, limit_rows
+
+ROOT = Path(__file__).resolve().parents[1]
+README, CONTRIBUTING = ROOT / "README.md", ROOT / "CONTRIBUTING.md"
+
+
+def generated() -> set[str]:
+    """Every figure a front page may quote: those of the committed measurements and of the limits."""
+    measured = json.loads((ROOT / MEASURED).read_text(encoding="utf-8"))
+    speed = json.loads((ROOT / BUILD_SPEED).read_text(encoding="utf-8"))
+    texts = [f["figure"] for f in measured["figures"]] + [f"{f['value']}{f['unit']}" for f in speed["figures"]]
+    return {figure for text in texts + [limit for _, limit in limit_rows()] for _, figure in hand_typed_figures(text)}
+
+
+def test_readme_is_one_screen_and_contributing_starts_with_a_short_path():
+    assert README.stat().st_size <= 10 * 1024 and len(README.read_text().splitlines()) <= 90
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    assert CONTRIBUTING.stat().st_size <= 15 * 1024
+    path = text.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert len(path) <= 15 and path[-1].startswith("git push") and any("torchclaims new" in line for line in path)
+
+
+@pytest.mark.parametrize("page", [README, CONTRIBUTING], ids=lambda p: p.name)
+def test_front_pages_quote_only_figures_their_sources_hold(page):
+    allowed = generated()
+    copied = [figure for _, figure in hand_typed_figures(page.read_text(encoding="utf-8")) if figure not in allowed]
+    assert not copied, f"{page.name} states figures no committed measurement or limit holds: {copied}"
+    words = {int(n) for n in re.findall(r"under (\d+) words", page.read_text(encoding="utf-8"))}
+    assert words <= {MAX_QUOTE_WORDS}
+
+
+def test_a_figure_that_drifts_from_its_source_is_caught():
+    assert "3.5 min" in generated()
+    drifted = "On 2 cores a first `nox -s docs` took 3.6 min, and a wheel of 190 MB."
+    assert [f for _, f in hand_typed_figures(drifted) if f not in generated()] == ["3.6 min"]
+
+
+def test_the_limits_table_follows_limits_py(monkeypatch):
+    assert dict(limit_rows())["gallery script"] == f"{limits.LIMITS.script_bytes // limits.KIB} KiB of UTF-8"
+    monkeypatch.setattr(limits, "LIMITS", limits.Limits(script_bytes=2 * limits.MIB))
+    assert dict(limit_rows())["gallery script"] == "2 MiB of UTF-8"
+
+
+def test_the_committed_speed_figures_have_the_shape_the_benchmark_writes(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import build_speed
+
+    written = build_speed.report(build_speed.Bench(tmp_path), None, {})
+    committed = json.loads((ROOT / BUILD_SPEED).read_text(encoding="utf-8"))
+    assert set(committed) == set(written)
+    figure_keys = {"figure", "value", "unit", "target", "verdict"}
+    assert all(set(f) == figure_keys for f in committed["figures"]) and committed["figures"]
+
+
+def test_the_pages_render_the_figures_and_limits_from_their_files(tmp_path):
+    write_site(tmp_path)
+    (tmp_path / "benchmarks").mkdir()
+    for name in (BUILD_SPEED, MEASURED):
+        (tmp_path / name).write_text((ROOT / name).read_text(encoding="utf-8"))
+    page = "# Figures\n\n```{build-speed}\n```\n\n```{measured} commands\n```\n\n```{limits-table}\n```\n\n```{measured} no-such-group\n```\n"
+    (tmp_path / "docs" / "figures.md").write_text(page)
+    (tmp_path / "index.md").write_text((tmp_path / "index.md").read_text().replace("docs/topic\n", "docs/topic\ndocs/figures\n"))
+    result = build(tmp_path, TORCHCLAIMS_EXECUTE="0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = page_text(tmp_path / "_build" / "html" / "docs" / "figures.html")
+    speed = json.loads((ROOT / BUILD_SPEED).read_text(encoding="utf-8"))
+    assert f"Measured {speed['measured_at']}" in text and speed["figures"][0]["figure"] in text
+    assert "3.5 min" in text and f"{limits.LIMITS.results_file_bytes // limits.MIB} MiB" in text
+    assert "no figures of group 'no-such-group'" in result.stderr
+    (tmp_path / BUILD_SPEED).write_text("{not json")
+    broken = build(tmp_path, TORCHCLAIMS_EXECUTE="0")
+    assert "build_speed.json" in broken.stderr and "not valid JSON" in broken.stderr
