@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import platform
 from datetime import timedelta
 from pathlib import Path
 
@@ -42,7 +43,12 @@ def sweep_label(series: str, version: str, root: Path | None = None) -> str:
     return next(r for r in select(releases, [series], [version])).label
 
 
+HERE = {"python": platform.python_version(), "machine": platform.machine(), "os": f"{platform.system()} {platform.release()}"}
+
+
 def run_environment(version: str, backend: str = "cpu", build: str = "cu128", **overrides):
+    """A run's fingerprint as this machine records it (its interpreter, machine and kernel)."""
+    overrides = {**HERE, **overrides}
     if backend == "xla":
         torch = {"2.8.1": "2.8.0", "2.9.0": "2.9.0"}[version]
         return make_environment(backend="xla", device="xla:0", device_name="XLA CPU", torch=f"{torch}+cu128",
@@ -164,7 +170,7 @@ def test_a_changed_script_reruns_only_its_claim_and_merges_into_the_releases_fil
     make_kb(project, "gamma")  # a new claim
     old = commit_run(project, "2.9.0", claims=("alpha", "beta"))
     (project / "gallery" / "beta.py").write_text((project / "gallery" / "beta.py").read_text() + "\n# changed\n")
-    recorder = Recorder(project, os="Linux 6.8-build2")
+    recorder = Recorder(project, os=HERE["os"].split("-", 1)[0] + "-another-build")
     measured = sweep(project, recorder).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))
     assert recorder.verified() == [["beta", "gamma"]]
     assert [(m.status, m.claims) for m in measured] == [("ran", 2)]
@@ -174,7 +180,7 @@ def test_a_changed_script_reruns_only_its_claim_and_merges_into_the_releases_fil
     by_id = {r.claim_id: r for r in results.records}
     assert sorted(by_id) == ["alpha", "beta", "gamma"]
     assert by_id["alpha"].started_at < by_id["beta"].started_at == by_id["gamma"].started_at
-    assert by_id["alpha"].environment.os == "Linux 6.8" and by_id["beta"].environment.os == "Linux 6.8-build2"
+    assert by_id["alpha"].environment.os == HERE["os"] and by_id["beta"].environment.os.endswith("-another-build")
     assert by_id["beta"].script.sha256 == sha(project, "beta")
     assert (project / "results" / by_id["alpha"].figures[0]).read_bytes() == b"old alpha"  # kept, beside the new file
     assert (project / "results" / by_id["beta"].figures[0]).read_bytes() == b"new beta"
@@ -195,6 +201,18 @@ def test_an_environment_that_differs_beyond_the_kernel_build_runs_every_claim(pr
     assert measured[0].status == "ran" and measured[0].claims == 2 and measured[0].detail == f"replaced {old.name}"
     results = read_results(only_file(project))
     assert {r.claim_id for r in results.records} == {"alpha", "beta"} and {r.environment.python for r in results.records} == {"3.13.1"}
+
+
+def test_a_machine_known_to_record_another_configuration_runs_every_claim_from_the_start(project, monkeypatch):
+    """Another Python, or a variable the fingerprint records set here: the dry run says so, and nothing is merged."""
+    old = commit_run(project, "2.9.0")
+    (project / "gallery" / "beta.py").write_text((project / "gallery" / "beta.py").read_text() + "\n# changed\n")
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    why = decisions(project, "2.9.0")["2.9.0"]
+    assert f"another configuration than {old.name} (OMP_NUM_THREADS=(unset) here 3), so all 2 claims run" in why
+    recorder = Recorder(project)
+    sweep(project, recorder).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))
+    assert recorder.verified() == [[]] and not old.exists()
 
 
 def test_files_others_made_for_a_release_are_neither_current_nor_replaced(project, capsys):
@@ -299,6 +317,17 @@ def test_the_command_line_dry_run_plans_without_installing(project, capsys):
     assert not (project / ".sweep" / "env").exists()
     assert main(["sweep", "--root", str(project), "--series", "nope", "--dry-run"]) == 2
     json.loads((project / "results" / "cpu-torch2.9.0-1.json").read_text())  # untouched
+    (project / "gallery" / "beta.py").write_text((project / "gallery" / "beta.py").read_text() + "\n# changed\n")
+    assert main(["sweep", "--root", str(project), "--dry-run", "--work-dir", str(project / ".sweep"), "--series", "torch", "--versions", "2.9.0"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:4] == [
+        "torch-2.9.0: 1 script(s) changed (beta): they run and merge into cpu-torch2.9.0-1.json, which keeps 1 record(s)",
+        "  install: torch===2.9.0 and this project [claims] into a new venv, other packages at sweep/constraints.txt",
+        "  download: torch 2.9.0 from the package index (torch's CUDA build on Linux, several GB) and the held packages; "
+        "pip keeps no cache and the venv is removed afterwards",
+        "  run: 1 claim(s): beta on cpu, 300 s each at most",
+    ]
+    assert "dry run: 1 release(s) would run 1 claim run(s) in all; nothing was installed" in out
 
 
 def test_the_summary_prints_the_figures_beside_the_targets(project):

@@ -21,6 +21,8 @@ taken as current nor replaced.
 from __future__ import annotations
 
 import os
+import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -32,7 +34,9 @@ from pathlib import Path
 
 from .claims import load_claims
 from .errors import InvalidFileError, UsageError
+from .fingerprint import COMMON_ENV_PREFIXES
 from .freshness import outdated_results
+from .records import Environment
 from .releases import Releases, Series
 from .results import ResultsFile, figures_dir, read_results
 
@@ -126,6 +130,21 @@ def listed(ids) -> str:
     return ", ".join(ids[:LISTED]) + more
 
 
+def foreseen_differences(env: Environment, environ=os.environ) -> list[str]:
+    """What a run on this machine records differently from ``env``, known before
+    anything is installed (the interpreter, the machine, the kernel release, the
+    variables a fingerprint records that are set here): verify merges re-run
+    records only into a file of the same configuration."""
+    here = {"python": platform.python_version(), "machine": platform.machine()}
+    found = [f"{name} {getattr(env, name)} here {value}" for name, value in here.items() if getattr(env, name) != value]
+    kernel = f"{platform.system()} {platform.release()}"
+    if env.os.split("-", 1)[0] != kernel.split("-", 1)[0]:
+        found.append(f"os {env.os} here {kernel}")
+    found += [f"{key}={env.env_vars.get(key, '(unset)')} here {value}" for key, value in sorted(environ.items())
+              if key.startswith(COMMON_ENV_PREFIXES) and env.env_vars.get(key) != value]
+    return found
+
+
 def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Release], cpu_index: bool = False) -> list[Planned]:
     """For each release: which claims must run (and why), merged into which file of the sweep."""
     loaded = load_claims(root / "claims")
@@ -150,6 +169,11 @@ def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Relea
                    f"{len(new)} new claim(s) ({listed(sorted(new))})" if new else "",
                    f"{len(prune)} record(s) of claims that no longer exist dropped ({listed(prune)})" if prune else ""]
         why = "; ".join(r for r in reasons if r)
+        differ = foreseen_differences(results.environment) if changed or new else []
+        if differ:  # the re-run records could not share the file: the new file must hold every claim
+            why = f"{why}: this machine records another configuration than {base.name} ({'; '.join(differ)}), so all {len(scripts)} claims run"
+            planned.append(Planned(release, base, None, why, prune, foreign))
+            continue
         if changed or new:
             why = f"{why}: they run and merge into {base.name}, which keeps {len(held) - len(changed) - len(prune)} record(s)"
         planned.append(Planned(release, base, tuple(sorted(changed | new)), why or f"current: {base.name}", prune, foreign))
@@ -250,9 +274,9 @@ class Sweep:
             return []
         if planned.claims == ():
             return [f"  rewrite {planned.base.name} without {len(planned.prune)} record(s); installs nothing"]
-        torch = "torch " + next(r.split("=")[-1] for r in self.requirements(release) if r.startswith("torch="))
-        source = (f"{torch} from {self.torch_index} (its CPU build, a few hundred MB)" if self.index_args(release)
-                  else f"{torch} from the package index (on Linux its CUDA build, several GB)")
+        packages = ", ".join(re.sub(r"=+", " ", r) for r in self.requirements(release))
+        source = (f"{packages} from {self.torch_index} (torch's CPU build, a few hundred MB)" if self.index_args(release)
+                  else f"{packages} from the package index (torch's CUDA build on Linux, several GB)")
         claims = f"{len(planned.claims)} claim(s): {' '.join(planned.claims)}" if planned.claims is not None else "every executable claim"
         lines = [
             f"  install: {' '.join(self.requirements(release))} and this project [claims] into a new venv, other packages at sweep/constraints.txt",
