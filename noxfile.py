@@ -1,6 +1,6 @@
-"""Sessions: docs (the site), tests, lint, verify (no site), sweep (every claim on
-every release of sweep/releases.toml, re-running only what changed), xla (the
-sweep's torch_xla releases), benchmark (build speed).
+"""Sessions: docs (the site), tests, lint, verify (no site), xla (verify on
+torch_xla), sweep (every claim on every release of sweep/releases.toml,
+re-running only what changed), benchmark (build speed).
 
 torch is pinned explicitly because an open requirement pulls a multi-GB CUDA
 build. The CPU build is taken by default: a local wheel that satisfies the pin
@@ -160,11 +160,26 @@ def sweep(session: nox.Session) -> None:
     session.run("torchclaims", "sweep", *session.posargs)
 
 
+XLA_REQUIREMENTS = ["torch==2.9.0", "torch_xla==2.9.0"]
+
+
 @nox.session(default=False)
 def xla(session: nox.Session) -> None:
-    """The sweep's torch_xla releases (XLA on the CPU): `nox -s sweep -- --series torch_xla`."""
-    session.install("-e", ".", *CONSTRAINTS)
-    session.run("torchclaims", "sweep", "--series", "torch_xla", *session.posargs)
+    """Verify claims on torch_xla 2.9.0 (XLA on the CPU); arguments go to `torchclaims verify`.
+
+    Writes into _build/results unless --output says otherwise (the accelerators
+    workflow names its own folder). The sweep's torch_xla releases, merged into
+    results/, are `nox -s sweep -- --series torch_xla`.
+    """
+    session.install(*XLA_REQUIREMENTS, *CONSTRAINTS)
+    session.install("-e", ".[claims]", *XLA_REQUIREMENTS, *CONSTRAINTS)  # pinned again so pip keeps torch 2.9.0
+    # The coverage sweeps run every operator x dtype and every architecture:
+    # minutes each on XLA, so the per-claim time limit is raised for them.
+    session.run(
+        "torchclaims", "verify", "--backend", "xla", "--records-dir", "_build/records-xla", "--timeout", "2400", *session.posargs,
+        env={"PJRT_DEVICE": "CPU", "TORCHCLAIMS_BACKEND": "xla"},
+        success_codes=[0, 1],  # 1: a claim errored; its record says why
+    )
 
 
 @nox.session(default=False)
