@@ -347,3 +347,12 @@ def test_a_series_may_give_its_claims_more_time(project):
     verify = next(command for command, _ in recorder.calls if command[1:2] == ["verify"])
     env = next(env for command, env in recorder.calls if command[1:2] == ["verify"])
     assert verify[verify.index("--timeout") + 1] == "2400" and env["PJRT_DEVICE"] == "CPU"
+
+
+def test_the_sessions_index_words_mean_the_package_index_to_the_sweep(project, capsys, monkeypatch):
+    """TORCHCLAIMS_TORCH_INDEX=auto (or pypi) chooses the CPU build for the nox sessions; the sweep's releases stay the index's builds."""
+    commit_run(project, "2.9.0")
+    for word in ("auto", "pypi"):
+        monkeypatch.setenv("TORCHCLAIMS_TORCH_INDEX", word)
+        assert main(["sweep", "--root", str(project), "--dry-run", "--work-dir", str(project / ".sweep"), "--series", "torch", "--versions", "2.9.0"]) == 0
+        assert "torch-2.9.0: current: cpu-torch2.9.0-1.json" in capsys.readouterr().out

@@ -335,7 +335,8 @@ def cmd_sweep(args) -> ExitCode:
     unknown = sorted(set(args.series) - set(releases.series))
     if unknown:
         raise UsageError(f"unknown series {', '.join(unknown)}; sweep/releases.toml names {', '.join(releases.series)}")
-    index = CPU_INDEX if args.torch_index == "cpu" else args.torch_index
+    # 'auto' and 'pypi' are what the nox sessions' TORCHCLAIMS_TORCH_INDEX may say: for the sweep, the package index
+    index = CPU_INDEX if args.torch_index == "cpu" else "" if args.torch_index in ("auto", "pypi") else args.torch_index
     timeout = config.seconds(os.environ.get("TORCHCLAIMS_TIMEOUT", "300") if args.timeout is None else args.timeout, "--timeout / TORCHCLAIMS_TIMEOUT")
     work_dir = Path(args.work_dir).resolve()
     sweep = Sweep(root, releases, work_dir, root / "results", torch_index=index, timeout=timeout, workflow_run=args.workflow_run)
@@ -417,7 +418,7 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--series", action="append", default=[], help="a series of sweep/releases.toml (default: every default series)")
     sweep.add_argument("--versions", nargs="+", default=[], help="only these releases")
     sweep.add_argument("--work-dir", default=".sweep", help="the environment, pip's temporary files and record cache (default: .sweep)")
-    sweep.add_argument("--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""), help="extra index for torch on cpu series; 'cpu' names the CPU builds")
+    sweep.add_argument("--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""), help="extra index for torch on cpu series; 'cpu' names the CPU builds (default: the package index's builds)")
     sweep.add_argument("--timeout", help="seconds per claim (default: $TORCHCLAIMS_TIMEOUT or 300; a series may set its own)")
     sweep.add_argument("--dry-run", action="store_true", help="say what would run; install nothing")
     sweep.add_argument("--workflow-run", action="store_true", help="inside a GitHub Actions job: each results file states the run as its provenance")
