@@ -97,7 +97,7 @@ def install(session: nox.Session, torch_requirement: str, extras: str, torch_ind
     wanted = {"torch": torch_requirement, "extras": extras, "index": torch_index, "inputs": inputs}
     stamp = Path(session.bin).parent / STAMP
     if stamp.is_file() and json.loads(stamp.read_text(encoding="utf-8")) == wanted:
-        session.log(f"{torch_requirement} and .[{extras}]: installed already, nothing changed since (remove {stamp} to reinstall)")
+        session.log(f"{torch_requirement} and .[{extras}]: installed already, nothing changed since (nox --reuse-venv=no makes the environment again)")
         return
     stamp.unlink(missing_ok=True)
     session.install(torch_requirement, *CONSTRAINTS, *torch_source(session, torch_requirement, torch_index))
