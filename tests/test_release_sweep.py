@@ -94,8 +94,9 @@ class Recorder:
     """Stands in for pip and the claims: records each command; for ``verify``, writes the
     records of the claims it names through the real output.write_run, as verify does."""
 
-    def __init__(self, root: Path, fail_on: str = "", verify_status: int = 0, **environment):
+    def __init__(self, root: Path, fail_on: str = "", verify_status: int = 0, build: str = "", **environment):
         self.root, self.fail_on, self.verify_status, self.environment, self.calls = root, fail_on, verify_status, environment, []
+        self.build = build  # the torch build pip took; by default what the sweep asked for
 
     def __call__(self, command: list[str], env: dict[str, str]) -> int:
         self.calls.append((command, env))
@@ -116,7 +117,7 @@ class Recorder:
         installed = [c for command, _ in self.calls for c in command if "==" in c]
         package = "torch_xla" if option("--backend") == "xla" else "torch"
         version = next(c.split("=")[-1] for c in reversed(installed) if c.split("=")[0] == package)
-        build = "cpu" if any("--extra-index-url" in command for command, _ in self.calls) else "cu128"
+        build = self.build or ("cpu" if any("--extra-index-url" in command for command, _ in self.calls) else "cu128")
         env = run_environment(version, option("--backend"), build, **self.environment)
         records_dir = Path(option("--records-dir"))
         records = []
@@ -356,3 +357,12 @@ def test_the_sessions_index_words_mean_the_package_index_to_the_sweep(project, c
         monkeypatch.setenv("TORCHCLAIMS_TORCH_INDEX", word)
         assert main(["sweep", "--root", str(project), "--dry-run", "--work-dir", str(project / ".sweep"), "--series", "torch", "--versions", "2.9.0"]) == 0
         assert "torch-2.9.0: current: cpu-torch2.9.0-1.json" in capsys.readouterr().out
+
+
+def test_a_run_that_does_not_stand_for_its_release_fails_and_names_its_file(project):
+    """pip took another build than the sweep pins: verify's file is named, the sweep's file kept."""
+    old = commit_run(project, "2.9.0")
+    (project / "gallery" / "beta.py").write_text("# changed\n")
+    measured = sweep(project, Recorder(project, build="cpu")).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))
+    assert measured[0].status == "failed" and "does not stand for torch-2.9.0" in measured[0].detail
+    assert old.exists()

@@ -308,6 +308,7 @@ class Sweep:
         installed = verified = started
         size, status, ran, written = 0, 0, 0, None
         before = {p for p, _ in release_files(self.results_dir, release, self.cpu_index)[0]}
+        present = set(self.results_dir.glob("*.json"))
         try:
             steps = [
                 [self.python, "-m", "venv", str(env_dir)],
@@ -339,7 +340,9 @@ class Sweep:
             shutil.rmtree(self.work_dir / "tmp", ignore_errors=True)
         timing = (installed - started, verified - installed, size)
         if status not in (0, 1) or written is None:
-            return Measured(release, "failed", f"verify exited {status} and wrote no results file of the sweep; the committed files are kept", *timing)
+            strays = sorted(p.name for p in set(self.results_dir.glob("*.json")) - present)  # written, but not standing for this release
+            stray = f" ({', '.join(strays)} does not stand for {release.name}: another build or held version?)" if strays else ""
+            return Measured(release, "failed", f"verify exited {status} and wrote no results file of the sweep{stray}; the committed files are kept", *timing)
         _, missing, why = self.newest_own(release, before)
         if missing:
             return Measured(release, "failed", f"{written.name} lacks {listed(missing)}; the older files of the sweep are kept", *timing, written.name)
