@@ -124,10 +124,10 @@ def release_files(results_dir: Path, release: Release, cpu_index: bool) -> tuple
     return own, others
 
 
-def listed(ids) -> str:
+def listed(ids, shown: int = LISTED) -> str:
     ids = list(ids)
-    more = f" and {len(ids) - LISTED} more" if len(ids) > LISTED else ""
-    return ", ".join(ids[:LISTED]) + more
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more
 
 
 def foreseen_differences(env: Environment, environ=os.environ) -> list[str]:
@@ -165,8 +165,8 @@ def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Relea
         changed |= {c for c, r in held.items() if c in scripts and r.script.path != scripts[c]}  # the claim names another script now
         new = set(scripts) - set(held)
         prune = tuple(sorted(set(held) - set(scripts)))
-        reasons = [f"{len(changed)} script(s) changed ({listed(sorted(changed))})" if changed else "",
-                   f"{len(new)} new claim(s) ({listed(sorted(new))})" if new else "",
+        reasons = [f"{len(changed)} script(s) changed ({listed(sorted(changed), 4)})" if changed else "",  # the run line names them all
+                   f"{len(new)} new claim(s) ({listed(sorted(new), 4)})" if new else "",
                    f"{len(prune)} record(s) of claims that no longer exist dropped ({listed(prune)})" if prune else ""]
         why = "; ".join(r for r in reasons if r)
         differ = foreseen_differences(results.environment) if changed or new else []
