@@ -91,18 +91,26 @@ def torch_source(session: nox.Session, requirement: str, index: str) -> list[str
     return []
 
 
+def pending_install(session: nox.Session, **wanted: str):
+    """None when the venv holds this very install (its arguments, pyproject.toml and
+    the constraints); else a function that records the install once it is made."""
+    wanted["inputs"] = hashlib.sha256(b"".join(Path(name).read_bytes() for name in INSTALL_INPUTS)).hexdigest()
+    path = Path(session.bin).parent / STAMP
+    if path.is_file() and json.loads(path.read_text(encoding="utf-8")) == wanted:
+        session.log("installed already, nothing changed since (nox --reuse-venv=no makes the environment again)")
+        return None
+    path.unlink(missing_ok=True)  # until the new install is complete
+    return lambda: path.write_text(json.dumps(wanted), encoding="utf-8")
+
+
 def install(session: nox.Session, torch_requirement: str, extras: str, torch_index: str = "auto") -> None:
     """torch, then the project with ``extras``; nothing when the same install was made last time."""
-    inputs = hashlib.sha256(b"".join(Path(name).read_bytes() for name in INSTALL_INPUTS)).hexdigest()
-    wanted = {"torch": torch_requirement, "extras": extras, "index": torch_index, "inputs": inputs}
-    stamp = Path(session.bin).parent / STAMP
-    if stamp.is_file() and json.loads(stamp.read_text(encoding="utf-8")) == wanted:
-        session.log(f"{torch_requirement} and .[{extras}]: installed already, nothing changed since (nox --reuse-venv=no makes the environment again)")
+    done = pending_install(session, torch=torch_requirement, extras=extras, index=torch_index)
+    if done is None:
         return
-    stamp.unlink(missing_ok=True)
     session.install(torch_requirement, *CONSTRAINTS, *torch_source(session, torch_requirement, torch_index))
     session.install("-e", f".[{extras}]", torch_requirement, *CONSTRAINTS)
-    stamp.write_text(json.dumps(wanted), encoding="utf-8")
+    done()
 
 
 @nox.session
@@ -134,7 +142,10 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """Check claim records and scripts, as a reviewer would."""
-    session.install("-e", ".")
+    done = pending_install(session, extras="")
+    if done is not None:
+        session.install("-e", ".")
+        done()
     session.run("torchclaims", "lint")
 
 
