@@ -366,3 +366,12 @@ def test_a_run_that_does_not_stand_for_its_release_fails_and_names_its_file(proj
     measured = sweep(project, Recorder(project, build="cpu")).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))
     assert measured[0].status == "failed" and "does not stand for torch-2.9.0" in measured[0].detail
     assert old.exists()
+
+
+def test_a_file_made_before_the_fingerprint_recorded_a_field_runs_every_claim(project):
+    old = commit_run(project, "2.9.0")
+    data = json.loads(old.read_text())
+    del data["environment"]["accelerator_runtime"]  # as a file written before the field existed would be (read with its default)
+    (project / "gallery" / "beta.py").write_text((project / "gallery" / "beta.py").read_text() + "\n# changed\n")
+    old.write_text(json.dumps(data))
+    assert "(accelerator_runtime not recorded in it), so all 2 claims run" in decisions(project, "2.9.0")["2.9.0"]

@@ -20,6 +20,7 @@ taken as current nor replaced.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -145,6 +146,16 @@ def foreseen_differences(env: Environment, environ=os.environ) -> list[str]:
     return found
 
 
+def unrecorded_fields(path: Path) -> list[str]:
+    """Fingerprint fields this version of the project records that the file's environment lacks
+    (it was made before they existed): a new run differs from it there."""
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))["environment"].keys()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    return [f"{name} not recorded in it" for name in Environment.model_fields if name not in recorded]
+
+
 def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Release], cpu_index: bool = False) -> list[Planned]:
     """For each release: which claims must run (and why), merged into which file of the sweep."""
     loaded = load_claims(root / "claims")
@@ -169,7 +180,7 @@ def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Relea
                    f"{len(new)} new claim(s) ({listed(sorted(new), 4)})" if new else "",
                    f"{len(prune)} record(s) of claims that no longer exist dropped ({listed(prune)})" if prune else ""]
         why = "; ".join(r for r in reasons if r)
-        differ = foreseen_differences(results.environment) if changed or new else []
+        differ = (foreseen_differences(results.environment) + unrecorded_fields(base)) if changed or new else []
         if differ:  # the re-run records could not share the file: the new file must hold every claim
             why = f"{why}: this machine records another configuration than {base.name} ({'; '.join(differ)}), so all {len(scripts)} claims run"
             planned.append(Planned(release, base, None, why, prune, foreign))
