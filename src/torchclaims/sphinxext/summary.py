@@ -38,7 +38,8 @@ def verdict_line(state: BuildState) -> str:
 
 def _epilog(app: Sphinx) -> None:
     if app.config.torchclaims_publish_dir and app.builder.format == "html":
-        app.builder.epilog = f"The site is in {app.config.torchclaims_publish_dir}."
+        # a %-template (outdir, project): a '%' of the folder's name is escaped
+        app.builder.epilog = f"The site is in {app.config.torchclaims_publish_dir}.".replace("%", "%%")
 
 
 def _finish(app: Sphinx, exception) -> None:
