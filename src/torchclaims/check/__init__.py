@@ -49,22 +49,28 @@ def model_type(model) -> str:
 
 
 def check_step(step: Step, *, root: str | Path | None = None, targets: set[str] | None = None,
-               site_url: str = "", target: str = "") -> Report:
-    """The static report of one step (see the module docstring)."""
+               site_url: str = "", target: str = "", accept=()) -> Report:
+    """The static report of one step (see the module docstring); ``accept``: see :mod:`.lookup`."""
     knowledge = load_knowledge(default_root(root))
     used = record_step(step)
     kind = model_type(step.model)
-    columns = look_up(used, knowledge, targets=targets, model_type=kind, links=Links(site_url))
+    columns = look_up(used, knowledge, targets=targets, model_type=kind, links=Links(site_url), accepted=frozenset(accept))
     unknown = sorted(set(targets or ()) - {c.backend for c in columns})
     if unknown:
         raise UsageError(f"no table or defect claim measured backend(s) {', '.join(unknown)}")
     return Report(target or step.name, [u.as_dict() for u in used], columns, kind, [str(p) for p in knowledge.problems])
 
 
-def check(model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url: str = "") -> Report:
-    """The static report of ``model`` on ``example_inputs`` (and, with ``loss``, its backward pass)."""
+def check(model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url: str = "",
+          accept=()) -> Report:
+    """The static report of ``model`` on ``example_inputs`` (and, with ``loss``, its backward pass).
+
+    ``targets``: backend names the exit gate (``Report.failed``) looks at (default: all);
+    ``accept``: coverage rows and defect claims to cite without judging.
+    """
     step = as_step((model, example_inputs), type(model).__name__, loss=loss, other_inputs=other_inputs)
-    return check_step(step, root=root, targets=None if targets is None else set(targets), site_url=site_url)
+    return check_step(step, root=root, targets=None if targets is None else set(targets), site_url=site_url,
+                      accept=accept)
 
 
 class _CallableModule(types.ModuleType):

@@ -13,7 +13,10 @@ The cell of the operator's dtype decides: native, CPU fallback, mismatch
 (known wrong), raises or no kernel (raises); other outcomes (excluded by
 OpInfo, random, not reached...) judge nothing. The worst matched cell wins. A
 defect claim naming the operator makes it known wrong where the claim is
-refuted; where it holds, its record is cited and changes nothing.
+refuted; where it holds, its record is cited and changes nothing. Rows and
+claims the user *accepts* (``--accept``: say, a defect that needs arguments
+the model never passes) still give the status, marked accepted, and leave the
+exit gate alone.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ def _worst(statuses) -> str:
     return min(statuses, key=STATUSES.index)
 
 
-def _cells(operator: UsedOperator, index: RowIndex, measured: Measured, column: Column, links: Links):
+def _cells(operator: UsedOperator, index: RowIndex, measured: Measured, column: Column, links: Links,
+           accepted: set[str]):
     """(evidence, why not covered)"""
     rows = index.matching(operator)
     if not rows:
@@ -74,13 +78,14 @@ def _cells(operator: UsedOperator, index: RowIndex, measured: Measured, column: 
         if code not in CELL_STATUS:
             skipped.append(f"{row}: {outcome}")
             continue
-        found.append(Evidence(CELL_STATUS[code], f"{measured.claim.id} row {row} [{operator.dtype}]: {outcome}",
+        found.append(Evidence(CELL_STATUS[code], f"{measured.claim.id} row {row} [{operator.dtype}]: {outcome}"
+                              + (" (accepted)" if row in accepted else ""),
                               links.row("operators", row), column.label, measured.record.date,
-                              EXACT if index.exact else BY_NAME, table_column.details.get(i, "")))
+                              EXACT if index.exact else BY_NAME, table_column.details.get(i, ""), row in accepted))
     return found, "; ".join(skipped)
 
 
-def _defects(operator: UsedOperator, column: Column, links: Links) -> list[Evidence]:
+def _defects(operator: UsedOperator, column: Column, links: Links, accepted: set[str]) -> list[Evidence]:
     found = []
     for measured in column.defects:
         if operator.packet not in measured.claim.aten_operators:
@@ -88,10 +93,11 @@ def _defects(operator: UsedOperator, column: Column, links: Links) -> list[Evide
         verdict = measured.record.verdict
         if verdict not in (Verdict.REFUTED, Verdict.HOLDS):
             continue  # unverified or error: no evidence either way
-        status = WRONG if verdict is Verdict.REFUTED else None
-        what = f"claim {measured.claim.id} ({measured.claim.title}): {verdict.value}"
-        found.append(Evidence(status or "", what, links.evidence(measured.claim, column.backend, column.version),
-                              column.label, measured.record.date, CLAIM, measured.record.reason))
+        status = WRONG if verdict is Verdict.REFUTED else ""
+        taken = measured.claim.id in accepted
+        what = f"claim {measured.claim.id} ({measured.claim.title}): {verdict.value}" + (" (accepted)" if taken else "")
+        found.append(Evidence(status, what, links.evidence(measured.claim, column.backend, column.version),
+                              column.label, measured.record.date, CLAIM, measured.record.reason, taken))
     return found
 
 
@@ -113,21 +119,23 @@ def _architecture(model_type: str, column: Column, links: Links) -> Evidence | N
 
 
 def look_up(used: list[UsedOperator], knowledge: Knowledge, *, targets: set[str] | None, model_type: str,
-            links: Links) -> list[ColumnReport]:
-    """One report per column; ``targets`` (backend names) narrows the exit gate, None: every backend."""
+            links: Links, accepted: frozenset[str] = frozenset()) -> list[ColumnReport]:
+    """One report per column; ``targets`` (backend names) narrows the exit gate, None: every backend;
+    ``accepted``: row names and claim ids whose findings leave the exit gate alone."""
     names = {u.name for u in used}
     reports = []
     for column in knowledge.columns:
         index = RowIndex(column.operators[1], names) if column.operators else None
         findings = []
         for operator in used:
-            evidence, why = (_cells(operator, index, column.operators[0], column, links) if index
+            evidence, why = (_cells(operator, index, column.operators[0], column, links, accepted) if index
                              else ([], "no operator table for this release"))
-            evidence += _defects(operator, column, links)
+            evidence += _defects(operator, column, links, accepted)
             judged = [e.status for e in evidence if e.status]
             status = _worst(judged) if judged else NOT_COVERED
+            taken = bool(judged) and all(e.accepted for e in evidence if e.status == status)
             findings.append(OperatorFinding(operator.name, operator.dtype, sorted(operator.phases), status, evidence,
-                                            "" if judged else why))
+                                            "" if judged else why, taken))
         reports.append(ColumnReport(
             column.label, column.backend, column.version, column.device_name, column.dates,
             targets is None or column.backend in targets, "" if index is None else EXACT if index.exact else BY_NAME,

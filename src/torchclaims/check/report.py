@@ -26,6 +26,7 @@ class Evidence:
     date: str
     match: str  # EXACT, BY_NAME or CLAIM
     detail: str = ""
+    accepted: bool = False  # the user accepted this row or claim (--accept): it leaves the exit gate alone
 
 
 @dataclass
@@ -36,6 +37,7 @@ class OperatorFinding:
     status: str
     evidence: list[Evidence] = field(default_factory=list)
     note: str = ""  # why not covered
+    accepted: bool = False  # every piece of evidence for the status is accepted
 
 
 @dataclass
@@ -57,7 +59,8 @@ class ColumnReport:
 
     @property
     def known_wrong(self) -> list[OperatorFinding]:
-        return [f for f in self.operators if f.status == WRONG]
+        """Known-wrong operators the user did not accept."""
+        return [f for f in self.operators if f.status == WRONG and not f.accepted]
 
     @property
     def flagged(self) -> bool:
@@ -75,7 +78,9 @@ class Measured:
 
     @property
     def parity_failed(self) -> bool:
-        return any(c["name"] in PARITY_CHECKS and c["outcome"] != "holds" for c in self.checks)
+        """A parity check that did not hold, or none that ran (the step errored): never a pass."""
+        parity = [c for c in self.checks if c["name"] in PARITY_CHECKS]
+        return not parity or any(c["outcome"] != "holds" for c in parity)
 
 
 PARITY_CHECKS = ("outputs match the CPU", "gradients match the CPU")

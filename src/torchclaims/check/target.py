@@ -2,7 +2,8 @@
 
 The function takes no argument and returns ``(model, example_inputs)`` or
 ``(model, example_inputs, loss_fn)``: a module (or any callable), a tuple of
-its positional inputs (a single tensor is taken as a one-tuple), and a
+its positional inputs (a single tensor is taken as a one-tuple) or a dict of
+its keyword inputs, and a
 function of the model's output giving the scalar loss of a training step.
 A dict with the keys ``model``, ``inputs``, ``loss`` and ``other_inputs``
 (inputs of another shape, for the recompilation check) is taken too.
@@ -26,13 +27,15 @@ class Step:
     """A model, its example inputs, and optionally a loss: one training step."""
 
     model: Callable
-    inputs: tuple
+    inputs: tuple | dict
     loss: Callable | None = None
-    other_inputs: tuple | None = None
+    other_inputs: tuple | dict | None = None
     name: str = "model"
 
-    def forward(self, inputs: tuple):
-        return self.model(*inputs)
+    def forward(self, inputs: tuple | dict, model=None):
+        """The model's output for ``inputs`` (``model``: another copy of it, on a device)."""
+        model = self.model if model is None else model
+        return model(**inputs) if isinstance(inputs, dict) else model(*inputs)
 
 
 def _module(spec: str):
@@ -66,14 +69,16 @@ def load_target(target: str) -> Step:
     return as_step(factory(), function, where=target)
 
 
-def _tuple(inputs, what: str, where: str) -> tuple:
+def _inputs(inputs, what: str, where: str) -> tuple | dict:
     import torch
 
     if isinstance(inputs, torch.Tensor):
         return (inputs,)
     if isinstance(inputs, (tuple, list)):
         return tuple(inputs)
-    raise UsageError(f"{where}: {what} must be a tensor or a tuple of inputs, not {type(inputs).__name__}")
+    if isinstance(inputs, dict) and all(isinstance(k, str) for k in inputs):
+        return dict(inputs)
+    raise UsageError(f"{where}: {what} must be a tensor, a tuple or a dict of inputs, not {type(inputs).__name__}")
 
 
 def as_step(returned, name: str = "model", *, where: str = "the check", loss=None, other_inputs=None) -> Step:
@@ -93,5 +98,5 @@ def as_step(returned, name: str = "model", *, where: str = "the check", loss=Non
         raise UsageError(f"{where}: the model must be callable (a torch.nn.Module), not {type(model).__name__}")
     if loss is not None and not callable(loss):
         raise UsageError(f"{where}: the loss function must be callable, not {type(loss).__name__}")
-    other = None if other_inputs is None else _tuple(other_inputs, "other_inputs", where)
-    return Step(model, _tuple(inputs, "the example inputs", where), loss, other, name)
+    other = None if other_inputs is None else _inputs(other_inputs, "other_inputs", where)
+    return Step(model, _inputs(inputs, "the example inputs", where), loss, other, name)

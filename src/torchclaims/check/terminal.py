@@ -39,8 +39,13 @@ def summary(report: Report) -> str:
         where = f"{column.device_name}, {', '.join(column.dates)}"
         lines.append(f"{column.label:<{width}}  " + " ".join(f"{counts[s]:>9}" for _, s in COUNTED)
                      + f"  {column.matching or '-':<12}  {where}{flag}{target}")
+    architectures: dict[str, list[str]] = {}
+    for column in report.columns:
         if column.architecture is not None:
-            lines.append(f"{'':<{width}}  architecture: {column.architecture.what} ({column.architecture.url})")
+            architectures.setdefault(f"{column.architecture.what} ({column.architecture.url})", []).append(column.label)
+    for what, labels in architectures.items():
+        on = "every release above" if len(labels) == len(report.columns) else ", ".join(labels)
+        lines.append(f"architecture: {what} on {on}")
     for status in (WRONG, RAISES, FALLBACK):
         groups = _groups(report, status)
         if not groups:
@@ -52,6 +57,8 @@ def summary(report: Report) -> str:
             judged = [e for e in items[0][1].evidence if e.status == status]
             for evidence in judged[:2]:
                 lines.append(f"      {evidence.what} ({evidence.match}) {evidence.url}")
+                if evidence.detail:
+                    lines.append(f"        {evidence.detail[:110]}")
         if len(groups) > SHOWN:
             lines.append(f"  ... and {len(groups) - SHOWN} more (--json or --html lists every one)")
     nowhere = [u for u in used if all(

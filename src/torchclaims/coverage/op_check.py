@@ -151,7 +151,8 @@ def _judge(op, sample, actual, fallbacks, atol, rtol, compare_with_cpu, problems
     watch = DrawsRandom()
     try:
         with watch:
-            expected = to_cpu(call(op, sample))
+            expected = call(op, sample)
+        expected = to_cpu(expected)  # outside the watch: its detach is the harness's, not the operator's
         operators.update(watch.operators)
     except Exception:
         watch.drew = False  # the dispatch mode itself may be what failed: try without it
