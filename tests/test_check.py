@@ -300,3 +300,12 @@ def test_examples_on_torch_xla_on_the_cpu(tmp_path, target, flagged):
     assert any(f["operator"] == flagged and f["status"] in (WRONG, FALLBACK) for f in xla["operators"])
     results = json.loads((tmp_path / "xla.json").read_text())
     assert results["environment"]["backend"] == "xla" and results["records"][0]["claim_id"].startswith("check-")
+
+
+def test_pytest_helper_fails_with_the_summary_when_the_gate_fails(tmp_path):
+    from torchclaims.check.testing import assert_moves
+
+    knowledge_base(tmp_path, table({"relu": ["aten::relu"]}, {"relu": "M"}), "holds")
+    with pytest.raises(AssertionError, match="known wrong on xla · torch_xla 2.9.0"):
+        assert_moves(torch.nn.ReLU(), (torch.randn(3),), root=tmp_path)
+    assert_moves(torch.nn.ReLU(), (torch.randn(3),), root=tmp_path, accept=["relu"])

@@ -29,11 +29,17 @@ def _status(status: str) -> str:
     return f'<span class="tc-o tc-o-{CLASS.get(status, slug(status))}">{e(status)}</span>'
 
 
-def _link(url: str, text: str) -> str:
-    return f'<a href="{e(url)}">{e(text)}</a>'
+def _linker(base: str):
+    """Links as the report has them, relative ones put under ``base`` (where the page lies on the site)."""
+
+    def link(url: str, text: str) -> str:
+        href = url if "://" in url or url.startswith(("/", "#")) else base + url
+        return f'<a href="{e(href)}">{e(text)}</a>'
+
+    return link
 
 
-def _column(column: ColumnReport) -> str:
+def _column(column: ColumnReport, _link) -> str:
     counts = column.counts()
     rows = []
     for finding in sorted(column.operators, key=lambda f: (STATUSES.index(f.status), f.operator)):
@@ -55,7 +61,8 @@ def _column(column: ColumnReport) -> str:
             f"<tbody>{''.join(rows)}</tbody></table></details>")
 
 
-def render(report: Report) -> str:
+def render(report: Report, base: str = "") -> str:
+    """The page; ``base`` goes before relative evidence links (the page's way to the site's root)."""
     css = STYLESHEET.read_text(encoding="utf-8") + EXTRA_CSS
     head = ["<tr><th>backend × release</th><th>device</th>" + "".join(f"<th>{e(s)}</th>" for s in STATUSES) + "</tr>"]
     for column in report.columns:
@@ -77,7 +84,7 @@ def render(report: Report) -> str:
         + (f"; architecture <code>{e(report.architecture)}</code>" if report.architecture else "")
         + f". Result: <strong>{e(verdict)}</strong>.</p>"
         f"<table>{''.join(head)}</table>"
-        + "".join(_column(c) for c in report.columns)
+        + "".join(_column(c, _linker(base)) for c in report.columns)
         + measured
         + "<p class=\"tc-date\">A static check knows only what the tables measured: the operators in the dtypes and "
         "releases listed, on the devices named (XLA on the CPU is not a TPU). Kernels, numerics and speed on hardware "
