@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..results import build_results, default_name, write_results
 from .links import slug
-from .report import Measured
+from .report import BackendRun
 
 STEP_SCRIPT = Path(__file__).resolve().with_name("step_script.py")
 
@@ -31,7 +31,7 @@ def absolute(target: str) -> str:
     return f"{Path(spec).resolve()}:{function}" if spec.endswith(".py") else target
 
 
-def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeout: float, output: Path) -> Measured:
+def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeout: float, output: Path) -> BackendRun:
     """Run the step on ``backend``; write the results file under ``output`` (a folder, or a .json file)."""
     from ..runner import Job, Runner
 
@@ -56,4 +56,4 @@ def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeo
     checks = [{"name": c.name, "outcome": c.outcome.value, "detail": c.detail} for c in record.checks]
     if not checks:
         checks = [{"name": "the step", "outcome": record.verdict.value, "detail": record.reason}]
-    return Measured(probe.backend, record.verdict.value, str(path), checks)
+    return BackendRun(probe.backend, record.verdict.value, str(path), checks)

@@ -68,7 +68,7 @@ class ColumnReport:
 
 
 @dataclass
-class Measured:
+class BackendRun:
     """A run of the step on a backend (backend mode): the record's checks, and where it went."""
 
     backend: str
@@ -93,7 +93,7 @@ class Report:
     columns: list[ColumnReport]
     architecture: str = ""  # the model's transformers model_type, when it has one
     problems: list[str] = field(default_factory=list)  # records the load checks left out
-    measured: list[Measured] = field(default_factory=list)
+    measured: list[BackendRun] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
