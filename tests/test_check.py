@@ -29,7 +29,6 @@ from torchclaims.check.target import as_step, load_target
 from torchclaims.cli import main
 from torchclaims.coverage.operators import OUTCOMES
 from torchclaims.coverage.table import SweepTable, TableBuilder
-from torchclaims.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "check"
@@ -296,6 +295,10 @@ def test_examples_on_torch_xla_on_the_cpu(tmp_path, target, flagged):
     checks = {c["name"]: c["outcome"] for c in measured["checks"]}
     assert checks["outputs match the CPU"] == "holds"
     assert "the same input shape compiles nothing the second time" in checks
+    assert checks["torch.compile traces the step without graph breaks"] in ("holds", "refuted")  # it ran
+    if flagged == "aten::_fft_r2c":  # torch_xla's counters saw the FFTs run on the CPU
+        (fallback,) = [c for c in measured["checks"] if c["name"] == "the step runs without a CPU fallback"]
+        assert fallback["outcome"] == "refuted" and "aten::_fft_r2c" in fallback["detail"]
     xla = [c for c in report["columns"] if c["label"] == XLA_290][0]
     assert any(f["operator"] == flagged and f["status"] in (WRONG, FALLBACK) for f in xla["operators"])
     results = json.loads((tmp_path / "xla.json").read_text())

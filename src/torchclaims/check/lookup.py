@@ -30,8 +30,8 @@ from .recorder import UsedOperator
 from .report import (BY_NAME, CLAIM, EXACT, FALLBACK, NATIVE, NOT_COVERED, RAISES, STATUSES, WRONG, ColumnReport,
                      Evidence, OperatorFinding)
 
-CELL_STATUS = {"N": NATIVE, "F": FALLBACK, "M": WRONG, "R": RAISES, "K": RAISES}  # coverage.operators codes
-STAGE_STATUS = {"N": NATIVE, "F": FALLBACK, "M": WRONG, "R": RAISES, "K": RAISES}  # coverage.arch_check codes
+# The codes that judge, of operator cells (coverage.operators) and of architecture stages (coverage.arch_check) alike
+CELL_STATUS = {"N": NATIVE, "F": FALLBACK, "M": WRONG, "R": RAISES, "K": RAISES}
 
 
 class RowIndex:
@@ -111,7 +111,7 @@ def _architecture(model_type: str, column: Column, links: Links) -> Evidence | N
     forward = table.column("forward")
     result = table.column("result")
     code = forward.codes[i]
-    status = STAGE_STATUS.get(code, NOT_COVERED)
+    status = CELL_STATUS.get(code, NOT_COVERED)
     what = (f"{measured.claim.id} row {model_type}: forward {forward.legend.get(code, code)}, "
             f"{result.legend.get(result.codes[i], result.codes[i])}")
     return Evidence(status, what, links.row("architectures", model_type), column.label, measured.record.date,

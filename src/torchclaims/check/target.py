@@ -46,6 +46,7 @@ def _module(spec: str):
         name = f"torchclaims_check_target_{path.stem}"
         loader = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(loader)
+        sys.modules[name] = module  # as an import would: torch.compile looks functions' modules up there
         sys.path.insert(0, str(path.parent))  # so that the file imports its neighbours
         try:
             loader.loader.exec_module(module)
