@@ -169,3 +169,7 @@ def test_sweep_in_workers_gives_the_known_outcomes_on_the_cpu():
     codes = {row: float32.codes[i] for i, row in enumerate(sweep.table.rows)}
     assert codes == {"add": "N", "tensor_split": "N", "nn.functional.alpha_dropout": "N"}
     assert sweep.samples_run > 20 and sweep.worker_starts == 2
+    # each row names the ATen operators its samples dispatched, for torchclaims check's exact matching
+    operators = {sweep.table.rows[i]: names for i, names in sweep.table.operators.items()}
+    assert operators["add"] == ["aten::add.Tensor"]
+    assert "aten::slice.Tensor" in operators["tensor_split"]  # what tensor_split decomposes into on the CPU

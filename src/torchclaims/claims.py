@@ -26,6 +26,7 @@ from .topics import TOPICS
 
 CLAIM_ID = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 SOURCE_DATE = r"^\d{4}(-\d{2}(-\d{2})?)?$"
+ATEN_OPERATOR = r"^aten::[A-Za-z0-9_]+$"  # an operator's name without its overload: aten::pixel_shuffle
 MAX_QUOTE_WORDS = 40
 
 
@@ -128,6 +129,12 @@ class Claim(BaseModel):
     script: str | None = Field(None, validate_default=True, description="gallery/<name>.py verifying an executable claim")
     caveats: list[Annotated[str, Field(max_length=limits.NOTE_CHARS)]] = Field(default_factory=list)
     see_also: list[str] = Field(default_factory=list)
+    aten_operators: list[Annotated[str, Field(pattern=ATEN_OPERATOR)]] = Field(
+        default_factory=list,
+        max_length=32,
+        description="A defect claim: the ATen operators it concerns, as a dispatch mode names them on the CPU "
+        "(aten::pixel_shuffle); `torchclaims check` flags a model that dispatches one where the claim is refuted",
+    )
     compiler_caches: CompilerCaches = Field(
         CompilerCaches.SHARED,
         description="cold: the script times compiling or counts compilations, so each run starts from empty compiler caches",

@@ -1,4 +1,4 @@
-"""Command line: verify, lint, diff, merge, show, new, schema, sweep.
+"""Command line: verify, lint, diff, merge, show, new, schema, sweep, check.
 
 Works in the current environment with no site build. ``verify`` runs the same
 scripts through the same isolated runner as the Sphinx build. Usage errors are
@@ -367,6 +367,12 @@ def cmd_schema(args) -> ExitCode:
     return ExitCode.OK
 
 
+def cmd_check(args) -> ExitCode:
+    from .check.command import run_check
+
+    return ExitCode.FAILED if run_check(args) else ExitCode.OK
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="torchclaims", description=__doc__.splitlines()[0])
     common = argparse.ArgumentParser(add_help=False)
@@ -428,6 +434,22 @@ def parser() -> argparse.ArgumentParser:
     new.add_argument("claim_id")
     new.add_argument("--topic", default="device-switch")
     new.set_defaults(run=cmd_new)
+
+    check = add("check", "look a model's ATen operators up in the measured tables and defect claims; with --backend, run its step there")
+    check.add_argument("target", help="path/to/file.py:function or package.module:function returning (model, inputs[, loss_fn])")
+    check.add_argument("--target-backend", action="append", default=[], metavar="NAME",
+                       help="exit 1 only for known-wrong operators on this backend (repeatable; default: every backend with tables)")
+    check.add_argument("--accept", action="append", default=[], metavar="ROW_OR_CLAIM",
+                       help="a coverage row or defect claim id to cite without judging (a defect the model cannot hit; repeatable)")
+    check.add_argument("--backend", help="also run the step on this backend against the CPU (cpu, xla, cuda... or auto)")
+    check.add_argument("--rtol", type=float, default=1e-4, help="parity tolerance of the backend run (default 1e-4)")
+    check.add_argument("--atol", type=float, default=1e-5, help="parity tolerance of the backend run (default 1e-5)")
+    check.add_argument("--timeout", type=float, default=600.0, help="seconds the backend run may take (default 600)")
+    check.add_argument("--output", default="_build/check", help="results file or folder of the backend run (default: _build/check/)")
+    check.add_argument("--json", metavar="PATH", help="write the report as JSON ('-': standard output)")
+    check.add_argument("--html", metavar="PATH", help="write the report as one self-contained HTML page")
+    check.add_argument("--site-url", default="", help="address of the site the evidence links point to (default: paths from its root)")
+    check.set_defaults(run=cmd_check)
 
     schema = add("schema", "print the JSON Schema of claim records")
     schema.add_argument("--output")

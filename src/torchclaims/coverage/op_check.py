@@ -16,7 +16,8 @@ and including the copy of the result to the CPU), then the CPU reference on
 the untouched CPU sample; outputs go through the sample's own
 ``output_process_fn_grad`` (which makes, say, an SVD's signs comparable) and
 are compared with ``torch.testing.assert_close``. On the reference backend
-itself (``compare=False``) each sample just runs once.
+itself (``compare=False``) each sample just runs once. The answer also names
+every ATen operator the CPU reference calls dispatched (``operators``).
 """
 
 from __future__ import annotations
@@ -90,8 +91,8 @@ def check_cell(op, dtype: str, device: torch.device, *, atol: float, rtol: float
                probe, sync, max_samples: int | None) -> dict:
     """Run one cell; a plain dict answer (it crosses a pipe), see the module docstring."""
     timing = {"samples_s": 0.0, "device_s": 0.0, "cpu_s": 0.0}
-    answer = {"samples": "", "problems": {}, "fallbacks": [], "timing": timing}
-    problems, fallbacks = answer["problems"], set()
+    answer = {"samples": "", "problems": {}, "fallbacks": [], "operators": [], "timing": timing}
+    problems, fallbacks, operators = answer["problems"], set(), set()
     began = time.perf_counter()
     try:
         samples = make_samples(op, getattr(torch, dtype), max_samples)
@@ -116,6 +117,7 @@ def check_cell(op, dtype: str, device: torch.device, *, atol: float, rtol: float
             codes.append(failure[0])
             problems.setdefault(*failure)
             del moved  # outside the except block, so the traceback's frames are gone too
+            operators.update(dispatched_on_cpu(op, sample))
             unusable = device_usable(sync, probe)
             if unusable:
                 answer["restart"] = unusable
@@ -123,21 +125,35 @@ def check_cell(op, dtype: str, device: torch.device, *, atol: float, rtol: float
                 break
             continue
         began = time.perf_counter()
-        codes.append(_judge(op, sample, actual, seen, atol, rtol, compare_with_cpu, problems, index))
+        codes.append(_judge(op, sample, actual, seen, atol, rtol, compare_with_cpu, problems, index, operators))
         timing["cpu_s"] += time.perf_counter() - began
     if not samples:
         problems["c"] = "OpInfo has no sample for this dtype"
     answer["samples"] = "".join(codes)
     answer["fallbacks"] = sorted(fallbacks)
+    answer["operators"] = sorted(operators)
     return answer
 
 
-def _judge(op, sample, actual, fallbacks, atol, rtol, compare_with_cpu, problems, index) -> str:
-    """The CPU reference for one sample, and the sample's code."""
+def dispatched_on_cpu(op, sample) -> set[str]:
+    """The ATen operators the CPU reference call dispatches (for a sample that failed on the device)."""
     watch = DrawsRandom()
     try:
         with watch:
-            expected = to_cpu(call(op, sample))
+            call(op, sample)
+    except Exception:
+        pass  # what dispatched before the raise is still recorded
+    return watch.operators
+
+
+def _judge(op, sample, actual, fallbacks, atol, rtol, compare_with_cpu, problems, index, operators: set) -> str:
+    """The CPU reference for one sample, and the sample's code; adds the operators it dispatched."""
+    watch = DrawsRandom()
+    try:
+        with watch:
+            expected = call(op, sample)
+        expected = to_cpu(expected)  # outside the watch: its detach is the harness's, not the operator's
+        operators.update(watch.operators)
     except Exception:
         watch.drew = False  # the dispatch mode itself may be what failed: try without it
         try:

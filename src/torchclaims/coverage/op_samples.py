@@ -86,15 +86,21 @@ def _copy(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 
 class DrawsRandom(TorchDispatchMode):
-    """Notes whether any ATen operator that consumes the generator ran."""
+    """Notes whether any ATen operator that consumes the generator ran, and which operators ran.
+
+    The operators (``aten::name.overload``) are what a sweep's row records, so that
+    ``torchclaims check`` matches a model's operators to rows exactly.
+    """
 
     def __init__(self):
         super().__init__()
         self.drew = False
+        self.operators: set[str] = set()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if torch.Tag.nondeterministic_seeded in func.tags:
             self.drew = True
+        self.operators.add(func.name())
         return func(*args, **(kwargs or {}))
 
 

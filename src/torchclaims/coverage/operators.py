@@ -28,7 +28,10 @@ code   outcome              meaning
 =====  ===================  ==================================================
 
 When samples disagree the worst wins, in the order of the table (a silent
-mismatch outranks an exception). Every sample's code is kept beside the cell.
+mismatch outranks an exception). Every sample's code is kept beside the cell,
+and each row names the ATen operators its samples dispatched on the CPU
+(``SweepTable.operators``, over every dtype), so that ``torchclaims check``
+matches a model's operators to rows exactly rather than by name.
 """
 
 from __future__ import annotations
@@ -162,6 +165,7 @@ def sweep_operators(backend_name: str, *, dtypes=DTYPES, max_samples: int | None
         builder.set(op, dtype, code, detail, samples)
         if isinstance(answer, dict):
             timing.update(answer.get("timing", {}))
+            builder.add_operators(op, answer.get("operators", ()))
         seconds[f"{op}/{dtype}"] = round(wall_s, 3)
         if on_cell is not None:
             on_cell(op, dtype, code)

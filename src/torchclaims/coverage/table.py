@@ -10,6 +10,9 @@ CPU reference does not support): such cells are outside every denominator.
 The model validates what it reads (a results file from a stranger carries
 tables too) and bounds it: rows, columns, detail length and per-cell sample
 codes are limited, so a hostile file cannot make a page or a diff explode.
+A table may also name, per row, the ATen operators its samples dispatched on
+the CPU (``operators``), which ``torchclaims check`` matches a model's
+operators against.
 Pure Python: nothing here imports torch.
 """
 
@@ -25,10 +28,12 @@ MAX_ROWS = 5000
 MAX_COLUMNS = 16
 MAX_DETAIL = 300
 MAX_SAMPLE_CODES = 2000
+MAX_ROW_OPERATORS = 64
 
 Code = Annotated[str, StringConstraints(pattern=r"^[!-~]$")]  # one printable ASCII character
 Label = Annotated[str, StringConstraints(min_length=1, max_length=60)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=120, pattern=r"^[^\x00-\x1f]+$")]
+AtenName = Annotated[str, StringConstraints(max_length=120, pattern=r"^aten::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?$")]
 
 
 class SweepColumn(BaseModel):
@@ -64,6 +69,8 @@ class SweepTable(BaseModel):
     rows: list[Name] = Field(max_length=MAX_ROWS)
     columns: list[SweepColumn] = Field(min_length=1, max_length=MAX_COLUMNS)
     sample_legend: dict[Code, Label] = Field(default_factory=dict)
+    # row index -> the ATen operators (aten::name.overload) its samples dispatched on the CPU
+    operators: dict[int, list[AtenName]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> SweepTable:
@@ -85,6 +92,11 @@ class SweepTable(BaseModel):
             unknown = {c for s in column.samples.values() for c in s} - set(self.sample_legend)
             if unknown:
                 raise ValueError(f"{where}: sample codes {sorted(unknown)} are not in sample_legend")
+        for index, names in self.operators.items():
+            if not 0 <= index < len(self.rows):
+                raise ValueError(f"operators for row index {index}, outside the table")
+            if len(names) > MAX_ROW_OPERATORS:
+                raise ValueError(f"operators of row {self.rows[index]!r}: {len(names)}, more than {MAX_ROW_OPERATORS}")
         return self
 
     def column(self, name: str) -> SweepColumn:
@@ -123,6 +135,7 @@ class TableBuilder:
         self.codes = {column: [NOT_LISTED] * len(self.rows) for column in legends}
         self.details: dict[str, dict[int, str]] = {column: {} for column in legends}
         self.samples: dict[str, dict[int, str]] = {column: {} for column in legends}
+        self.operators: dict[int, set[str]] = {}
 
     def set(self, row: str, column: str, code: str, detail: str = "", samples: str = "") -> None:
         if code not in self.legends[column]:
@@ -133,6 +146,10 @@ class TableBuilder:
             self.details[column][i] = clip(detail, MAX_DETAIL)
         if samples:
             self.samples[column][i] = samples[:MAX_SAMPLE_CODES]
+
+    def add_operators(self, row: str, names) -> None:
+        """ATen operators the row's samples dispatched (kept sorted, at most MAX_ROW_OPERATORS)."""
+        self.operators.setdefault(self.index[row], set()).update(names)
 
     def get(self, row: str, column: str) -> str:
         return self.codes[column][self.index[row]]
@@ -148,6 +165,7 @@ class TableBuilder:
                 for column, legend in self.legends.items()
             ],
             sample_legend=self.sample_legend,
+            operators={i: sorted(names)[:MAX_ROW_OPERATORS] for i, names in sorted(self.operators.items()) if names},
         )
 
 

@@ -17,6 +17,7 @@ from .. import __version__
 def setup(app: Sphinx) -> dict:
     from .backends_table import setup_backends_table
     from .changes_page import setup_changes
+    from .check_report import setup_check_report
     from .claim import setup_claim
     from .coverage_tables import setup_coverage_tables
     from .figures import setup_figures
@@ -45,6 +46,7 @@ def setup(app: Sphinx) -> dict:
     setup_backends_table(app)  # backend-descriptors
     setup_figures(app)  # build-speed, measured, limits-table: figures and limits from their source
     setup_coverage_tables(app)  # coverage-table: sweep tables per backend, searchable, with downloads
+    setup_check_report(app)  # check-report: a torchclaims check report of an example, made at build time
     setup_gallery(app)  # gallery cards with verdicts, script pages that lead back to their claim
     setup_gallery_process(app)  # this process runs no script: sphinx-gallery's matplotlib import is skipped
     setup_publishing(app)  # downloads, search data, favicon, the published folder

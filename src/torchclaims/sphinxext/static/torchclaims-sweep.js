@@ -55,6 +55,7 @@
     const runSelect = el("select", {}, ...runs.map((r, i) => option(String(i), r.label)));
     const compareSelect = el("select", {}, option("", "no comparison"), ...runs.map((r, i) => option(String(i), r.label)));
     const search = el("input", { type: "search", placeholder: `${item} name contains…`, "aria-label": "search" });
+    search.value = new URLSearchParams(location.search).get("row") || ""; // ?row=NAME: torchclaims check links to a row
     const columnSelect = el("select", {}, option("", "every column"));
     const outcomeSelect = el("select", {}, option("", "any outcome"));
     const changeSelect = el("select", {}, option("", "every row"), ...Object.keys(CHANGES).map((k) => option(k, k)));

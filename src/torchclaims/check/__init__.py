@@ -1,0 +1,83 @@
+"""``torchclaims check``: the knowledge base applied to a team's own model.
+
+    import torchclaims
+
+    report = torchclaims.check(model, (x,), loss=lambda out: out.sum())
+    print(torchclaims.check.summary(report))
+
+Static mode (this module, no device): one step runs on the CPU under a
+dispatch recorder (:mod:`.recorder`); every operator it dispatched is looked
+up (:mod:`.lookup`) in every committed coverage table and defect claim
+(:mod:`.knowledge`), giving a :class:`~.report.Report` that the renderers
+print (:mod:`.terminal`, :mod:`.html_report`). Backend mode runs the step on
+a backend against the CPU in the isolated runner (:mod:`.device_run`, which
+runs :mod:`.step_script`) and writes a result record. :mod:`.testing` keeps
+the check in a test suite.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+from ..errors import UsageError
+from .knowledge import load_knowledge
+from .links import Links
+from .lookup import look_up
+from .recorder import record_step
+from .report import Report
+from .target import Step, as_step
+from .terminal import summary
+
+__all__ = ["check", "check_step", "default_root", "summary", "Report", "Step"]
+
+
+def default_root(given: str | Path | None = None) -> Path:
+    """The knowledge base: ``given``, else the current folder or the checkout this package runs from."""
+    candidates = [Path(given)] if given is not None else [Path.cwd(), Path(__file__).resolve().parents[3]]
+    for root in candidates:
+        if (root / "claims").is_dir() and (root / "results").is_dir():
+            return root.resolve()
+    raise UsageError(f"no claims/ and results/ in {', '.join(map(str, candidates))}: give --root, a torchclaims checkout")
+
+
+def model_type(model) -> str:
+    """The transformers architecture of a model (``config.model_type``), or ''."""
+    value = getattr(getattr(model, "config", None), "model_type", "")
+    return value if isinstance(value, str) else ""
+
+
+def check_step(step: Step, *, root: str | Path | None = None, targets: set[str] | None = None,
+               site_url: str = "", target: str = "", accept=()) -> Report:
+    """The static report of one step (see the module docstring); ``accept``: see :mod:`.lookup`."""
+    knowledge = load_knowledge(default_root(root))
+    used = record_step(step)
+    kind = model_type(step.model)
+    columns = look_up(used, knowledge, targets=targets, model_type=kind, links=Links(site_url), accepted=frozenset(accept))
+    unknown = sorted(set(targets or ()) - {c.backend for c in columns})
+    if unknown:
+        raise UsageError(f"no table or defect claim measured backend(s) {', '.join(unknown)}")
+    return Report(target or step.name, [u.as_dict() for u in used], columns, kind, [str(p) for p in knowledge.problems])
+
+
+def check(model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url: str = "",
+          accept=()) -> Report:
+    """The static report of ``model`` on ``example_inputs`` (and, with ``loss``, its backward pass).
+
+    ``targets``: backend names the exit gate (``Report.failed``) looks at (default: all);
+    ``accept``: coverage rows and defect claims to cite without judging.
+    """
+    step = as_step((model, example_inputs), type(model).__name__, loss=loss, other_inputs=other_inputs)
+    return check_step(step, root=root, targets=None if targets is None else set(targets), site_url=site_url,
+                      accept=accept)
+
+
+class _CallableModule(types.ModuleType):
+    """``torchclaims.check(model, inputs)`` calls :func:`check` (the module stays a package)."""
+
+    def __call__(self, *args, **kwargs) -> Report:
+        return check(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

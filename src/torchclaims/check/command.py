@@ -1,0 +1,37 @@
+"""``torchclaims check TARGET``: the static report, the backend run when asked, and the outputs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..records import write_if_changed
+from . import check_step, default_root
+from .device_run import run_on_backend
+from .html_report import render
+from .target import load_target
+from .terminal import summary
+
+
+def run_check(args) -> bool:
+    """Print the summary, write the outputs asked for; True when the exit gate fails."""
+    root = default_root(None if args.root == "." else args.root)
+    step = load_target(args.target)
+    targets = set(args.target_backend) or None
+    report = check_step(step, root=root, targets=targets, site_url=args.site_url, target=args.target,
+                        accept=args.accept)
+    if args.backend:
+        report.measured.append(run_on_backend(args.target, args.backend, rtol=args.rtol, atol=args.atol,
+                                              timeout=args.timeout, output=Path(args.output)))
+    print(summary(report), file=sys.stderr if args.json == "-" else sys.stdout)  # stdout is the JSON's then
+    if args.json:
+        text = json.dumps(report.as_dict(), indent=1, sort_keys=True) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            write_if_changed(Path(args.json), text)
+    if args.html:
+        write_if_changed(Path(args.html), render(report))
+        print(f"wrote {args.html}")
+    return report.failed

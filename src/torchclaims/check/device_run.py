@@ -1,0 +1,59 @@
+"""Backend mode: the step in the project's isolated runner, on a backend, into a results file.
+
+The runner runs :mod:`.step_script` as it runs a claim script (its own
+process, a timeout, an error record if it crashes or hangs), and the record
+goes into an ordinary results file (``torchclaims-results``), so that a team
+can keep its own and compare two of them with ``torchclaims diff``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from ..errors import UsageError
+from ..results import build_results, default_name, write_results
+from .links import slug
+from .report import BackendRun
+
+STEP_SCRIPT = Path(__file__).resolve().with_name("step_script.py")
+
+
+def claim_id_for(target: str) -> str:
+    """The record's claim id: ``check-`` and the target function's name."""
+    return "check-" + (slug(target.rpartition(":")[2]) or "model")
+
+
+def absolute(target: str) -> str:
+    """A file target with an absolute path: the step runs in another working directory."""
+    spec, _, function = target.rpartition(":")
+    return f"{Path(spec).resolve()}:{function}" if spec.endswith(".py") else target
+
+
+def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeout: float, output: Path) -> BackendRun:
+    """Run the step on ``backend``; write the results file under ``output`` (a folder, or a .json file)."""
+    from ..runner import Job, Runner
+
+    claim_id = claim_id_for(target)
+    with Runner(backend, parallel=1) as runner:
+        probe = runner.probe()
+        if probe.unavailable is not None:
+            raise UsageError(f"backend {probe.backend} is not usable here: {probe.unavailable}")
+        runner.env.update({
+            "TORCHCLAIMS_BACKEND": probe.backend, "TORCHCLAIMS_CHECK_TARGET": absolute(target),
+            "TORCHCLAIMS_CHECK_CLAIM": claim_id, "TORCHCLAIMS_CHECK_RTOL": repr(rtol),
+            "TORCHCLAIMS_CHECK_ATOL": repr(atol), "TORCHCLAIMS_CHECK_CWD": os.getcwd(),
+        })
+        with tempfile.TemporaryDirectory(prefix="torchclaims-check-") as scratch:
+            job = Job(claim_id, STEP_SCRIPT, "torchclaims/check/step_script.py", Path(scratch) / "record.json",
+                      cache_key="", inputs={}, timeout=timeout)
+            record = runner.run([job], probe.environment)[claim_id]
+    results = build_results([record], probe.environment, label=f"torchclaims check {target}")
+    path = output if output.suffix == ".json" else output / default_name(results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_results(path, results)
+    checks = [{"name": c.name, "outcome": c.outcome.value, "detail": c.detail} for c in record.checks]
+    if not checks:
+        checks = [{"name": "the step", "outcome": record.verdict.value, "detail": record.reason}]
+    return BackendRun(probe.backend, record.verdict.value, str(path), checks)

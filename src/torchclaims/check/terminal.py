@@ -1,0 +1,85 @@
+"""The report for a terminal: one line per backend × release, then the operators that matter.
+
+Fits a screen: operators are grouped across releases, at most :data:`SHOWN`
+of each status are listed with the first evidence link of each, and the rest
+are counted (``--json`` and ``--html`` carry everything).
+"""
+
+from __future__ import annotations
+
+from .report import FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG, Report
+
+SHOWN = 6
+COUNTED = (  # column header, status
+    ("native", NATIVE), ("fallback", FALLBACK), ("wrong", WRONG), ("raises", RAISES), ("uncovered", NOT_COVERED))
+
+
+def _groups(report: Report, status: str) -> dict[tuple[str, str], list]:
+    """(operator, dtype) -> [(column, finding)] for findings with ``status``, over the targeted columns."""
+    groups: dict[tuple[str, str], list] = {}
+    for column in report.columns:
+        for finding in column.operators:
+            if finding.status == status and column.targeted:
+                groups.setdefault((finding.operator, finding.dtype), []).append((column, finding))
+    return groups
+
+
+def summary(report: Report) -> str:
+    used = report.used
+    backward = sum("backward" in u["phases"] for u in used)
+    lines = [f"torchclaims check {report.target}: {len(used)} ATen operator x dtype pairs "
+             f"({len(used) - backward} in the forward pass, {backward} in the backward pass)"
+             + (f"; architecture {report.architecture}" if report.architecture else "")]
+    width = max([len(c.label) for c in report.columns] + [16])
+    lines.append(f"{'backend x release':<{width}}  " + " ".join(f"{h:>9}" for h, _ in COUNTED) + "  rows matched  measured on")
+    for column in report.columns:
+        counts = column.counts()
+        flag = " FLAGGED" if column.flagged else ""
+        target = "" if column.targeted else " (not targeted)"
+        where = f"{column.device_name}, {', '.join(column.dates)}"
+        lines.append(f"{column.label:<{width}}  " + " ".join(f"{counts[s]:>9}" for _, s in COUNTED)
+                     + f"  {column.matching or '-':<12}  {where}{flag}{target}")
+    architectures: dict[str, list[str]] = {}
+    for column in report.columns:
+        if column.architecture is not None:
+            architectures.setdefault(f"{column.architecture.what} ({column.architecture.url})", []).append(column.label)
+    for what, labels in architectures.items():
+        on = "every release above" if len(labels) == len(report.columns) else ", ".join(labels)
+        lines.append(f"architecture: {what} on {on}")
+    for status in (WRONG, RAISES, FALLBACK):
+        groups = _groups(report, status)
+        if not groups:
+            continue
+        lines.append(f"{status}: {len(groups)} operator x dtype pairs")
+        for (operator, dtype), items in list(groups.items())[:SHOWN]:
+            releases = ", ".join(column.label for column, _ in items)
+            lines.append(f"  {operator} [{dtype}] on {releases}")
+            judged = [e for e in items[0][1].evidence if e.status == status]
+            for evidence in judged[:2]:
+                lines.append(f"      {evidence.what} ({evidence.match}) {evidence.url}")
+                if evidence.detail:
+                    lines.append(f"        {evidence.detail[:110]}")
+        if len(groups) > SHOWN:
+            lines.append(f"  ... and {len(groups) - SHOWN} more (--json or --html lists every one)")
+    nowhere = [u for u in used if all(
+        f.status == NOT_COVERED for c in report.columns if c.targeted for f in c.operators
+        if (f.operator, f.dtype) == (u["operator"], u["dtype"]))]
+    if nowhere:
+        names = ", ".join(sorted({u["operator"] for u in nowhere}))
+        lines.append(f"not covered by any targeted table or claim: {len(nowhere)} pairs: {names[:400]}")
+    for measured in report.measured:
+        lines.append(f"measured on {measured.backend}: {measured.verdict} ({measured.results_file})")
+        for check in measured.checks:
+            lines.append(f"  {check['outcome']:<10} {check['name']}" + (f": {check['detail'][:150]}" if check["detail"] else ""))
+    if report.problems:
+        lines.append(f"{len(report.problems)} committed record(s) left out by the load checks (--json lists them)")
+    lines.append("result: " + ("FAILED: " + _why(report) if report.failed else
+                               "no operator is known wrong on a targeted backend" + (", and measured parity held" if report.measured else "")))
+    return "\n".join(lines)
+
+
+def _why(report: Report) -> str:
+    parts = [f"known wrong on {c.label}" for c in report.columns if c.targeted and c.flagged]
+    parts += [f"parity failed on {m.backend}" for m in report.measured if m.parity_failed]
+    return "; ".join(parts)
+

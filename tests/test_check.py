@@ -1,0 +1,314 @@
+"""``torchclaims check``: a model's operators looked up in the tables and defect claims, and run on a backend.
+
+The examples in examples/check/ are checked against the committed results
+(the findings asserted are what those tables and claims say), and against a
+small knowledge base written here, whose tables and verdicts are known, to
+show each finding can fail for the reason it states.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import torchclaims
+from factories import make_environment, make_kb, make_record, script_info, write_claim, write_results_file
+from torchclaims.check import check_step, html_report
+from torchclaims.check.links import Links, evidence_anchor
+from torchclaims.check.names import aten_names
+from torchclaims.check.recorder import record_step
+from torchclaims.check.report import BY_NAME, EXACT, FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG
+from torchclaims.check.target import as_step, load_target
+from torchclaims.cli import main
+from torchclaims.coverage.operators import OUTCOMES
+from torchclaims.coverage.table import SweepTable, TableBuilder
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "check"
+XLA_290 = "xla · torch_xla 2.9.0"
+
+
+def static(target: str, **options):
+    return check_step(load_target(str(EXAMPLES / target)), root=ROOT, target=target, **options)
+
+
+def column(report, label):
+    (found,) = [c for c in report.columns if c.label == label]
+    return found
+
+
+def finding(col, operator, dtype="float32"):
+    (found,) = [f for f in col.operators if f.operator == operator and f.dtype == dtype]
+    return found
+
+
+# -- the examples, against the committed results ------------------------------------------
+
+
+def test_pixel_shuffle_model_is_flagged_on_torch_xla_290_with_its_defect_claim():
+    report = static("pixel_cnn.py:pixel_cnn_step")
+    shuffle = finding(column(report, XLA_290), "aten::pixel_shuffle")
+    assert shuffle.status == WRONG and shuffle.phases == ["forward"]
+    urls = [e.url for e in shuffle.evidence]
+    assert "docs/topics/op-coverage.html#claim-xla-pixel-shuffle-factor-order--xla--torch-xla-2-9-0" in urls
+    assert column(report, XLA_290).flagged and report.failed
+    cpu = [c for c in report.columns if c.backend == "cpu"]
+    assert cpu and all(finding(c, "aten::pixel_shuffle").status == NATIVE for c in cpu)
+
+
+def test_fft_model_dispatches_fft_kernels_that_fall_back_on_torch_xla():
+    report = static("fft_model.py:spectral_step")
+    used = {(u["operator"], u["dtype"]) for u in report.used}
+    assert ("aten::_fft_r2c", "float32") in used and ("aten::_fft_c2r", "complex64") in used
+    r2c = finding(column(report, XLA_290), "aten::_fft_r2c")
+    assert r2c.status == FALLBACK and all(e.match == BY_NAME for e in r2c.evidence)
+
+
+def test_hf_training_step_records_the_backward_pass_and_its_architecture_row():
+    report = static("hf_causal_lm.py:tiny_llama_step")
+    phases = {u["operator"]: u["phases"] for u in report.used}
+    assert phases["aten::embedding_dense_backward"] == ["backward"]
+    assert report.architecture == "llama"
+    arch = column(report, XLA_290).architecture
+    assert arch is not None and arch.url.endswith("architectures.html?row=llama")
+    assert finding(column(report, XLA_290), "aten::embedding_dense_backward").status == NOT_COVERED
+
+
+def test_native_model_is_clean_with_the_releases_covered(capsys):
+    code = main(["check", str(EXAMPLES / "native_mlp.py:mlp"), "--root", str(ROOT)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert XLA_290 in out and "cpu · torch 2.13.0" in out
+    assert "result: no operator is known wrong on a targeted backend" in out
+    report = static("native_mlp.py:mlp")
+    statuses = {f.status for c in report.columns for f in c.operators}
+    assert WRONG not in statuses and RAISES not in statuses
+
+
+def test_cli_exits_1_for_known_wrong_and_narrowing_or_accepting_lets_it_pass(capsys):
+    target = str(EXAMPLES / "pixel_cnn.py:pixel_cnn_step")
+    assert main(["check", target, "--root", str(ROOT)]) == 1
+    assert main(["check", target, "--root", str(ROOT), "--target-backend", "cpu"]) == 0
+    accepted = ["--accept", "nn.functional.pixel_shuffle", "--accept", "xla-pixel-shuffle-factor-order"]
+    assert main(["check", target, "--root", str(ROOT), "--target-backend", "xla", *accepted]) == 0
+    assert "opinfo-coverage row nn.functional.pixel_shuffle [float32]: mismatch (accepted)" in capsys.readouterr().out
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert main(["check", "nowhere.py:f", "--root", str(ROOT)]) == 2
+    assert main(["check", "no-colon", "--root", str(ROOT)]) == 2
+    (tmp_path / "bad.py").write_text("def f():\n    return 3\n")
+    assert main(["check", f"{tmp_path / 'bad.py'}:f", "--root", str(ROOT)]) == 2
+    assert "expected (model, example_inputs" in capsys.readouterr().err
+    assert main(["check", str(EXAMPLES / "native_mlp.py:mlp"), "--root", str(ROOT), "--target-backend", "nope"]) == 2
+    assert main(["check", str(EXAMPLES / "native_mlp.py:mlp"), "--root", str(tmp_path)]) == 2
+
+
+def test_python_api_is_torchclaims_check():
+    model = torch.nn.Linear(4, 2)
+    report = torchclaims.check(model, (torch.randn(3, 4),), loss=lambda out: out.sum(), root=ROOT)
+    assert {"aten::addmm", "aten::t"} <= {u["operator"] for u in report.used}
+    assert any("backward" in u["phases"] for u in report.used)
+    assert "torchclaims check Linear" in torchclaims.check.summary(report)
+
+
+# -- a knowledge base whose answers are known -----------------------------------------------
+
+XLA_ENV = dict(backend="xla", device="xla:0", device_name="XLA CPU (test)",
+               packages={"torch": "2.13.0", "torch_xla": "2.9.0"})
+
+
+def table(operators: dict[str, list[str]] | None, codes: dict[str, str]) -> SweepTable:
+    builder = TableBuilder("operators", "operator", list(codes), {"float32": OUTCOMES})
+    for row, code in codes.items():
+        builder.set(row, "float32", code, f"detail of {row}")
+        if operators is not None:
+            builder.add_operators(row, operators.get(row, ()))
+    return builder.table()
+
+
+def knowledge_base(root: Path, sweep: SweepTable, defect_verdict: str = "refuted") -> Path:
+    make_kb(root, "opinfo-coverage", "defect-mul")
+    write_claim(root / "claims", "defect-mul", topic="op-coverage", aten_operators=["aten::mul"])
+    records = [make_record("opinfo-coverage", "refuted", environment=XLA_ENV, tables=[sweep],
+                           script=script_info(root, "opinfo-coverage")),
+               make_record("defect-mul", defect_verdict, environment=XLA_ENV, script=script_info(root, "defect-mul"))]
+    write_results_file(root / "results" / "xla.json", records, make_environment(**XLA_ENV))
+    return root
+
+
+def scale_step():
+    weight = torch.nn.Parameter(torch.ones(3))
+    return as_step((lambda x: torch.relu(x * weight), (torch.randn(4, 3),)), "scale")
+
+
+def test_exact_rows_need_every_operator_they_dispatched_in_the_model(tmp_path):
+    sweep = table({"relu": ["aten::relu"], "mul": ["aten::mul.Tensor"], "softplus": ["aten::relu", "aten::softplus"]},
+                  {"relu": "N", "mul": "F", "softplus": "M"})
+    report = check_step(scale_step(), root=knowledge_base(tmp_path, sweep, "holds"))
+    (col,) = report.columns
+    assert col.matching == EXACT
+    relu = finding(col, "aten::relu")
+    assert relu.status == NATIVE and [e.what for e in relu.evidence] == ["opinfo-coverage row relu [float32]: native"]
+    assert finding(col, "aten::mul.Tensor").status == FALLBACK  # the defect claim holds: cited, judges nothing
+    assert not report.failed
+
+
+def test_a_mismatching_row_flags_the_model_and_breaks_the_gate(tmp_path):
+    sweep = table({"relu": ["aten::relu"], "mul": ["aten::mul.Tensor"]}, {"relu": "M", "mul": "N"})
+    report = check_step(scale_step(), root=knowledge_base(tmp_path, sweep, "holds"))
+    (col,) = report.columns
+    assert finding(col, "aten::relu").status == WRONG and report.failed
+    narrowed = check_step(scale_step(), root=tmp_path, targets={"xla"}, accept=["relu"])
+    assert not narrowed.failed
+
+
+def test_a_refuted_defect_claim_flags_the_operators_it_names(tmp_path):
+    sweep = table(None, {"relu": "N", "mul": "N"})
+    report = check_step(scale_step(), root=knowledge_base(tmp_path, sweep, "refuted"))
+    (col,) = report.columns
+    assert col.matching == BY_NAME
+    mul = finding(col, "aten::mul.Tensor")
+    assert mul.status == WRONG
+    assert mul.evidence[-1].url == "docs/topics/op-coverage.html#claim-defect-mul--xla--torch-xla-2-9-0"
+    assert finding(col, "aten::relu").status == NATIVE
+
+
+def test_rows_outside_the_model_and_dtypes_outside_the_table_are_not_covered(tmp_path):
+    sweep = table({"softplus": ["aten::relu", "aten::softplus"]}, {"softplus": "M"})
+    report = check_step(scale_step(), root=knowledge_base(tmp_path, sweep, "holds"))
+    relu = finding(report.columns[0], "aten::relu")
+    assert relu.status == NOT_COVERED and "no row of the operator table dispatches it" in relu.note
+    double = as_step((lambda x: torch.relu(x), (torch.randn(3, dtype=torch.float64),)))
+    relu_table = table({"relu": ["aten::relu"]}, {"relu": "N"})
+    (f,) = check_step(double, root=knowledge_base(tmp_path / "relu", relu_table)).columns[0].operators
+    assert f.status == NOT_COVERED and "no float64 column" in f.note
+
+
+def test_html_report_escapes_what_it_shows_and_keeps_the_links(tmp_path):
+    sweep = table({"relu": ["aten::relu"]}, {"relu": "M"})
+    report = check_step(scale_step(), root=knowledge_base(tmp_path, sweep), target="<script>alert(1)</script>")
+    page = html_report.render(report)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert 'href="docs/coverage/operators.html?row=relu"' in page
+    assert "tc-o-mismatch" in page  # the site's outcome colours
+
+
+def test_json_report_carries_every_finding(tmp_path, capsys):
+    sweep = table({"relu": ["aten::relu"]}, {"relu": "N"})
+    knowledge_base(tmp_path, sweep, "holds")
+    (tmp_path / "model.py").write_text("import torch\n\ndef step():\n    return torch.nn.ReLU(), (torch.randn(2),)\n")
+    assert main(["check", f"{tmp_path / 'model.py'}:step", "--root", str(tmp_path), "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["failed"] is False
+    assert data["columns"][0]["operators"][0]["status"] == NATIVE
+
+
+# -- the parts ----------------------------------------------------------------------------
+
+
+def test_recorder_separates_forward_and_backward():
+    step = scale_step()
+    step.loss = lambda out: out.sum()
+    used = {(u.name, u.dtype): u for u in record_step(step)}
+    assert used[("aten::relu", "float32")].phases == {"forward"}
+    assert used[("aten::threshold_backward", "float32")].phases == {"backward"}
+
+
+@pytest.mark.parametrize("row, expected", [
+    ("nn.functional.pixel_shuffle", "aten::pixel_shuffle"), ("linalg.vector_norm", "aten::linalg_vector_norm"),
+    ("fft.rfft", "aten::_fft_r2c"), ("max.reduction_with_dim", "aten::max"), ("add", "aten::add")])
+def test_name_mapping(row, expected):
+    assert expected in aten_names(row)
+
+
+def test_links_are_the_site_anchors():
+    from torchclaims.sphinxext import links
+
+    assert evidence_anchor("xla-chunk-cat", "xla", "torch_xla 2.9.0") == links.evidence_anchor("xla-chunk-cat", "xla", "torch_xla 2.9.0")
+    assert Links("https://x.example/").row("operators", "a b") == "https://x.example/docs/coverage/operators.html?row=a%20b"
+
+
+def test_table_rejects_hostile_operator_lists():
+    good = table({"relu": ["aten::relu"]}, {"relu": "N"}).model_dump()
+    for operators in ({5: ["aten::relu"]}, {0: ["<img src=x>"]}, {0: [f"aten::op{i}" for i in range(65)]}):
+        with pytest.raises(ValueError):
+            SweepTable.model_validate({**good, "operators": operators})
+
+
+def test_sweep_cell_records_the_operators_its_samples_dispatched():
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    from torchclaims.coverage.fallback import NoFallback
+    from torchclaims.coverage.op_check import check_cell
+
+    (shuffle,) = [op for op in op_db if op.name == "nn.functional.pixel_shuffle"]
+    answer = check_cell(shuffle, "float32", torch.device("cpu"), atol=1e-3, rtol=1e-3, compare_with_cpu=True,
+                        probe=NoFallback(), sync=lambda: None, max_samples=2)
+    assert answer["operators"] == ["aten::pixel_shuffle"]
+
+
+# -- on a backend ---------------------------------------------------------------------------
+
+
+def test_backend_run_on_the_cpu_writes_a_record_that_diff_accepts(tmp_path, capsys):
+    target = str(EXAMPLES / "native_mlp.py:mlp")
+    out = tmp_path / "run.json"
+    assert main(["check", target, "--root", str(ROOT), "--backend", "cpu", "--output", str(out)]) == 0
+    assert "holds      outputs match the CPU" in capsys.readouterr().out
+    shutil.copy(out, tmp_path / "again.json")
+    assert main(["diff", str(out), str(tmp_path / "again.json"), "--root", str(tmp_path)]) == 0
+    assert "1 claims compared, 0 changed verdict" in capsys.readouterr().out
+
+
+def xla_python() -> str | None:
+    """An interpreter with torch_xla: this one, or $TORCHCLAIMS_XLA_PYTHON."""
+    try:
+        import torch_xla  # noqa: F401
+
+        return sys.executable
+    except ImportError:
+        return os.environ.get("TORCHCLAIMS_XLA_PYTHON")
+
+
+@pytest.mark.parametrize("target, flagged", [
+    ("pixel_cnn.py:pixel_cnn_step", "aten::pixel_shuffle"), ("fft_model.py:spectral_step", "aten::_fft_r2c"),
+    ("hf_causal_lm.py:tiny_llama_step", "aten::nll_loss_forward")])
+def test_examples_on_torch_xla_on_the_cpu(tmp_path, target, flagged):
+    python = xla_python()
+    if python is None:
+        pytest.skip("no torch_xla here: set TORCHCLAIMS_XLA_PYTHON to an interpreter that has it")
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": f"{ROOT / 'src'}"}
+    run = subprocess.run([python, "-m", "torchclaims", "check", str(EXAMPLES / target), "--root", str(ROOT),
+                          "--backend", "xla", "--output", str(tmp_path / "xla.json"), "--json", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert run.returncode == 1, run.stdout + run.stderr  # known wrong on torch_xla (the static findings)
+    report = json.loads((tmp_path / "r.json").read_text())
+    (measured,) = report["measured"]
+    checks = {c["name"]: c["outcome"] for c in measured["checks"]}
+    assert checks["outputs match the CPU"] == "holds"
+    assert "the same input shape compiles nothing the second time" in checks
+    assert checks["torch.compile traces the step without graph breaks"] in ("holds", "refuted")  # it ran
+    if flagged == "aten::_fft_r2c":  # torch_xla's counters saw the FFTs run on the CPU
+        (fallback,) = [c for c in measured["checks"] if c["name"] == "the step runs without a CPU fallback"]
+        assert fallback["outcome"] == "refuted" and "aten::_fft_r2c" in fallback["detail"]
+    xla = [c for c in report["columns"] if c["label"] == XLA_290][0]
+    assert any(f["operator"] == flagged and f["status"] in (WRONG, FALLBACK) for f in xla["operators"])
+    results = json.loads((tmp_path / "xla.json").read_text())
+    assert results["environment"]["backend"] == "xla" and results["records"][0]["claim_id"].startswith("check-")
+
+
+def test_pytest_helper_fails_with_the_summary_when_the_gate_fails(tmp_path):
+    from torchclaims.check.testing import assert_moves
+
+    knowledge_base(tmp_path, table({"relu": ["aten::relu"]}, {"relu": "M"}), "holds")
+    with pytest.raises(AssertionError, match="known wrong on xla · torch_xla 2.9.0"):
+        assert_moves(torch.nn.ReLU(), (torch.randn(3),), root=tmp_path)
+    assert_moves(torch.nn.ReLU(), (torch.randn(3),), root=tmp_path, accept=["relu"])
