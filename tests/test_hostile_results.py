@@ -226,7 +226,7 @@ def test_a_declared_workflow_run_without_attestation_counts_as_submitted_by_hand
     store = load_store({}, None, kb / "results", admission=admission(kb))
     (entry,) = store.entries["a-claim"]
     assert entry.source.trust is Trust.BY_HAND
-    assert "declares workflow" in entry.source.describe() and "no verified attestation" in entry.source.describe()
+    assert "declares workflow" in entry.source.describe() and "no attestation verified by this build" in entry.source.describe()
 
 
 # -- merge -------------------------------------------------------------------------
@@ -238,10 +238,18 @@ def test_merge_never_writes_outside_its_folder(kb, torch):
     source = write_results_file(kb / "sent.json", [record(kb, environment=env)], env)
     run = cli("merge", str(source), "--into", str(kb / "results"), "--root", str(kb))
     assert_clean_exit(run)
-    assert run.returncode == 0, run.stderr
-    written = [p for p in kb.rglob("*.json") if p.name != "sent.json"]
-    assert [p.parent for p in written] == [kb / "results"], written
-    assert ".." not in written[0].name and "/" not in written[0].name
+    assert run.returncode == 3 and "[environment.torch]" in run.stderr and "is not a version (PEP 440)" in run.stderr, run.stderr
+    assert [p for p in kb.rglob("*.json") if p.name != "sent.json"] == []
+
+
+@pytest.mark.parametrize("torch", ["2.13.0/../../x", "../../../escaped"])
+def test_a_name_made_from_data_never_leaves_its_folder(tmp_path, torch):
+    """Behind admission, the file name itself is confined (defence in depth)."""
+    from torchclaims.results import destination
+
+    env = make_environment(torch=torch, packages={"torch": torch})
+    path = destination(tmp_path, make_results([make_record("a-claim", environment=env)], env))
+    assert path.parent == tmp_path.resolve() and ".." not in path.name
 
 
 def test_merge_refuses_a_forged_file_whole_and_copies_nothing(kb):

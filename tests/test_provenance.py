@@ -13,7 +13,7 @@ from factories import make_kb, make_record, script_info, write_results_file
 from hostile import assert_clean_exit, cli
 
 from torchclaims.admission import Admission
-from torchclaims.attestation import sidecar_path
+from torchclaims.attestation import Verifier, verifier_from
 from torchclaims.claims import load_claims
 from torchclaims.errors import UsageError
 from torchclaims.provenance import Provenance, Trust, from_github_actions
@@ -97,36 +97,79 @@ def merge(root, path, env):
     return cli("merge", str(path), "--into", str(root / "results"), "--root", str(root), "--verify-attestation", REPOSITORY, env=env)
 
 
-def entry_of(root):
-    store = load_store({}, None, root / "results", admission=Admission.for_project(root, load_claims(root / "claims").claims))
+def entry_of(root, verifier=None):
+    admission = Admission.for_project(root, load_claims(root / "claims").claims)
+    store = load_store({}, None, root / "results", admission=admission, verifier=verifier)
     return store, store.entries.get("a-claim", [None])[0]
 
 
-def test_a_verified_attestation_makes_the_file_the_projects_own(sent):
+def use_gh(monkeypatch, env):
+    monkeypatch.setenv("PATH", env["PATH"])
+
+
+def test_a_file_is_attested_only_when_this_process_verified_it(sent, monkeypatch):
     root, path, digest = sent
     run = merge(root, path, fake_gh(root, verification(digest)))
     assert_clean_exit(run)
     assert run.returncode == 0, run.stderr
-    assert "attested, run 4242" in run.stdout
+    assert "attestation verified, run 4242" in run.stdout
+    assert not (root / "results" / "attestations").exists()  # merge leaves no note that could stand in for a verification
     store, entry = entry_of(root)
+    assert store.problems == [] and entry.source.trust is Trust.BY_HAND  # nothing verified it in this load
+    assert "no attestation verified by this build" in entry.source.describe()
+    use_gh(monkeypatch, fake_gh(root, verification(digest)))
+    store, entry = entry_of(root, Verifier(REPOSITORY))
     assert store.problems == []
     assert entry.source.trust is Trust.ATTESTED and entry.source.mark == "project workflow, attested"
+    assert '"sourceRepositoryDigest"' in entry.source.attestation.evidence  # gh's answer, kept as the evidence
 
 
-def test_an_attested_file_changed_afterwards_falls_back_to_submitted_by_hand(sent):
+def test_a_forged_attestation_note_is_refused_with_one_line(sent, monkeypatch):
+    """A hand-written note repeating the file's digest and provenance is never evidence."""
+    root, path, digest = sent
+    assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0
+    (copy,) = (root / "results").glob("*.json")
+    note = root / "results" / "attestations" / copy.name
+    note.parent.mkdir()
+    note.write_text(json.dumps({"format": "torchclaims-attestation", "results_sha256": digest, "repository": REPOSITORY,
+                                "signer_workflow": ".github/workflows/accelerators.yml", "commit": COMMIT,
+                                "run_url": f"https://github.com/{REPOSITORY}/actions/runs/4242/attempts/1",
+                                "verified_at": "2026-03-01T12:00:00Z", "verified_with": "gh attestation verify"}))
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    store, entry = entry_of(root)
+    assert entry.source.trust is Trust.BY_HAND and entry.source.mark == "submitted by hand, not reproduced"
+    (problem,) = store.problems
+    assert problem.path == note and "cannot attest" in problem.message
+    run = cli("show", "--root", str(root), "a-claim")
+    assert "verified by this build]" not in run.stdout and "no attestation verified by this build" in run.stdout
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_a_file_changed_after_merge_fails_the_builds_verification(sent, monkeypatch):
     root, path, digest = sent
     assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0
     (copy,) = (root / "results").glob("*.json")
     copy.write_text(copy.read_text().replace('"label": "test runner"', '"label": "edited"'))
-    store, entry = entry_of(root)
+    use_gh(monkeypatch, fake_gh(root, verification(digest)))  # gh attests the old bytes only
+    store, entry = entry_of(root, Verifier(REPOSITORY))
     assert entry.source.trust is Trust.BY_HAND
-    assert any(p.field == "results_sha256" and p.path == sidecar_path(copy) for p in store.problems)
+    assert [p.field for p in store.problems] == ["attestation"] and store.problems[0].path == copy
+
+
+def test_the_verification_setting_is_checked_once(monkeypatch, tmp_path):
+    assert verifier_from("") is None
+    with pytest.raises(UsageError, match="OWNER/REPO"):
+        verifier_from("not a repository")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UsageError, match="GitHub CLI"):
+        verifier_from(REPOSITORY)
 
 
 @pytest.mark.parametrize(
     "answer, code, says",
     [
         ("", 1, "gh attestation verify failed"),
+        ("unknown command \"attestation\" for \"gh\"", 1, "gh attestation verify failed"),  # Debian's gh 2.23
         ("[]", 0, "cannot read"),
         (verification("0" * 64), 0, "cannot read"),  # attests other content
         (verification("{digest}", repository="someone/else"), 0, "attested for someone/else"),

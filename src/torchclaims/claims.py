@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 from . import limits
 from .backends import BACKEND_NAMES
 from .errors import InvalidFileError, Problem, problems_from_validation
-from .fileio import decode_utf8, read_bytes
+from .fileio import decode_utf8, leaves, read_bytes
 from .topics import TOPICS
 
 CLAIM_ID = r"^[a-z0-9]+(-[a-z0-9]+)*$"
@@ -242,7 +242,13 @@ def load_claim(path: Path) -> Claim:
 def load_claims(claims_dir: Path) -> ClaimSet:
     """Load every ``*.toml`` record; a broken record is reported, never fatal."""
     result = ClaimSet()
+    root = claims_dir.absolute().parent
     for path in sorted(claims_dir.glob("*.toml")):
+        outside = leaves(path, root)
+        if outside:
+            result.problems.append(Problem(path, "", outside))
+            result.broken.add(path.stem)
+            continue
         try:
             claim = load_claim(path)
         except InvalidFileError as exc:

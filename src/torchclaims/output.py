@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .admission import Admission
-from .attestation import disagreements, verify_with_gh, write_sidecar
+from .attestation import verifier_from
 from .errors import InvalidFileError, Problem, UsageError
 from .fileio import confined, locked
 from .results import (
@@ -69,11 +69,14 @@ def merge_file(path: Path, target: Path, admission: Admission, attest_repository
 
     InvalidFileError lists every problem; nothing is copied then.
     """
+    verifier = verifier_from(attest_repository, "--verify-attestation")
     results = read_results(path)
     problems = admission.check(path, results).problems
-    attestation = verify_with_gh(path, attest_repository) if attest_repository and not problems else None
-    if attestation is not None:
-        problems += disagreements(attestation, path, results.provenance)
+    attestation = None
+    if verifier and not problems:
+        attestation, problems = verifier.check(path, results.provenance)
+        if attestation is None and not problems:
+            problems = [Problem(path, "provenance.kind", "the file says it was made by hand: there is no workflow run to attest")]
     if problems:
         raise InvalidFileError(problems)
     with locked(target):
@@ -88,7 +91,6 @@ def merge_file(path: Path, target: Path, admission: Admission, attest_repository
                 if source.is_file() and source != figure_copy:
                     figure_copy.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(source, figure_copy)
-        if attestation is not None:
-            write_sidecar(copy, attestation)
-    how = f"attested, run {attestation.run_id}" if attestation else results.provenance.describe()
+    # Nothing is written for the attestation: the site build verifies it again (TORCHCLAIMS_VERIFY_ATTESTATIONS).
+    how = f"attestation verified, run {attestation.run_id}" if attestation else results.provenance.describe()
     return f"merged {path} -> {copy} ({results.backend}, {len(results.records)} records; {how})"

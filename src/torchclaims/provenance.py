@@ -1,34 +1,46 @@
 """Where a verdict came from, and how much a reader may lean on it.
 
 A results file states how it was made: by the project's accelerator workflow
-(repository, workflow, run, commit, runner) or by hand, with a free-text label.
-The statement alone proves nothing, so a verdict's :class:`Source` ranks it:
+(repository, workflow, run, commit, runner), by ``torchclaims sweep`` (its
+label), or by hand, with a free-text label. The statement alone proves
+nothing, so a verdict's :class:`Source` ranks it:
 
 1. this build's own records (the site measured them itself);
-2. a workflow run whose file carries a verified GitHub artifact attestation
-   (see torchclaims.attestation);
-3. everything else: "submitted by hand, not reproduced", including a file that
-   declares a workflow run but has no attestation to show for it.
+2. a workflow run whose GitHub artifact attestation was verified by this
+   process (see torchclaims.attestation);
+3. everything else: not reproduced, including a file that declares a workflow
+   run but whose attestation was not verified here.
 
-A lower rank never outranks a higher one for the same matrix column.
+A lower rank never outranks a higher one for the same matrix column. Besides
+the rank, a source says what the repository itself knows of the file: the
+commit that added it and its author (:func:`commits_adding`), facts a reader
+can check with ``git log``, and the command its label says made it.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from enum import IntEnum
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import UsageError
 from .limits import NAME_CHARS, RecordName
 
+if TYPE_CHECKING:
+    from .attestation import Attestation
+
 WORKFLOW = "workflow"
 BY_HAND = "by-hand"
+# The label `torchclaims sweep` gives its files (release_sweep.LABEL_PREFIX; a test keeps the two equal).
+SWEEP_LABEL_PREFIX = "sweep:"
 # GitHub Actions sets these in every job; a workflow run is described by them.
 GITHUB_VARIABLES = ("GITHUB_REPOSITORY", "GITHUB_WORKFLOW_REF", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_SHA", "RUNNER_NAME")
 
@@ -89,6 +101,45 @@ class Trust(IntEnum):
 
 
 @dataclass(frozen=True)
+class Commit:
+    """The commit that added a file to the repository, as git tells it."""
+
+    sha: str
+    author: str
+    date: str  # YYYY-MM-DD
+
+    def describe(self) -> str:
+        return f"added in commit {self.sha[:12]} by {self.author} on {self.date}"
+
+
+def commits_adding(directory: Path) -> dict[str, Commit]:
+    """file name -> the commit that added it, for the files git tracks directly in ``directory``
+    (one ``git log`` for all of them; empty outside a git checkout)."""
+    if shutil.which("git") is None or not directory.is_dir():
+        return {}
+    try:
+        run = subprocess.run(
+            ["git", "log", "--diff-filter=A", "--no-renames", "--format=%x1e%H%x1f%an%x1f%as", "--name-only", "--relative", "--", "."],
+            cwd=directory, capture_output=True, text=True, errors="replace", timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    added: dict[str, Commit] = {}
+    for block in run.stdout.split("\x1e")[1:] if run.returncode == 0 else []:
+        head, _, names = block.partition("\n")
+        sha, author, date = (head.split("\x1f") + ["", ""])[:3]
+        for name in names.splitlines():
+            if name and "/" not in name:
+                added.setdefault(name, Commit(sha, author[:NAME_CHARS], date))  # newest first: a re-added file keeps its last addition
+    return added
+
+
+def made_by(label: str) -> str:
+    """The command a file's label says made it ('' when the label names none)."""
+    return "torchclaims sweep" if label.startswith(SWEEP_LABEL_PREFIX) else ""
+
+
+@dataclass(frozen=True)
 class Source:
     """Where one entry of the results store came from, as pages show it."""
 
@@ -98,10 +149,14 @@ class Source:
     provenance: Provenance | None = None
     attestation_url: str = ""  # where GitHub shows the attestation
     attested_run: str = ""  # the run the attestation names
+    committed: Commit | None = None  # what git says of the file, when it is tracked
+    attestation: Attestation | None = None  # what this build verified: its evidence is published
 
     @property
     def mark(self) -> str:
         """Short text beside every verdict badge."""
+        if self.trust is Trust.BY_HAND and self.committed and made_by(self.label):
+            return "sweep run, not reproduced"
         return {
             Trust.BUILD: self.origin,
             Trust.ATTESTED: "project workflow, attested",
@@ -117,12 +172,15 @@ class Source:
         if self.trust is Trust.BUILD:
             return self.origin
         label = f" ({self.label})" if self.label else ""
+        git = f"; {self.committed.describe()}" if self.committed else "; not committed to the repository"
         if self.trust is Trust.ATTESTED:
-            return f"{self.origin}: {self.provenance.describe()}; GitHub artifact attestation verified{label}"
+            return f"{self.origin}: {self.provenance.describe()}; GitHub artifact attestation verified by this build{label}{git}"
         declared = ""
         if self.provenance and self.provenance.kind == WORKFLOW:
-            declared = f"; it declares {self.provenance.describe()}, with no verified attestation"
-        return f"{self.origin}: submitted by hand, not reproduced by the project{label}{declared}"
+            declared = f"; it declares {self.provenance.describe()}, with no attestation verified by this build"
+        command = made_by(self.label)
+        how = f"made by {command}, its label says{label}" if command else f"submitted by hand{label}"
+        return f"{self.origin}: {how}; not reproduced by the project{git}{declared}"
 
 
 def build_source(origin: str) -> Source:
