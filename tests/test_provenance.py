@@ -141,7 +141,7 @@ def test_a_forged_attestation_note_is_refused_with_one_line(sent, monkeypatch):
     (problem,) = store.problems
     assert problem.path == note and "cannot attest" in problem.message
     run = cli("show", "--root", str(root), "a-claim")
-    assert "verified by this build]" not in run.stdout and "no attestation verified by this build" in run.stdout
+    assert "GitHub artifact attestation verified" not in run.stdout and "no attestation verified by this build" in run.stdout
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import config
 from .admission import Admission
-from .backends import BACKEND_ENV_VAR, requested_backend
+from .backends import BACKEND_ENV_VAR, requested_backend, resolve_backend
 from .changes import describe
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, Problem, TorchclaimsError, UsageError
@@ -38,7 +38,10 @@ class ExitCode(IntEnum):
 
 
 def _root(args) -> Path:
-    return Path(args.root).resolve()
+    root = Path(args.root).resolve()
+    if not root.is_dir():
+        raise UsageError(f"--root {args.root}: no such directory")
+    return root
 
 
 def _admission(root: Path) -> Admission:
@@ -63,6 +66,9 @@ def cmd_verify(args) -> ExitCode:
     records_dir = config.directory(args.records_dir, "--records-dir") if args.records_dir else None
     jobs = config.count(args.jobs, "--jobs")
     provenance = from_github_actions() if args.workflow_run else None
+    backend = requested_backend(args.backend)
+    if backend != "auto":
+        resolve_backend(backend)  # an unknown name is a usage error here, before any process starts
     claims = load_claims(root / "claims")
     for problem in claims.problems:
         print(f"warning: skipping broken record: {problem}", file=sys.stderr)
@@ -74,7 +80,7 @@ def cmd_verify(args) -> ExitCode:
         selected = [c for c in selected if c.id in args.claims]
     settings = Settings(
         root=root,
-        backend=requested_backend(args.backend),
+        backend=backend,
         timeout=timeout,
         parallel=jobs,
         records_dir=records_dir,

@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
 from sphinx.application import Sphinx
-from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 from .. import config as settings_text
@@ -152,7 +152,8 @@ def _existing_records(settings: Settings) -> dict:
 
 def _checked_settings(config) -> dict:
     """The build's settings (conf.py, usually from environment variables), checked
-    here so a bad value stops the build with one line instead of a traceback."""
+    here so a bad value stops the build with one line instead of a traceback
+    (Sphinx answers any exception, ConfigError included, with its crash report)."""
     try:
         return {
             "timeout": settings_text.seconds(config.torchclaims_timeout, "torchclaims_timeout (TORCHCLAIMS_TIMEOUT)"),
@@ -163,7 +164,8 @@ def _checked_settings(config) -> dict:
             "verifier": verifier_from(config.torchclaims_verify_attestations),
         }
     except UsageError as exc:
-        raise ConfigError(str(exc)) from None
+        print(f"torchclaims: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None  # a usage error, as the command line reports one
 
 
 def readable_scripts(root: Path, claims: ClaimSet) -> dict[str, str]:
