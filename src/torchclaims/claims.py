@@ -108,7 +108,7 @@ class Claim(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Annotated[str, Field(pattern=CLAIM_ID, description="kebab-case; equals the file name")]
-    title: Annotated[str, Field(min_length=3, max_length=120)]
+    title: Annotated[str, Field(min_length=3, max_length=120), limits.NEUTRAL]
     proposition: Annotated[
         str,
         Field(
@@ -116,6 +116,7 @@ class Claim(BaseModel):
             max_length=limits.STATEMENT_CHARS,
             description="What this project checks (or, for an attributed claim, restates)",
         ),
+        limits.NEUTRAL,
     ]
     kind: ClaimKind
     topic: str = Field(description="One of: " + ", ".join(TOPICS))

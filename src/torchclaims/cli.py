@@ -89,7 +89,9 @@ def cmd_verify(args) -> ExitCode:
         results_dir=root / "results",  # their durations order a first run (scheduling.py)
     )
     try:
-        outcome = verify(selected, settings, log=print, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+        outcome = verify(
+            selected, settings, extra_reasons=figures_missing(settings), log=print, warn=lambda m: print(f"warning: {m}", file=sys.stderr)
+        )
     except KeyboardInterrupt as exc:
         raise KeyboardInterrupt(f"{exc or 'interrupted'}; no results file written") from None
     records = [outcome.records[c.id] for c in selected if c.id in outcome.records]
@@ -104,6 +106,30 @@ def cmd_verify(args) -> ExitCode:
         print(f"{len(errored)} claim(s) could not be verified (error): {', '.join(errored)}", file=sys.stderr)
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+NO_FIGURES = "its cached record has no figures although the script draws (a site build keeps them on the gallery page only)"
+
+
+def figures_missing(settings):
+    """extra_reasons for verify: re-run a claim whose cached record lost its figures,
+    so a results file never goes out without the figures it had."""
+    from .cache import InputScanner
+    from .execution import record_path
+
+    scanner = InputScanner(settings.root)
+
+    def reasons(claim) -> list[str]:
+        if settings.backend == "auto":
+            return []  # the record's folder is known only once auto has picked
+        try:
+            record = read_record(record_path(settings, settings.backend, claim.id))
+        except InvalidFileError:
+            return []  # absent or unreadable: it runs anyway
+        draws = any(module.split(".")[0] == "matplotlib" for module in scanner.uses_of(settings.root / claim.script))
+        return [NO_FIGURES] if record.checks and not record.figures and draws else []
+
+    return reasons
 
 
 def print_table(records) -> None:

@@ -17,6 +17,7 @@ from .admission import Admission
 from .attestation import verifier_from
 from .errors import InvalidFileError, Problem, UsageError
 from .fileio import confined, locked
+from .store import column_label
 from .results import (
     ResultsFile,
     destination,
@@ -91,6 +92,28 @@ def merge_file(path: Path, target: Path, admission: Admission, attest_repository
                 if source.is_file() and source != figure_copy:
                     figure_copy.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(source, figure_copy)
+        notes = overlaps(results, target, copy)
     # Nothing is written for the attestation: the site build verifies it again (TORCHCLAIMS_VERIFY_ATTESTATIONS).
     how = f"attestation verified, run {attestation.run_id}" if attestation else results.provenance.describe()
-    return f"merged {path} -> {copy} ({results.backend}, {len(results.records)} records; {how})"
+    return "\n".join([f"merged {path} -> {copy} ({results.backend}, {len(results.records)} records; {how})", *notes])
+
+
+def overlaps(results: ResultsFile, folder: Path, keep: Path) -> list[str]:
+    """One note per file in ``folder`` that the merged file duplicates (the same run
+    configuration) or shadows (the same matrix column: the newer record of a claim is shown)."""
+    notes = []
+    column = column_label(results.environment)
+    mine = {r.claim_id for r in results.records}
+    for path in sorted(folder.glob("*.json")):
+        if path.resolve() == keep.resolve():
+            continue
+        try:
+            other = read_results(path)
+        except InvalidFileError:
+            continue  # the site reports it
+        shared = len(mine & {r.claim_id for r in other.records})
+        if same_run_configuration(other, results):
+            notes.append(f"note: duplicates {path.name}: the same environment, provenance and label ({shared} claims in both)")
+        elif column_label(other.environment) == column and shared:
+            notes.append(f"note: shadows {path.name} in the column {column!r}: for the {shared} claims in both, the site shows the newer record")
+    return notes
