@@ -4,9 +4,12 @@ outside its folder, and never stops a reader (or costs the other files)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
+from pathlib import Path
 
+import factories
 import pytest
 from factories import STARTED, make_environment, make_kb, make_record, make_results, script_info, write_results_file
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +22,7 @@ from torchclaims.admission import Admission
 from torchclaims.claims import load_claims
 from torchclaims.errors import InvalidFileError
 from torchclaims.provenance import Trust
-from torchclaims.records import CheckResult, Verdict, now, read_record
+from torchclaims.records import CheckResult, ScriptInfo, Verdict, now, read_record
 from torchclaims.results import read_results, write_results
 from torchclaims.store import THIS_BUILD, load_store
 
@@ -276,3 +279,130 @@ def test_a_corrupt_earlier_record_is_replaced_not_fatal(tmp_path):
     outcome = run_claims(tmp_path, timeout=120)
     assert outcome.records["kb-holds"].verdict is Verdict.HOLDS
     assert read_record(corrupt).verdict is Verdict.HOLDS  # a valid record again
+
+
+# -- identifiers: markup and path characters -----------------------------------------
+
+MARKUP = '2.9 <img src=x onerror=alert(document.domain)>'
+TRAVERSAL = "9.9.9/../../../../tmp/x"
+
+
+@pytest.mark.parametrize("value", [MARKUP, TRAVERSAL, "2.9.0\n# Title", "`{raw} html`"])
+@pytest.mark.parametrize(
+    "where, field",
+    [
+        (lambda v: dict(torch=v, packages={"torch": v}), "environment.torch"),
+        (lambda v: dict(packages={"torch": "2.13.0", "torch_xla": v}), "environment.packages.torch_xla"),
+        (lambda v: dict(packages={"torch": "2.13.0", v: "1.0"}), "environment.packages"),
+        (lambda v: dict(python=v), "environment.python"),
+        (lambda v: dict(torchclaims=v), "environment.torchclaims"),
+        (lambda v: dict(accelerator_runtime={"cuda": v}), "environment.accelerator_runtime"),
+        (lambda v: dict(device=v), "environment.device"),
+    ],
+)
+def test_markup_or_a_path_in_an_identifier_rejects_the_file(kb, value, where, field):
+    env = make_environment(**where(value))
+    problems = rejected(kb, make_results([record(kb, environment=env), record(kb, "b-claim", environment=env)], env))
+    assert field in fields(problems), problems
+    line = next(str(p) for p in problems if p.field == field)
+    assert "x.json" in line and "\n" not in line.replace(repr(value), "")  # one line, naming file and field
+
+
+def test_a_results_file_with_markup_in_a_version_is_refused_by_merge_and_changes_nothing(kb):
+    env = make_environment(packages={"torch": "2.13.0", "torch_xla": MARKUP})
+    source = write_results_file(kb / "sent.json", [record(kb, environment=env)], env)
+    before = {p: p.read_bytes() for p in kb.rglob("*") if p.is_file()}
+    run = cli("merge", str(source), "--into", str(kb / "results"), "--root", str(kb))
+    assert_clean_exit(run)
+    assert run.returncode == 3
+    (line,) = [line for line in run.stderr.splitlines() if "[environment.packages.torch_xla]" in line]
+    assert "sent.json" in line and "is not a version (PEP 440)" in line
+    assert {p: p.read_bytes() for p in kb.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize("version", ["2.13.0", "2.13.0+cu128", "2.9.0rc1", "2.10.0.dev20260101+cpu", "1!2.0"])
+def test_every_pep_440_version_is_admitted(kb, version):
+    env = make_environment(packages={"torch": "2.13.0", "transformers": version})
+    assert rejected(kb, make_results([record(kb, environment=env)], env)) == []
+
+
+def test_a_cuda_file_with_a_cpu_build_of_torch_is_refused(kb):
+    env = make_environment(**CUDA, torch="2.13.0+cpu", packages={"torch": "2.13.0"})
+    problems = rejected(kb, make_results([record(kb, environment=env)], env))
+    assert fields(problems) == {"environment.torch"} and "CPU-only build" in problems[0].message
+
+
+def test_a_nan_duration_is_refused_with_its_field(tmp_path):
+    path = write_results_file(tmp_path / "nan.json", [make_record("a-claim")])
+    path.write_text(path.read_text().replace('"duration_s": 1.5', '"duration_s": NaN'))
+    with pytest.raises(InvalidFileError) as raised:
+        read_results(path)
+    assert [p.field for p in raised.value.problems] == ["records.0.duration_s"]
+
+
+@pytest.mark.parametrize("path", ["README.md", "/etc/hostname", "gallery/b_claim.py", "gallery/../claims/a-claim.toml"])
+def test_a_record_whose_script_is_not_its_claims_script_is_rejected(kb, path):
+    """The history of another file would vouch for nothing: the digest of README.md matches README.md."""
+    (kb / "README.md").write_text("read me")
+    target = kb / path if not path.startswith("/") else Path(path)
+    digest = hashlib.sha256(target.read_bytes()).hexdigest() if target.is_file() else "0" * 64
+    forged = record(kb).model_copy(update={"script": ScriptInfo(path=path, sha256=digest)})
+    problems = rejected(kb, make_results([forged]))
+    assert fields(problems) == {"records.0.script.path"}
+    assert "is not the claim's script, gallery/a_claim.py" in problems[0].message
+
+
+def test_bidi_controls_in_text_are_neutralised(kb):
+    check = CheckResult(name="abc\u202edcba", outcome=Verdict.HOLDS)
+    path = kb / "results" / "bidi.json"
+    write_results(path, make_results([record(kb, checks=[check], reason="\u2067x\u2069")], label="\u202egnp.exe"))
+    results = read_results(path)
+    assert results.label == "\ufffdgnp.exe" and results.records[0].checks[0].name == "abc\ufffddcba"
+    factories.write_claim(kb / "claims", "c-claim", title="Title \u202eTXET")
+    assert load_claims(kb / "claims").claims["c-claim"].title == "Title \ufffdTXET"
+
+
+# -- links out of the repository -----------------------------------------------------
+
+
+def test_links_out_of_the_repository_are_refused_with_one_line_each(kb, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    secret = outside / "secret.py"
+    secret.write_text("SECRET = 1\n")
+    (kb / "gallery" / "a_claim.py").unlink()
+    (kb / "gallery" / "a_claim.py").symlink_to(secret)
+    elsewhere = write_results_file(outside / "linked.json", [record(kb, "b-claim")])
+    (kb / "results" / "linked.json").symlink_to(elsewhere)
+    factories.write_claim(outside, "c-claim")
+    (kb / "claims" / "c-claim.toml").symlink_to(outside / "c-claim.toml")
+    (kb / "results" / "inside.json").symlink_to(write_results_file(kb / "kept.json", [record(kb, "b-claim", verdict="refuted")]))
+
+    claims = load_claims(kb / "claims")
+    (claim_problem,) = claims.problems
+    assert claim_problem.path.name == "c-claim.toml" and "outside the repository" in claim_problem.message
+    from torchclaims.execution import unrunnable
+
+    assert "outside the repository" in unrunnable(kb / "gallery" / "a_claim.py", "gallery/a_claim.py")
+    store = load_store({}, None, kb / "results", admission=admission(kb))
+    (results_problem,) = store.problems
+    assert results_problem.path.name == "linked.json" and "outside the repository" in results_problem.message
+    assert [e.origin for e in store.history("b-claim")] == ["inside.json"]  # a link within the repository is read
+    from torchclaims.script_history import ScriptHistory
+
+    assert ScriptHistory(kb).versions("gallery/a_claim.py") == set()  # the linked file vouches for no record
+
+
+def test_a_script_version_counts_only_from_the_history_of_its_own_path(tmp_path):
+    import subprocess
+
+    make_kb(tmp_path, "a-claim", "b-claim")
+    git = lambda *args: subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@e", "add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "kb")
+    old_b = hashlib.sha256((tmp_path / "gallery" / "b_claim.py").read_bytes()).hexdigest()
+    (tmp_path / "gallery" / "b_claim.py").write_text("# changed\n")
+    from torchclaims.script_history import ScriptHistory
+
+    history = ScriptHistory(tmp_path)
+    assert old_b in history.versions("gallery/b_claim.py") and old_b not in history.versions("gallery/a_claim.py")

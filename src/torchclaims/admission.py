@@ -35,6 +35,7 @@ UNAVAILABLE = "(unavailable)"  # what the fingerprint records for an unusable ba
 # PEP 508 distribution names; accelerator runtimes ("cuda", "hip": "6.2.41133-dd7f95766") and devices ("cuda:0").
 DISTRIBUTION = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
+VERSION = re.compile(r"^[0-9][0-9A-Za-z._+!-]{0,99}$")  # what PEP 440 writes, as it writes it
 DEVICE = re.compile(r"^[a-z][a-z0-9_]{0,39}(:[0-9]{1,4})?$")
 
 
@@ -58,7 +59,7 @@ def is_version(text: str) -> bool:
         Version(text)
     except InvalidVersion:
         return False
-    return TOKEN.match(text) is not None  # PEP 440 allows surrounding spaces and a leading 'v'; a file name does not
+    return VERSION.match(text) is not None  # PEP 440 also allows surrounding spaces and a leading 'v'; a file name does not
 
 
 def identifier_problems(env: Environment) -> list[tuple[str, str]]:
