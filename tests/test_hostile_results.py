@@ -406,3 +406,53 @@ def test_a_script_version_counts_only_from_the_history_of_its_own_path(tmp_path)
 
     history = ScriptHistory(tmp_path)
     assert old_b in history.versions("gallery/b_claim.py") and old_b not in history.versions("gallery/a_claim.py")
+
+
+# -- nothing a user made is lost ---------------------------------------------------------
+
+
+def test_merge_says_which_file_it_duplicates_or_shadows(kb):
+    first = write_results_file(kb / "first.json", [record(kb), record(kb, "b-claim")], label="box")
+    assert cli("merge", str(first), "--into", str(kb / "results"), "--root", str(kb)).returncode == 0
+    (kept,) = (kb / "results").glob("*.json")
+    later = dict(created=STARTED + timedelta(hours=1))
+    same = write_results_file(kb / "same.json", [record(kb, started_at=STARTED + timedelta(hours=1))], label="box", **later)
+    run = cli("merge", str(same), "--into", str(kb / "results"), "--root", str(kb))
+    assert run.returncode == 0, run.stderr
+    assert f"note: duplicates {kept.name}: the same environment, provenance and label (1 claim in both)" in run.stdout
+    other = write_results_file(kb / "other.json", [record(kb, "b-claim", started_at=STARTED + timedelta(hours=2))], label="laptop",
+                               created=STARTED + timedelta(hours=2))
+    run = cli("merge", str(other), "--into", str(kb / "results"), "--root", str(kb))
+    assert f"note: shadows {kept.name} in the column 'cpu · torch 2.13.0': for the 1 claim in both, the site shows the newer record" in run.stdout
+    assert len(list((kb / "results").glob("*.json"))) == 3  # merge never replaces a file
+
+
+def test_upgrade_pages_take_only_validated_tokens():
+    from torchclaims.sphinxext.upgrade_pages import myst_token
+
+    for token in ("torch", "2.13.0", "2.13.0+cu128", "torch_xla", "2.10.0rc1"):
+        assert myst_token(token) == token
+    for bad in (MARKUP, TRAVERSAL, "..", "a/b", "2.9.0\n# x", "`x`", "{upgrade}", "", "1!2.0"):
+        with pytest.raises(ValueError, match="not a name or version"):
+            myst_token(bad)
+
+
+def test_verify_output_reruns_a_cached_record_that_lost_its_figures_and_says_so(tmp_path):
+    from kb import write_claim as write_kb_claim
+
+    write_kb_claim(tmp_path, "kb-figure", "figure")
+    first = cli("verify", "--root", str(tmp_path), "--output", str(tmp_path / "one"))
+    assert first.returncode == 0, first.stderr
+    cached = tmp_path / "_build" / "records" / "cpu" / "kb-figure.json"
+    assert read_record(cached).figures  # a plain run keeps them
+    # What a site build leaves: the same record, its figures on the gallery page only.
+    cached.write_text(cached.read_text().replace('"kb-figure/figure-1.png"', "").replace('"figures": [\n    \n  ]', '"figures": []'))
+    assert read_record(cached).figures == []
+    second = cli("verify", "--root", str(tmp_path), "--output", str(tmp_path / "two"))
+    assert second.returncode == 0, second.stderr
+    assert "running kb-figure (its cached record has no figures although the script draws" in second.stdout
+    (path,) = (tmp_path / "two").glob("*.json")
+    (shown,) = read_results(path).records
+    assert shown.figures and all((path.parent / figure).is_file() for figure in shown.figures)
+    third = cli("verify", "--root", str(tmp_path), "--output", str(tmp_path / "three"))
+    assert "running kb-figure" not in third.stdout  # a record with its figures is reused

@@ -9,7 +9,9 @@ import os
 import stat
 
 import pytest
-from factories import make_kb, make_record, script_info, write_results_file
+from datetime import timedelta
+
+from factories import STARTED, make_kb, make_record, script_info, write_results_file
 from hostile import assert_clean_exit, cli
 
 from torchclaims.admission import Admission
@@ -30,6 +32,7 @@ GITHUB = {
     "GITHUB_SHA": COMMIT,
     "RUNNER_NAME": "gpu-box-1",
 }
+STARTED_LATER = STARTED + timedelta(days=1)
 RUN = Provenance(kind="workflow", repository=REPOSITORY, workflow=".github/workflows/accelerators.yml", run_id="4242", run_attempt="1", commit=COMMIT, runner="gpu-box-1")
 
 
@@ -182,3 +185,36 @@ def test_a_failed_or_mismatched_attestation_keeps_the_file_out(sent, answer, cod
     assert_clean_exit(run)
     assert run.returncode == 3 and says in run.stderr, run.stderr
     assert list(root.glob("results/*.json")) == []
+
+
+# -- what the repository knows of a committed file --------------------------------------
+
+
+def git(root, *args):
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.name=Ada Maintainer", "-c", "user.email=ada@example.org", *args], cwd=root, check=True, capture_output=True)
+
+
+def test_a_committed_file_names_its_commit_author_and_the_command_its_label_gives(tmp_path):
+    from torchclaims.release_sweep import LABEL_PREFIX
+    from torchclaims.provenance import SWEEP_LABEL_PREFIX
+
+    assert LABEL_PREFIX == SWEEP_LABEL_PREFIX
+    make_kb(tmp_path, "a-claim", "b-claim")
+    info = lambda claim_id: script_info(tmp_path, claim_id)  # noqa: E731
+    write_results_file(tmp_path / "results" / "sweep.json", [make_record("a-claim", script=info("a-claim"))], label="sweep: torch 2.13.0 on cpu")
+    write_results_file(tmp_path / "results" / "sent.json", [make_record("b-claim", script=info("b-claim"))], label="my laptop")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "results")
+    write_results_file(tmp_path / "results" / "new.json", [make_record("b-claim", script=info("b-claim"), started_at=STARTED_LATER)], created=STARTED_LATER)
+    store = load_store({}, None, tmp_path / "results", admission=Admission.for_project(tmp_path, load_claims(tmp_path / "claims").claims))
+    (sweep,) = store.entries["a-claim"]
+    sent, new = sorted(store.entries["b-claim"], key=lambda e: e.origin)[::-1]
+    assert sweep.source.mark == "sweep run, not reproduced"
+    assert "made by torchclaims sweep, its label says (sweep: torch 2.13.0 on cpu)" in sweep.source.describe()
+    assert "added in commit" in sweep.source.describe() and "by Ada Maintainer on" in sweep.source.describe()
+    assert sent.origin == "sent.json" and sent.source.mark == "submitted by hand, not reproduced"
+    assert "submitted by hand (my laptop); not reproduced by the project; added in commit" in sent.source.describe()
+    assert new.origin == "new.json" and "not committed to the repository" in new.source.describe()

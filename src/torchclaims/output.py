@@ -112,8 +112,9 @@ def overlaps(results: ResultsFile, folder: Path, keep: Path) -> list[str]:
         except InvalidFileError:
             continue  # the site reports it
         shared = len(mine & {r.claim_id for r in other.records})
+        claims = f"{shared} claim{'s' if shared != 1 else ''}"
         if same_run_configuration(other, results):
-            notes.append(f"note: duplicates {path.name}: the same environment, provenance and label ({shared} claims in both)")
+            notes.append(f"note: duplicates {path.name}: the same environment, provenance and label ({claims} in both)")
         elif column_label(other.environment) == column and shared:
-            notes.append(f"note: shadows {path.name} in the column {column!r}: for the {shared} claims in both, the site shows the newer record")
+            notes.append(f"note: shadows {path.name} in the column {column!r}: for the {claims} in both, the site shows the newer record")
     return notes

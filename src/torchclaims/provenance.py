@@ -125,13 +125,25 @@ def commits_adding(directory: Path) -> dict[str, Commit]:
     except (OSError, subprocess.TimeoutExpired):
         return {}
     added: dict[str, Commit] = {}
+    boundary = _shallow_boundary(directory)
     for block in run.stdout.split("\x1e")[1:] if run.returncode == 0 else []:
         head, _, names = block.partition("\n")
         sha, author, date = (head.split("\x1f") + ["", ""])[:3]
+        if sha in boundary:
+            continue  # in a shallow clone the oldest commit shows every file as added: who added them is unknown here
         for name in names.splitlines():
             if name and "/" not in name:
                 added.setdefault(name, Commit(sha, author[:NAME_CHARS], date))  # newest first: a re-added file keeps its last addition
     return added
+
+
+def _shallow_boundary(directory: Path) -> set[str]:
+    """The commits where a shallow clone's history is cut (none in a full clone)."""
+    try:
+        run = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-path", "shallow"], cwd=directory, capture_output=True, text=True, timeout=60)
+        return set(Path(run.stdout.strip()).read_text().split()) if run.returncode == 0 else set()
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
 
 
 def made_by(label: str) -> str:
