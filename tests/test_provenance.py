@@ -217,4 +217,4 @@ def test_a_committed_file_names_its_commit_author_and_the_command_its_label_give
     assert "added in commit" in sweep.source.describe() and "by Ada Maintainer on" in sweep.source.describe()
     assert sent.origin == "sent.json" and sent.source.mark == "submitted by hand, not reproduced"
     assert "submitted by hand (my laptop); not reproduced by the project; added in commit" in sent.source.describe()
-    assert new.origin == "new.json" and "not committed to the repository" in new.source.describe()
+    assert new.origin == "new.json" and "no commit adding it is known in this checkout" in new.source.describe()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import config
 from .admission import Admission
+from .attestation import verifier_from
 from .backends import BACKEND_ENV_VAR, requested_backend, resolve_backend
 from .changes import describe
 from .claims import claim_json_schema, load_claims
@@ -262,7 +263,8 @@ def cmd_show(args) -> ExitCode:
         raise UsageError(f"results directory {results_dir} does not exist (use --results-dir)")
     claims = load_claims(root / "claims")
     _report(claims.problems, "skipped")
-    store = load_store({}, None, results_dir, admission=Admission.for_project(root, claims.claims))
+    verifier = verifier_from(os.environ.get("TORCHCLAIMS_VERIFY_ATTESTATIONS"))  # attested only when verified now
+    store = load_store({}, None, results_dir, admission=Admission.for_project(root, claims.claims), verifier=verifier)
     _report(store.problems)
     if args.claims:
         unknown = sorted(set(args.claims) - set(claims.claims))

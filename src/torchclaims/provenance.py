@@ -184,7 +184,7 @@ class Source:
         if self.trust is Trust.BUILD:
             return self.origin
         label = f" ({self.label})" if self.label else ""
-        git = f"; {self.committed.describe()}" if self.committed else "; not committed to the repository"
+        git = f"; {self.committed.describe()}" if self.committed else "; no commit adding it is known in this checkout"
         if self.trust is Trust.ATTESTED:
             return f"{self.origin}: {self.provenance.describe()}; GitHub artifact attestation verified by this build{label}{git}"
         declared = ""
