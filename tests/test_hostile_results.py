@@ -456,3 +456,23 @@ def test_verify_output_reruns_a_cached_record_that_lost_its_figures_and_says_so(
     assert shown.figures and all((path.parent / figure).is_file() for figure in shown.figures)
     third = cli("verify", "--root", str(tmp_path), "--output", str(tmp_path / "three"))
     assert "running kb-figure" not in third.stdout  # a record with its figures is reused
+
+
+def test_with_backend_auto_a_record_without_its_figures_is_left_out_and_named(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from kb import write_claim as write_kb_claim
+
+    from torchclaims.claims import load_claims as load
+    from torchclaims.cli import FiguresKept
+    from torchclaims.execution import Settings
+
+    write_kb_claim(tmp_path, "kb-figure", "figure")
+    write_kb_claim(tmp_path, "kb-holds", "holds")
+    claims = load(tmp_path / "claims").executable()
+    kept = FiguresKept(Settings(root=tmp_path, backend="auto"))
+    assert kept.reasons(claims[0]) == []  # the records' folder is not known yet
+    outcome = SimpleNamespace(records={c.id: make_record(c.id) for c in claims}, reran={})
+    assert kept.refused(claims, outcome) == ["kb-figure"]  # kb-holds draws nothing
+    outcome.reran = {"kb-figure": "ran"}
+    assert kept.refused(claims, outcome) == []

@@ -89,13 +89,17 @@ def cmd_verify(args) -> ExitCode:
         require_usable=True,  # a results file never holds a backend that could not run
         results_dir=root / "results",  # their durations order a first run (scheduling.py)
     )
+    figures = FiguresKept(settings)
     try:
         outcome = verify(
-            selected, settings, extra_reasons=figures_missing(settings), log=print, warn=lambda m: print(f"warning: {m}", file=sys.stderr)
+            selected, settings, extra_reasons=figures.reasons, log=print, warn=lambda m: print(f"warning: {m}", file=sys.stderr)
         )
     except KeyboardInterrupt as exc:
         raise KeyboardInterrupt(f"{exc or 'interrupted'}; no results file written") from None
-    records = [outcome.records[c.id] for c in selected if c.id in outcome.records]
+    refused = figures.refused(selected, outcome)
+    if refused:
+        print(f"left out of the results file: {', '.join(refused)}: {NO_FIGURES}; run again with --force", file=sys.stderr)
+    records = [outcome.records[c.id] for c in selected if c.id in outcome.records and c.id not in refused]
     results = build_results(records, outcome.probe.environment, label=args.label, provenance=provenance)
     output = Path(args.output) if args.output else root / "_build" / "results"
     executable = {c.id for c in claims.executable()}
@@ -112,25 +116,36 @@ def cmd_verify(args) -> ExitCode:
 NO_FIGURES = "its cached record has no figures although the script draws (a site build keeps them on the gallery page only)"
 
 
-def figures_missing(settings):
-    """extra_reasons for verify: re-run a claim whose cached record lost its figures,
-    so a results file never goes out without the figures it had."""
-    from .cache import InputScanner
-    from .execution import record_path
+class FiguresKept:
+    """A results file never goes out without the figures its records had: a claim
+    whose cached record lost them (a site build made it) re-runs, and one that could
+    not (``--backend auto`` knows the records' folder only after probing) is left out."""
 
-    scanner = InputScanner(settings.root)
+    def __init__(self, settings):
+        from .cache import InputScanner
 
-    def reasons(claim) -> list[str]:
-        if settings.backend == "auto":
-            return []  # the record's folder is known only once auto has picked
+        self.settings, self.scanner = settings, InputScanner(settings.root)
+
+    def lost(self, claim, record) -> bool:
+        if not record.checks or record.figures:
+            return False
+        return any(module.split(".")[0] == "matplotlib" for module in self.scanner.uses_of(self.settings.root / claim.script))
+
+    def reasons(self, claim) -> list[str]:
+        """extra_reasons for verify."""
+        from .execution import record_path
+
+        if self.settings.backend == "auto":
+            return []
         try:
-            record = read_record(record_path(settings, settings.backend, claim.id))
+            record = read_record(record_path(self.settings, self.settings.backend, claim.id))
         except InvalidFileError:
             return []  # absent or unreadable: it runs anyway
-        draws = any(module.split(".")[0] == "matplotlib" for module in scanner.uses_of(settings.root / claim.script))
-        return [NO_FIGURES] if record.checks and not record.figures and draws else []
+        return [NO_FIGURES] if self.lost(claim, record) else []
 
-    return reasons
+    def refused(self, claims, outcome) -> list[str]:
+        """Claims whose record would go out without its figures; they are left out of the results file."""
+        return [c.id for c in claims if c.id in outcome.records and c.id not in outcome.reran and self.lost(c, outcome.records[c.id])]
 
 
 def print_table(records) -> None:

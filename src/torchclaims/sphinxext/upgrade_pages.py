@@ -24,7 +24,7 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from ..fileio import confined
+from ..fileio import confined, leaves
 from ..records import write_if_changed
 from ..releases import Series, version_key
 from ..scope import ran_on
@@ -64,6 +64,10 @@ def write_upgrade_pages(app: Sphinx) -> None:
     if versions.releases is None and not folder.is_dir():
         return
     folder.mkdir(parents=True, exist_ok=True)
+    outside = leaves(folder, Path(app.srcdir))
+    if outside:
+        warn(f"no upgrade pages written: {app.config.torchclaims_upgrades_dir} {outside}", "releases")
+        return
     wanted = set()
     for series in versions.series():
         for old, new in consecutive(versions.committed[series.name]):
