@@ -218,3 +218,16 @@ def test_a_committed_file_names_its_commit_author_and_the_command_its_label_give
     assert sent.origin == "sent.json" and sent.source.mark == "submitted by hand, not reproduced"
     assert "submitted by hand (my laptop); not reproduced by the project; added in commit" in sent.source.describe()
     assert new.origin == "new.json" and "no commit adding it is known in this checkout" in new.source.describe()
+
+
+def test_a_pages_digest_moves_when_only_the_source_of_its_record_moves():
+    from torchclaims.provenance import Commit, Source
+    from torchclaims.store import Entry, Store
+
+    record = make_record("a-claim")
+    digests = []
+    for committed in (None, Commit("c" * 40, "Ada", "2026-03-01")):
+        store = Store()
+        store.add(Entry(record, "x.json", "sweep: torch 2.13.0", Source(Trust.BY_HAND, "x.json", "sweep: torch 2.13.0", committed=committed)))
+        digests.append(store.digest(["a-claim"]))
+    assert digests[0] != digests[1]

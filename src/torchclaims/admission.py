@@ -8,8 +8,8 @@ record belongs to a known claim and ran a known version of its script. Every
 identifier that later names a file, a page or a column is checked against its
 grammar here, once (PEP 440 for package versions, PEP 508 for distribution
 names), so no reader has to filter it. A record that fails is left out, and
-each failure is one line naming the file and the field. ``merge`` refuses a file with any such line; the site, ``show``
-and ``diff`` keep the other records.
+each failure is one line naming the file and the field. ``merge`` refuses a
+file with any such line; the site, ``show`` and ``diff`` keep the other records.
 """
 
 from __future__ import annotations
@@ -32,11 +32,10 @@ from .script_history import ScriptHistory
 # Clocks of the machines that ran a file may be a little ahead of ours.
 CLOCK_SKEW = timedelta(minutes=15)
 UNAVAILABLE = "(unavailable)"  # what the fingerprint records for an unusable backend
-# PEP 508 distribution names; accelerator runtimes ("cuda", "hip": "6.2.41133-dd7f95766") and devices ("cuda:0").
-DISTRIBUTION = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
-TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
-VERSION = re.compile(r"^[0-9][0-9A-Za-z._+!-]{0,99}$")  # what PEP 440 writes, as it writes it
-DEVICE = re.compile(r"^[a-z][a-z0-9_]{0,39}(:[0-9]{1,4})?$")
+DISTRIBUTION = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")  # a distribution name (PEP 508)
+TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")  # accelerator runtimes: "cuda", "hip" = "6.2.41133-dd7f95766"
+VERSION = re.compile(r"^[0-9][0-9A-Za-z._+!-]{0,99}$")  # a version as PEP 440 writes it (its normal form's characters)
+DEVICE = re.compile(r"^[a-z][a-z0-9_]{0,39}(:[0-9]{1,4})?$")  # "cuda:0", "xla:0", "cpu"
 
 
 @dataclass

@@ -125,7 +125,8 @@ class Store:
         if claim_id not in self._claim_digests:
             h = hashlib.sha256()
             for entry in self.history(claim_id):
-                h.update(f"{claim_id}|{entry.origin}|".encode() + self._text_of[id(entry)].encode())
+                # The source too: a file verified, committed or relabelled reads differently on its page.
+                h.update(f"{claim_id}|{entry.origin}|{entry.source.mark}|{entry.source.describe()}|".encode() + self._text_of[id(entry)].encode())
             self._claim_digests[claim_id] = h.hexdigest()
         return self._claim_digests[claim_id]
 
