@@ -231,3 +231,21 @@ def test_a_pages_digest_moves_when_only_the_source_of_its_record_moves():
         store.add(Entry(record, "x.json", "sweep: torch 2.13.0", Source(Trust.BY_HAND, "x.json", "sweep: torch 2.13.0", committed=committed)))
         digests.append(store.digest(["a-claim"]))
     assert digests[0] != digests[1]
+
+
+def test_the_evidence_of_a_verification_is_published_beside_the_file(sent, monkeypatch):
+    from torchclaims.downloads import download_for, write_downloads
+
+    root, path, digest = sent
+    assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0
+    use_gh(monkeypatch, fake_gh(root, verification(digest)))
+    store, entry = entry_of(root, Verifier(REPOSITORY))
+    site = root / "site"
+    write_downloads(site, store, None, root / "results")
+    evidence = json.loads((site / download_for(entry).attestation).read_text())
+    assert evidence["results_sha256"] == digest and json.loads(evidence["evidence"])[0]["verificationResult"]
+    write_downloads(site, store, None, root / "results")  # a second build keeps it
+    assert (site / download_for(entry).attestation).is_file()
+    unverified, _ = entry_of(root)
+    write_downloads(site, unverified, None, root / "results")  # a build that verified nothing publishes no evidence
+    assert not (site / download_for(entry).attestation).exists()
