@@ -476,3 +476,30 @@ def test_with_backend_auto_a_record_without_its_figures_is_left_out_and_named(tm
     assert kept.refused(claims, outcome) == ["kb-figure"]  # kb-holds draws nothing
     outcome.reran = {"kb-figure": "ran"}
     assert kept.refused(claims, outcome) == []
+
+
+@pytest.mark.parametrize(
+    "path, value, field",
+    [
+        (("records", 0, "claim_id"), MARKUP, "records.0.claim_id"),
+        (("records", 0, "claim_id"), "../a-claim", "records.0.claim_id"),
+        (("environment", "backend"), "cpu/../x", "environment.backend"),
+        (("records", 0, "figures"), ["../../outside.png"], "records.0.figures.0"),
+        (("records", 0, "figures"), ['<img src=x onerror=alert(1)>.png'], "records.0.figures.0"),
+        (("provenance", "repository"), "o/r<script>", "provenance.repository"),
+        (("provenance", "run_id"), "1/../2", "provenance.run_id"),
+        (("records", 0, "script", "sha256"), "../" + "a" * 61, "records.0.script.sha256"),
+    ],
+)
+def test_markup_or_a_path_in_a_schema_identifier_is_refused_naming_the_field(tmp_path, path, value, field):
+    data = make_results([make_record("a-claim")]).model_dump(mode="json")
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    file = tmp_path / "ids.json"
+    file.write_text(json.dumps(data))
+    with pytest.raises(InvalidFileError) as raised:
+        read_results(file)
+    assert field in {p.field for p in raised.value.problems}, raised.value.problems
+    assert all(p.path == file for p in raised.value.problems)
