@@ -503,3 +503,13 @@ def test_markup_or_a_path_in_a_schema_identifier_is_refused_naming_the_field(tmp
         read_results(file)
     assert field in {p.field for p in raised.value.problems}, raised.value.problems
     assert all(p.path == file for p in raised.value.problems)
+
+
+def test_a_figure_linked_out_of_the_results_folder_leaves_its_record_out(kb, tmp_path_factory):
+    secret = tmp_path_factory.mktemp("outside") / "secret.png"
+    secret.write_bytes(b"\x89PNG secret")
+    figure = kb / "results" / "figures" / "x" / "a-claim" / "figure-1.png"
+    figure.parent.mkdir(parents=True)
+    figure.symlink_to(secret)
+    problems = rejected(kb, make_results([record(kb, figures=["figures/x/a-claim/figure-1.png"]), record(kb, "b-claim")]))
+    assert fields(problems) == {"records.0.figures.0"} and "outside the repository" in problems[0].message

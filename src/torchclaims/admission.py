@@ -25,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 from .backends import all_backends
 from .claims import Claim
 from .errors import Problem
+from .fileio import leaves
 from .records import Environment, ResultRecord, combine
 from .results import ResultsFile
 from .script_history import ScriptHistory
@@ -145,7 +146,7 @@ class Admission:
         for index, record in enumerate(results.records):
             found = [
                 Problem(path, f"records.{index}.{name}", f"claim {record.claim_id}: {message}")
-                for name, message in self._record_problems(record, results)
+                for name, message in self._record_problems(record, results, path.parent)
             ]
             if found:
                 admitted.problems.extend(found)
@@ -154,8 +155,12 @@ class Admission:
                 admitted.records.append(record)
         return admitted
 
-    def _record_problems(self, record: ResultRecord, results: ResultsFile) -> list[tuple[str, str]]:
+    def _record_problems(self, record: ResultRecord, results: ResultsFile, folder: Path) -> list[tuple[str, str]]:
         found = []
+        for index, figure in enumerate(record.figures):  # a page publishes the figure: it must lie in the file's folder
+            outside = leaves(folder / figure, folder)
+            if outside:
+                found.append((f"figures.{index}", f"{figure} {outside}"))
         expected = expected_verdict(record)
         if record.verdict is not expected:
             checks = ", ".join(c.outcome.value for c in record.checks) or "none"
