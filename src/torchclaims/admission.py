@@ -34,7 +34,7 @@ from .script_history import ScriptHistory
 CLOCK_SKEW = timedelta(minutes=15)
 UNAVAILABLE = "(unavailable)"  # what the fingerprint records for an unusable backend
 DISTRIBUTION = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")  # a distribution name (PEP 508)
-TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")  # accelerator runtimes: "cuda", "hip" = "6.2.41133-dd7f95766"
+TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")  # runtimes ("hip" = "6.2.41133-dd7f95766"), Python
 VERSION = re.compile(r"^[0-9][0-9A-Za-z._+!-]{0,99}$")  # a version as PEP 440 writes it (its normal form's characters)
 DEVICE = re.compile(r"^[a-z][a-z0-9_]{0,39}(:[0-9]{1,4})?$")  # "cuda:0", "xla:0", "cpu"
 
@@ -65,9 +65,11 @@ def is_version(text: str) -> bool:
 def identifier_problems(env: Environment) -> list[tuple[str, str]]:
     """(field, message) for each identifier of ``env`` that breaks its grammar."""
     found = []
-    for name, value in (("torch", env.torch), ("torchclaims", env.torchclaims), ("python", env.python)):
+    for name, value in (("torch", env.torch), ("torchclaims", env.torchclaims)):
         if not is_version(value):
             found.append((name, f"{value!r} is not a version (PEP 440)"))
+    if not TOKEN.match(env.python):  # platform.python_version() of a development build ends in '+', outside PEP 440
+        found.append(("python", f"{env.python!r}: letters, digits and '._+-' only"))
     for name, value in env.packages.items():
         if not DISTRIBUTION.match(name):
             found.append(("packages", f"{name!r} is not a distribution name (PEP 508)"))
