@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
 
 import pytest
 from datetime import timedelta
@@ -218,15 +219,24 @@ def test_a_committed_file_names_its_commit_author_and_the_command_its_label_give
     assert sent.origin == "sent.json" and sent.source.mark == "submitted by hand, not reproduced"
     assert "submitted by hand (my laptop); not reproduced by the project; added in commit" in sent.source.describe()
     assert new.origin == "new.json" and "no commit adding it is known in this checkout" in new.source.describe()
+    # A later change by someone else is named too, and so is an edit not committed yet.
+    sweep_file = tmp_path / "results" / "sweep.json"
+    sweep_file.write_text(sweep_file.read_text().replace('"duration_s": 1.5', '"duration_s": 2.5'))
+    subprocess.run(["git", "-c", "user.name=Someone Else", "-c", "user.email=s@e", "commit", "-qam", "edit"], cwd=tmp_path, check=True)
+    sweep_file.write_text(sweep_file.read_text().replace('"duration_s": 2.5', '"duration_s": 3.5'))
+    store = load_store({}, None, tmp_path / "results", admission=Admission.for_project(tmp_path, load_claims(tmp_path / "claims").claims))
+    described = store.entries["a-claim"][0].source.describe()
+    assert "added in commit" in described and "by Ada Maintainer" in described
+    assert "last changed in commit" in described and "by Someone Else" in described and "changed since, not committed" in described
 
 
 def test_a_pages_digest_moves_when_only_the_source_of_its_record_moves():
-    from torchclaims.provenance import Commit, Source
+    from torchclaims.provenance import Commit, FileHistory, Source
     from torchclaims.store import Entry, Store
 
     record = make_record("a-claim")
     digests = []
-    for committed in (None, Commit("c" * 40, "Ada", "2026-03-01")):
+    for committed in (None, FileHistory(Commit("c" * 40, "Ada", "2026-03-01"))):
         store = Store()
         store.add(Entry(record, "x.json", "sweep: torch 2.13.0", Source(Trust.BY_HAND, "x.json", "sweep: torch 2.13.0", committed=committed)))
         digests.append(store.digest(["a-claim"]))

@@ -13,7 +13,8 @@ nothing, so a verdict's :class:`Source` ranks it:
 
 A lower rank never outranks a higher one for the same matrix column. Besides
 the rank, a source says what the repository itself knows of the file: the
-commit that added it and its author (:func:`commits_adding`), facts a reader
+commit that added it, the one that changed it last and their authors
+(:func:`file_histories`), facts a reader
 can check with ``git log``, and the command its label says made it.
 """
 
@@ -102,48 +103,77 @@ class Trust(IntEnum):
 
 @dataclass(frozen=True)
 class Commit:
-    """The commit that added a file to the repository, as git tells it."""
+    """One commit, as git tells it."""
 
     sha: str
     author: str
     date: str  # YYYY-MM-DD
 
     def describe(self) -> str:
-        return f"added in commit {self.sha[:12]} by {self.author} on {self.date}"
+        return f"commit {self.sha[:12]} by {self.author} on {self.date}"
 
 
-def commits_adding(directory: Path) -> dict[str, Commit]:
-    """file name -> the commit that added it, for the files git tracks directly in ``directory``
+@dataclass(frozen=True)
+class FileHistory:
+    """What git knows of one results file: who added it, who changed it last, and
+    whether the file differs from its last commit."""
+
+    last: Commit
+    added: Commit | None = None  # None: the addition lies beyond a shallow clone's history
+    uncommitted: bool = False
+
+    def describe(self) -> str:
+        parts = [f"added in {self.added.describe()}" if self.added else "its addition is not in this clone's history"]
+        if self.last != self.added:
+            parts.append(f"last changed in {self.last.describe()}")
+        if self.uncommitted:
+            parts.append("changed since, not committed")
+        return ", ".join(parts)
+
+
+def file_histories(directory: Path) -> dict[str, FileHistory]:
+    """file name -> its git history, for the files git tracks directly in ``directory``
     (one ``git log`` for all of them; empty outside a git checkout)."""
-    if shutil.which("git") is None or not directory.is_dir():
+    log = _git(directory, "log", "--no-renames", "--format=%x1e%H%x1f%an%x1f%as", "--name-status", "--relative", "--", ".")
+    if log is None:
         return {}
-    try:
-        run = subprocess.run(
-            ["git", "log", "--diff-filter=A", "--no-renames", "--format=%x1e%H%x1f%an%x1f%as", "--name-only", "--relative", "--", "."],
-            cwd=directory, capture_output=True, text=True, errors="replace", timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    added: dict[str, Commit] = {}
     boundary = _shallow_boundary(directory)
-    for block in run.stdout.split("\x1e")[1:] if run.returncode == 0 else []:
-        head, _, names = block.partition("\n")
+    last: dict[str, Commit] = {}
+    added: dict[str, Commit] = {}
+    for block in log.split("\x1e")[1:]:  # newest first
+        head, _, changes = block.partition("\n")
         sha, author, date = (head.split("\x1f") + ["", ""])[:3]
         if sha in boundary:
-            continue  # in a shallow clone the oldest commit shows every file as added: who added them is unknown here
-        for name in names.splitlines():
-            if name and "/" not in name:
-                added.setdefault(name, Commit(sha, author[:NAME_CHARS], date))  # newest first: a re-added file keeps its last addition
-    return added
+            continue  # a shallow clone's oldest commit shows every file as added: what it did is unknown here
+        commit = Commit(sha, author[:NAME_CHARS], date)
+        for line in changes.splitlines():
+            status, _, name = line.partition("\t")
+            if not name or "/" in name:
+                continue
+            last.setdefault(name, commit)
+            if status == "A":
+                added.setdefault(name, commit)  # a file added twice keeps its last addition
+    dirty = set((_git(directory, "diff", "--name-only", "--relative", "HEAD", "--", ".") or "").splitlines())
+    return {name: FileHistory(commit, added.get(name), name in dirty) for name, commit in last.items()}
+
+
+def _git(directory: Path, *args: str) -> str | None:
+    if shutil.which("git") is None or not directory.is_dir():
+        return None
+    try:
+        run = subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True, errors="replace", timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return run.stdout if run.returncode == 0 else None
 
 
 def _shallow_boundary(directory: Path) -> set[str]:
     """The commits where a shallow clone's history is cut (none in a full clone)."""
+    path = _git(directory, "rev-parse", "--path-format=absolute", "--git-path", "shallow")
     try:
-        run = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-path", "shallow"], cwd=directory, capture_output=True, text=True, timeout=60)
-        return set(Path(run.stdout.strip()).read_text().split()) if run.returncode == 0 else set()
-    except (OSError, subprocess.TimeoutExpired):
-        return set()
+        return set(Path(path.strip()).read_text().split()) if path else set()
+    except OSError:
+        return set()  # no such file: not a shallow clone
 
 
 def made_by(label: str) -> str:
@@ -161,7 +191,7 @@ class Source:
     provenance: Provenance | None = None
     attestation_url: str = ""  # where GitHub shows the attestation
     attested_run: str = ""  # the run the attestation names
-    committed: Commit | None = None  # what git says of the file, when it is tracked
+    committed: FileHistory | None = None  # what git says of the file, when it is tracked
     attestation: Attestation | None = None  # what this build verified: its evidence is published
 
     @property

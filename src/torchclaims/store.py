@@ -20,7 +20,7 @@ from .attestation import Verifier, stray_notes
 from .backends import all_backends
 from .errors import InvalidFileError, Problem
 from .fileio import leaves
-from .provenance import Commit, Source, Trust, commits_adding
+from .provenance import FileHistory, Source, Trust, file_histories
 from .records import Environment, ResultRecord, read_record, record_key
 from .results import read_results
 
@@ -149,7 +149,7 @@ def load_store(
         store.add(Entry(record, THIS_BUILD))
     if results_dir is not None and results_dir.is_dir():
         store.problems.extend(stray_notes(results_dir))
-        committed = commits_adding(results_dir)
+        committed = file_histories(results_dir)
         for path in sorted(results_dir.glob("*.json")):
             for entry in results_entries(path, admission, store, verifier, committed.get(path.name)):
                 store.add(entry)
@@ -162,7 +162,7 @@ def load_store(
     return store
 
 
-def results_entries(path: Path, admission: Admission, store: Store, verifier: Verifier | None = None, committed: Commit | None = None) -> list[Entry]:
+def results_entries(path: Path, admission: Admission, store: Store, verifier: Verifier | None = None, committed: FileHistory | None = None) -> list[Entry]:
     """The admitted records of one results file, each with its source; what is
     wrong with the file goes to the store's problems (and rejections)."""
     outside = leaves(path, path.parent.parent)  # results/ lies in the repository root
