@@ -59,6 +59,8 @@ torchclaims_parallel = os.environ.get("TORCHCLAIMS_JOBS", str(os.cpu_count() or 
 torchclaims_force = os.environ.get("TORCHCLAIMS_FORCE", "0")
 torchclaims_execute = os.environ.get("TORCHCLAIMS_EXECUTE", "1")
 torchclaims_max_age_days = os.environ.get("TORCHCLAIMS_MAX_AGE_DAYS", "90")
+# OWNER/REPO: verify the results files' attestations with gh (the publish workflow sets it).
+torchclaims_verify_attestations = os.environ.get("TORCHCLAIMS_VERIFY_ATTESTATIONS", "")
 # nox -s docs builds into _build/sphinx; the extension then publishes the site
 # into this folder without doctrees, sources or build information.
 torchclaims_publish_dir = os.environ.get("TORCHCLAIMS_PUBLISH_DIR", "_build/html")

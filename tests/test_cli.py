@@ -156,7 +156,7 @@ def test_show_with_claim_ids_prints_every_record_in_full(tmp_path, capsys):
     assert main(["show", "a-claim", "b-claim", "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "a-claim: 2 record(s)" in out and "b-claim: 0 record(s) (not run)" in out
-    assert out.index("[this machine]") < out.index("[cpu.json: submitted by hand, not reproduced")  # newest first
+    assert out.index("[this machine]") < out.index("[cpu.json: submitted by hand")  # newest first
     assert "Claim a-claim: HOLDS" in out and "Claim a-claim: REFUTED" in out
     assert main(["show", "no-such-claim", "--root", str(tmp_path)]) == 2
 
@@ -263,3 +263,16 @@ def test_unknown_command_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as info:
         main(["frobnicate"])
     assert info.value.code == 2
+
+
+@pytest.mark.parametrize("command", [["lint"], ["show"], ["verify"], ["merge", "x.json"]])
+def test_a_root_that_does_not_exist_is_a_usage_error(tmp_path, capsys, command):
+    assert main([*command, "--root", str(tmp_path / "nowhere")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+
+
+def test_an_unknown_backend_is_a_usage_error_before_anything_runs(tmp_path, capsys):
+    make_kb(tmp_path, "a-claim")
+    assert main(["verify", "--backend", "bogus", "--root", str(tmp_path)]) == 2
+    assert "unknown backend 'bogus'" in capsys.readouterr().err
+    assert not (tmp_path / "_build").exists()

@@ -93,9 +93,9 @@ def test_every_results_file_shown_is_published_as_json_and_csv(tmp_path):
     (site / "downloads" / "gone.csv").write_text("a file the site no longer shows")
     written = write_downloads(site, store, None, results)
     stems = [d.stem for d in written]
-    assert stems == ["earlier-builds/cpu-a-20260301T120000", "results/xla-run"]  # no build file without build records
-    assert (site / "downloads/results/xla-run.json").read_bytes() == original.read_bytes()  # byte for byte
-    assert "xla,xla:0,XLA CPU (Test CPU),torch_xla 2.9.0" in (site / "downloads/results/xla-run.csv").read_text()
+    assert stems == ["earlier-builds/cpu-a-20260301T120000", "results/xla_run_"]  # no build file without build records
+    assert (site / "downloads/results/xla_run_.json").read_bytes() == original.read_bytes()  # byte for byte
+    assert "xla,xla:0,XLA CPU (Test CPU),torch_xla 2.9.0" in (site / "downloads/results/xla_run_.csv").read_text()
     assert json.loads((site / "downloads/earlier-builds/cpu-a-20260301T120000.json").read_text())["claim_id"] == "a"
     assert not (site / "downloads" / "gone.csv").exists()
     assert download_for(Entry(make_record("a"), THIS_BUILD)).json == "downloads/torchclaims-results.json"

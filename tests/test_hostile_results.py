@@ -4,9 +4,12 @@ outside its folder, and never stops a reader (or costs the other files)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
+from pathlib import Path
 
+import factories
 import pytest
 from factories import STARTED, make_environment, make_kb, make_record, make_results, script_info, write_results_file
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +22,7 @@ from torchclaims.admission import Admission
 from torchclaims.claims import load_claims
 from torchclaims.errors import InvalidFileError
 from torchclaims.provenance import Trust
-from torchclaims.records import CheckResult, Verdict, now, read_record
+from torchclaims.records import CheckResult, ScriptInfo, Verdict, now, read_record
 from torchclaims.results import read_results, write_results
 from torchclaims.store import THIS_BUILD, load_store
 
@@ -226,7 +229,7 @@ def test_a_declared_workflow_run_without_attestation_counts_as_submitted_by_hand
     store = load_store({}, None, kb / "results", admission=admission(kb))
     (entry,) = store.entries["a-claim"]
     assert entry.source.trust is Trust.BY_HAND
-    assert "declares workflow" in entry.source.describe() and "no verified attestation" in entry.source.describe()
+    assert "declares workflow" in entry.source.describe() and "no attestation verified by this build" in entry.source.describe()
 
 
 # -- merge -------------------------------------------------------------------------
@@ -238,10 +241,18 @@ def test_merge_never_writes_outside_its_folder(kb, torch):
     source = write_results_file(kb / "sent.json", [record(kb, environment=env)], env)
     run = cli("merge", str(source), "--into", str(kb / "results"), "--root", str(kb))
     assert_clean_exit(run)
-    assert run.returncode == 0, run.stderr
-    written = [p for p in kb.rglob("*.json") if p.name != "sent.json"]
-    assert [p.parent for p in written] == [kb / "results"], written
-    assert ".." not in written[0].name and "/" not in written[0].name
+    assert run.returncode == 3 and "[environment.torch]" in run.stderr and "is not a version (PEP 440)" in run.stderr, run.stderr
+    assert [p for p in kb.rglob("*.json") if p.name != "sent.json"] == []
+
+
+@pytest.mark.parametrize("torch", ["2.13.0/../../x", "../../../escaped"])
+def test_a_name_made_from_data_never_leaves_its_folder(tmp_path, torch):
+    """Behind admission, the file name itself is confined (defence in depth)."""
+    from torchclaims.results import destination
+
+    env = make_environment(torch=torch, packages={"torch": torch})
+    path = destination(tmp_path, make_results([make_record("a-claim", environment=env)], env))
+    assert path.parent == tmp_path.resolve() and ".." not in path.name
 
 
 def test_merge_refuses_a_forged_file_whole_and_copies_nothing(kb):
@@ -268,3 +279,237 @@ def test_a_corrupt_earlier_record_is_replaced_not_fatal(tmp_path):
     outcome = run_claims(tmp_path, timeout=120)
     assert outcome.records["kb-holds"].verdict is Verdict.HOLDS
     assert read_record(corrupt).verdict is Verdict.HOLDS  # a valid record again
+
+
+# -- identifiers: markup and path characters -----------------------------------------
+
+MARKUP = '2.9 <img src=x onerror=alert(document.domain)>'
+TRAVERSAL = "9.9.9/../../../../tmp/x"
+
+
+@pytest.mark.parametrize("value", [MARKUP, TRAVERSAL, "2.9.0\n# Title", "`{raw} html`"])
+@pytest.mark.parametrize(
+    "where, field",
+    [
+        (lambda v: dict(torch=v, packages={"torch": v}), "environment.torch"),
+        (lambda v: dict(packages={"torch": "2.13.0", "torch_xla": v}), "environment.packages.torch_xla"),
+        (lambda v: dict(packages={"torch": "2.13.0", v: "1.0"}), "environment.packages"),
+        (lambda v: dict(python=v), "environment.python"),
+        (lambda v: dict(torchclaims=v), "environment.torchclaims"),
+        (lambda v: dict(accelerator_runtime={"cuda": v}), "environment.accelerator_runtime"),
+        (lambda v: dict(device=v), "environment.device"),
+    ],
+)
+def test_markup_or_a_path_in_an_identifier_rejects_the_file(kb, value, where, field):
+    env = make_environment(**where(value))
+    problems = rejected(kb, make_results([record(kb, environment=env), record(kb, "b-claim", environment=env)], env))
+    assert field in fields(problems), problems
+    line = next(str(p) for p in problems if p.field == field)
+    assert "x.json" in line and "\n" not in line.replace(repr(value), "")  # one line, naming file and field
+
+
+def test_a_results_file_with_markup_in_a_version_is_refused_by_merge_and_changes_nothing(kb):
+    env = make_environment(packages={"torch": "2.13.0", "torch_xla": MARKUP})
+    source = write_results_file(kb / "sent.json", [record(kb, environment=env)], env)
+    before = {p: p.read_bytes() for p in kb.rglob("*") if p.is_file()}
+    run = cli("merge", str(source), "--into", str(kb / "results"), "--root", str(kb))
+    assert_clean_exit(run)
+    assert run.returncode == 3
+    (line,) = [line for line in run.stderr.splitlines() if "[environment.packages.torch_xla]" in line]
+    assert "sent.json" in line and "is not a version (PEP 440)" in line
+    assert {p: p.read_bytes() for p in kb.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize("version", ["2.13.0", "2.13.0+cu128", "2.9.0rc1", "2.10.0.dev20260101+cpu", "1!2.0"])
+def test_every_pep_440_version_is_admitted(kb, version):
+    env = make_environment(packages={"torch": "2.13.0", "transformers": version})
+    assert rejected(kb, make_results([record(kb, environment=env)], env)) == []
+
+
+def test_a_cuda_file_with_a_cpu_build_of_torch_is_refused(kb):
+    env = make_environment(**CUDA, torch="2.13.0+cpu", packages={"torch": "2.13.0"})
+    problems = rejected(kb, make_results([record(kb, environment=env)], env))
+    assert fields(problems) == {"environment.torch"} and "CPU-only build" in problems[0].message
+
+
+def test_a_nan_duration_is_refused_with_its_field(tmp_path):
+    path = write_results_file(tmp_path / "nan.json", [make_record("a-claim")])
+    path.write_text(path.read_text().replace('"duration_s": 1.5', '"duration_s": NaN'))
+    with pytest.raises(InvalidFileError) as raised:
+        read_results(path)
+    assert [p.field for p in raised.value.problems] == ["records.0.duration_s"]
+
+
+@pytest.mark.parametrize("path", ["README.md", "/etc/hostname", "gallery/b_claim.py", "gallery/../claims/a-claim.toml"])
+def test_a_record_whose_script_is_not_its_claims_script_is_rejected(kb, path):
+    """The history of another file would vouch for nothing: the digest of README.md matches README.md."""
+    (kb / "README.md").write_text("read me")
+    target = kb / path if not path.startswith("/") else Path(path)
+    digest = hashlib.sha256(target.read_bytes()).hexdigest() if target.is_file() else "0" * 64
+    forged = record(kb).model_copy(update={"script": ScriptInfo(path=path, sha256=digest)})
+    problems = rejected(kb, make_results([forged]))
+    assert fields(problems) == {"records.0.script.path"}
+    assert "is not the claim's script, gallery/a_claim.py" in problems[0].message
+
+
+def test_bidi_controls_in_text_are_neutralised(kb):
+    check = CheckResult(name="abc\u202edcba", outcome=Verdict.HOLDS)
+    path = kb / "results" / "bidi.json"
+    write_results(path, make_results([record(kb, checks=[check], reason="\u2067x\u2069")], label="\u202egnp.exe"))
+    results = read_results(path)
+    assert results.label == "\ufffdgnp.exe" and results.records[0].checks[0].name == "abc\ufffddcba"
+    factories.write_claim(kb / "claims", "c-claim", title="Title \u202eTXET")
+    assert load_claims(kb / "claims").claims["c-claim"].title == "Title \ufffdTXET"
+
+
+# -- links out of the repository -----------------------------------------------------
+
+
+def test_links_out_of_the_repository_are_refused_with_one_line_each(kb, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    secret = outside / "secret.py"
+    secret.write_text("SECRET = 1\n")
+    (kb / "gallery" / "a_claim.py").unlink()
+    (kb / "gallery" / "a_claim.py").symlink_to(secret)
+    elsewhere = write_results_file(outside / "linked.json", [record(kb, "b-claim")])
+    (kb / "results" / "linked.json").symlink_to(elsewhere)
+    factories.write_claim(outside, "c-claim")
+    (kb / "claims" / "c-claim.toml").symlink_to(outside / "c-claim.toml")
+    (kb / "results" / "inside.json").symlink_to(write_results_file(kb / "kept.json", [record(kb, "b-claim", verdict="refuted")]))
+
+    claims = load_claims(kb / "claims")
+    (claim_problem,) = claims.problems
+    assert claim_problem.path.name == "c-claim.toml" and "outside the repository" in claim_problem.message
+    from torchclaims.execution import unrunnable
+
+    assert "outside the repository" in unrunnable(kb / "gallery" / "a_claim.py", "gallery/a_claim.py")
+    store = load_store({}, None, kb / "results", admission=admission(kb))
+    (results_problem,) = store.problems
+    assert results_problem.path.name == "linked.json" and "outside the repository" in results_problem.message
+    assert [e.origin for e in store.history("b-claim")] == ["inside.json"]  # a link within the repository is read
+    from torchclaims.script_history import ScriptHistory
+
+    assert ScriptHistory(kb).versions("gallery/a_claim.py") == set()  # the linked file vouches for no record
+
+
+def test_a_script_version_counts_only_from_the_history_of_its_own_path(tmp_path):
+    import subprocess
+
+    make_kb(tmp_path, "a-claim", "b-claim")
+    git = lambda *args: subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@e", "add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "kb")
+    old_b = hashlib.sha256((tmp_path / "gallery" / "b_claim.py").read_bytes()).hexdigest()
+    (tmp_path / "gallery" / "b_claim.py").write_text("# changed\n")
+    from torchclaims.script_history import ScriptHistory
+
+    history = ScriptHistory(tmp_path)
+    assert old_b in history.versions("gallery/b_claim.py") and old_b not in history.versions("gallery/a_claim.py")
+
+
+# -- nothing a user made is lost ---------------------------------------------------------
+
+
+def test_merge_says_which_file_it_duplicates_or_shadows(kb):
+    first = write_results_file(kb / "first.json", [record(kb), record(kb, "b-claim")], label="box")
+    assert cli("merge", str(first), "--into", str(kb / "results"), "--root", str(kb)).returncode == 0
+    (kept,) = (kb / "results").glob("*.json")
+    later = dict(created=STARTED + timedelta(hours=1))
+    same = write_results_file(kb / "same.json", [record(kb, started_at=STARTED + timedelta(hours=1))], label="box", **later)
+    run = cli("merge", str(same), "--into", str(kb / "results"), "--root", str(kb))
+    assert run.returncode == 0, run.stderr
+    assert f"note: duplicates {kept.name}: the same environment, provenance and label (1 claim in both)" in run.stdout
+    other = write_results_file(kb / "other.json", [record(kb, "b-claim", started_at=STARTED + timedelta(hours=2))], label="laptop",
+                               created=STARTED + timedelta(hours=2))
+    run = cli("merge", str(other), "--into", str(kb / "results"), "--root", str(kb))
+    assert f"note: shadows {kept.name} in the column 'cpu · torch 2.13.0': for the 1 claim in both, the site shows the newer record" in run.stdout
+    assert len(list((kb / "results").glob("*.json"))) == 3  # merge never replaces a file
+
+
+def test_upgrade_pages_take_only_validated_tokens():
+    from torchclaims.sphinxext.upgrade_pages import myst_token
+
+    for token in ("torch", "2.13.0", "2.13.0+cu128", "torch_xla", "2.10.0rc1"):
+        assert myst_token(token) == token
+    for bad in (MARKUP, TRAVERSAL, "..", "a/b", "2.9.0\n# x", "`x`", "{upgrade}", "", "1!2.0"):
+        with pytest.raises(ValueError, match="not a name or version"):
+            myst_token(bad)
+
+
+def test_verify_output_reruns_a_cached_record_that_lost_its_figures_and_says_so(tmp_path):
+    from kb import write_claim as write_kb_claim
+
+    write_kb_claim(tmp_path, "kb-figure", "figure")
+    first = cli("verify", "--root", str(tmp_path), "--output", str(tmp_path / "one"))
+    assert first.returncode == 0, first.stderr
+    cached = tmp_path / "_build" / "records" / "cpu" / "kb-figure.json"
+    assert read_record(cached).figures  # a plain run keeps them
+    # What a site build leaves: the same record, its figures on the gallery page only.
+    cached.write_text(cached.read_text().replace('"kb-figure/figure-1.png"', "").replace('"figures": [\n    \n  ]', '"figures": []'))
+    assert read_record(cached).figures == []
+    second = cli("verify", "--root", str(tmp_path), "--output", str(tmp_path / "two"))
+    assert second.returncode == 0, second.stderr
+    assert "running kb-figure (its cached record has no figures although the script draws" in second.stdout
+    (path,) = (tmp_path / "two").glob("*.json")
+    (shown,) = read_results(path).records
+    assert shown.figures and all((path.parent / figure).is_file() for figure in shown.figures)
+    third = cli("verify", "--root", str(tmp_path), "--output", str(tmp_path / "three"))
+    assert "running kb-figure" not in third.stdout  # a record with its figures is reused
+
+
+def test_with_backend_auto_a_record_without_its_figures_is_left_out_and_named(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from kb import write_claim as write_kb_claim
+
+    from torchclaims.claims import load_claims as load
+    from torchclaims.cli import FiguresKept
+    from torchclaims.execution import Settings
+
+    write_kb_claim(tmp_path, "kb-figure", "figure")
+    write_kb_claim(tmp_path, "kb-holds", "holds")
+    claims = load(tmp_path / "claims").executable()
+    kept = FiguresKept(Settings(root=tmp_path, backend="auto"))
+    assert kept.reasons(claims[0]) == []  # the records' folder is not known yet
+    outcome = SimpleNamespace(records={c.id: make_record(c.id) for c in claims}, reran={})
+    assert kept.refused(claims, outcome) == ["kb-figure"]  # kb-holds draws nothing
+    outcome.reran = {"kb-figure": "ran"}
+    assert kept.refused(claims, outcome) == []
+
+
+@pytest.mark.parametrize(
+    "path, value, field",
+    [
+        (("records", 0, "claim_id"), MARKUP, "records.0.claim_id"),
+        (("records", 0, "claim_id"), "../a-claim", "records.0.claim_id"),
+        (("environment", "backend"), "cpu/../x", "environment.backend"),
+        (("records", 0, "figures"), ["../../outside.png"], "records.0.figures.0"),
+        (("records", 0, "figures"), ['<img src=x onerror=alert(1)>.png'], "records.0.figures.0"),
+        (("provenance", "repository"), "o/r<script>", "provenance.repository"),
+        (("provenance", "run_id"), "1/../2", "provenance.run_id"),
+        (("records", 0, "script", "sha256"), "../" + "a" * 61, "records.0.script.sha256"),
+    ],
+)
+def test_markup_or_a_path_in_a_schema_identifier_is_refused_naming_the_field(tmp_path, path, value, field):
+    data = make_results([make_record("a-claim")]).model_dump(mode="json")
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    file = tmp_path / "ids.json"
+    file.write_text(json.dumps(data))
+    with pytest.raises(InvalidFileError) as raised:
+        read_results(file)
+    assert field in {p.field for p in raised.value.problems}, raised.value.problems
+    assert all(p.path == file for p in raised.value.problems)
+
+
+def test_a_figure_linked_out_of_the_results_folder_leaves_its_record_out(kb, tmp_path_factory):
+    secret = tmp_path_factory.mktemp("outside") / "secret.png"
+    secret.write_bytes(b"\x89PNG secret")
+    figure = kb / "results" / "figures" / "x" / "a-claim" / "figure-1.png"
+    figure.parent.mkdir(parents=True)
+    figure.symlink_to(secret)
+    problems = rejected(kb, make_results([record(kb, figures=["figures/x/a-claim/figure-1.png"]), record(kb, "b-claim")]))
+    assert fields(problems) == {"records.0.figures.0"} and "outside the repository" in problems[0].message

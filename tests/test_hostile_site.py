@@ -6,6 +6,7 @@ file, renders no markup from the input, and marks what was submitted by hand."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from datetime import timedelta
@@ -23,6 +24,8 @@ from torchclaims.results import ResultsFile, write_results
 # Fields whose format is fixed (patterns, enums, dates) keep their valid values.
 STRUCTURAL = {"format", "schema_version", "created", "started_at", "verdict", "outcome", "claim_id", "backend", "device", "sha256"}
 STRUCTURAL |= {"figures", "kind", "repository", "commit", "run_id", "run_attempt", "duration_s"}
+# Identifiers are checked against their grammar on admission (markup-version.json carries markup in one).
+STRUCTURAL |= {"torch", "python", "torchclaims", "packages", "accelerator_runtime", "path"}
 
 
 def poisoned(value, key: str = ""):
@@ -30,7 +33,7 @@ def poisoned(value, key: str = ""):
     if key in STRUCTURAL:
         return value
     if isinstance(value, dict):
-        free_keys = key in ("conditions", "env_vars", "packages", "inputs", "accelerator_runtime")
+        free_keys = key in ("conditions", "env_vars", "inputs")
         return {(f"{k} {PAYLOAD}" if free_keys else k): poisoned(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [poisoned(v, key) for v in value]
@@ -100,8 +103,47 @@ def site(tmp_path_factory):
     (root / "gallery" / "kb_badscript.py").write_bytes(HEADER.format(id="kb-badscript").encode() + b"# caf\xe9\n")
     (root / "claims" / "latin.toml").write_bytes('id = "latin"\ntitle = "caf\xe9"\n'.encode("latin-1"))
     write_results_files(root)
+    write_outside_links(root, tmp_path_factory.mktemp("outside"))
+    write_claim(root, "kb-bidi", "holds")
+    bidi = (root / "claims" / "kb-bidi.toml").read_text().replace('title = "Claim kb-bidi"', 'title = "Claim kb-bidi \u202eTXET"')
+    (root / "claims" / "kb-bidi.toml").write_text(bidi)
+    before = sources(root)
     run = build(root)
+    assert sources(root) == before, "the build changed a file outside _build and the generated gallery pages"
     return root, run
+
+
+def sources(root: Path) -> dict[str, bytes]:
+    """Every file outside what a build may write (_build, the generated gallery pages)."""
+    generated = ("_build/", "docs/auto_gallery/")
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink() and not p.relative_to(root).as_posix().startswith(generated)
+    }
+
+
+SECRET = "TC-SECRET-4242"
+
+
+def write_outside_links(root: Path, outside: Path) -> None:
+    """Links out of the repository in claims/, gallery/ and results/, and a forged attestation note."""
+    (outside / "secret.py").write_text(f'"""\nClaim kb-linked\n===============\n"""\nprint("{SECRET}")\n')
+    write_claim(root, "kb-linked", "holds")
+    (root / "gallery" / "kb_linked.py").unlink()
+    (root / "gallery" / "kb_linked.py").symlink_to(outside / "secret.py")
+    write_claim(outside, "kb-far", "holds")
+    (root / "claims" / "kb-far.toml").symlink_to(outside / "claims" / "kb-far.toml")
+    env = make_environment(torch="9.9.9", packages={"torch": "9.9.9"})
+    write_results(outside / "linked.json", make_results([make_record("kb-holds", "refuted", script=script_info(root, "kb-holds"), environment=env)], env))
+    (root / "results" / "linked.json").symlink_to(outside / "linked.json")
+    digest = hashlib.sha256((root / "results" / "hostile.json").read_bytes()).hexdigest()
+    note = {"format": "torchclaims-attestation", "results_sha256": digest, "repository": "torchclaims/torchclaims",
+            "signer_workflow": ".github/workflows/accelerators.yml", "commit": "c" * 40,
+            "run_url": "https://github.com/torchclaims/torchclaims/actions/runs/1", "verified_at": "2026-03-01T12:00:00Z",
+            "verified_with": "gh attestation verify"}
+    (root / "results" / "attestations").mkdir()
+    (root / "results" / "attestations" / "hostile.json").write_text(json.dumps(note))
 
 
 def write_results_files(root: Path) -> None:
@@ -122,6 +164,11 @@ def write_results_files(root: Path) -> None:
     future = make_results([make_record("kb-holds", script=info, environment=build_env, started_at=soon)], build_env, created=soon)
     write_results(results / "future.json", future)
     (results / "deep.json").write_text('{"format": "torchclaims-results", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    for name, bad in (("markup-version.json", {"numpy": PAYLOAD}), ("path-version.json", {"numpy": "9.9.9/../../../../tmp/x"})):
+        wrong = make_environment(torch="9.9.7", packages={"torch": "9.9.7", **bad})
+        write_results(results / name, make_results([make_record("kb-holds", script=info, environment=wrong)], wrong))
+    nan = make_results([make_record("kb-holds", script=info, environment=env)], env).model_dump(mode="json")
+    (results / "nan.json").write_text(json.dumps(nan).replace('"duration_s": 1.5', '"duration_s": NaN'))
     with (results / "huge.json").open("wb") as handle:
         handle.truncate(limits.LIMITS.results_file_bytes + 1)
 
@@ -155,6 +202,13 @@ def test_no_markup_from_the_input_renders(site):
         ("cuda-on-cpu.json", "[environment.device]"),
         ("future.json", "[created]"),
         ("kb_html.py", "raw directive"),
+        ("markup-version.json", "[environment.packages.numpy]"),
+        ("path-version.json", "[environment.packages.numpy]"),
+        ("nan.json", "[records.0.duration_s]"),
+        ("linked.json", "outside the repository"),
+        ("kb_linked.py", "outside the repository"),
+        ("kb-far.toml", "outside the repository"),
+        ("attestations/hostile.json", "cannot attest a results file"),
     ],
 )
 def test_each_bad_file_is_named_with_its_problem(site, name, field):
@@ -183,3 +237,24 @@ def test_a_flooded_page_is_bounded(site):
     assert "output cut here" in page_text(page)
     doctree = root / "_build" / "html" / ".doctrees" / "docs" / "auto_gallery" / "kb_html.doctree"
     assert doctree.stat().st_size < limits.LIMITS.page_output_bytes * 3 + 200_000
+
+
+def test_what_leaves_the_repository_or_breaks_a_grammar_shows_nothing(site):
+    root, run = site
+    pages = [p for p in (root / "_build" / "html").rglob("*") if p.is_file() and p.suffix in (".html", ".md", ".txt", ".json", ".csv", ".js")]
+    text = {p: p.read_text(errors="replace") for p in pages}
+    assert not [p for p, t in text.items() if SECRET in t]  # the linked script's content is published nowhere
+    assert not [p for p, t in text.items() if "9.9.7" in t]  # no record of the rejected files (only the line saying why)
+    assert not [p for p, t in text.items() if "\u202e" in t]
+    assert "Claim kb-bidi \ufffdTXET" in html(root, "docs/topic")
+    assert not [p for p, t in text.items() if "nan s" in t]
+    for line in run.stderr.splitlines():
+        if "outside the repository" in line or "cannot attest" in line:
+            assert line.count("\n") == 0 and ("[" not in line or "]" in line)
+
+
+def test_a_forged_attestation_note_marks_nothing_attested(site):
+    root, _ = site
+    topic = html(root, "docs/topic")
+    assert "attested" not in topic.replace("no attestation verified by this build", "")
+    assert "project workflow, attested" not in (root / "_build" / "html" / "docs" / "matrix.html").read_text()

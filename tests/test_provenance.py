@@ -7,13 +7,16 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
 
 import pytest
-from factories import make_kb, make_record, script_info, write_results_file
+from datetime import timedelta
+
+from factories import STARTED, make_kb, make_record, script_info, write_results_file
 from hostile import assert_clean_exit, cli
 
 from torchclaims.admission import Admission
-from torchclaims.attestation import sidecar_path
+from torchclaims.attestation import Verifier, verifier_from
 from torchclaims.claims import load_claims
 from torchclaims.errors import UsageError
 from torchclaims.provenance import Provenance, Trust, from_github_actions
@@ -30,6 +33,7 @@ GITHUB = {
     "GITHUB_SHA": COMMIT,
     "RUNNER_NAME": "gpu-box-1",
 }
+STARTED_LATER = STARTED + timedelta(days=1)
 RUN = Provenance(kind="workflow", repository=REPOSITORY, workflow=".github/workflows/accelerators.yml", run_id="4242", run_attempt="1", commit=COMMIT, runner="gpu-box-1")
 
 
@@ -97,36 +101,79 @@ def merge(root, path, env):
     return cli("merge", str(path), "--into", str(root / "results"), "--root", str(root), "--verify-attestation", REPOSITORY, env=env)
 
 
-def entry_of(root):
-    store = load_store({}, None, root / "results", admission=Admission.for_project(root, load_claims(root / "claims").claims))
+def entry_of(root, verifier=None):
+    admission = Admission.for_project(root, load_claims(root / "claims").claims)
+    store = load_store({}, None, root / "results", admission=admission, verifier=verifier)
     return store, store.entries.get("a-claim", [None])[0]
 
 
-def test_a_verified_attestation_makes_the_file_the_projects_own(sent):
+def use_gh(monkeypatch, env):
+    monkeypatch.setenv("PATH", env["PATH"])
+
+
+def test_a_file_is_attested_only_when_this_process_verified_it(sent, monkeypatch):
     root, path, digest = sent
     run = merge(root, path, fake_gh(root, verification(digest)))
     assert_clean_exit(run)
     assert run.returncode == 0, run.stderr
-    assert "attested, run 4242" in run.stdout
+    assert "attestation verified, run 4242" in run.stdout
+    assert not (root / "results" / "attestations").exists()  # merge leaves no note that could stand in for a verification
     store, entry = entry_of(root)
+    assert store.problems == [] and entry.source.trust is Trust.BY_HAND  # nothing verified it in this load
+    assert "no attestation verified by this build" in entry.source.describe()
+    use_gh(monkeypatch, fake_gh(root, verification(digest)))
+    store, entry = entry_of(root, Verifier(REPOSITORY))
     assert store.problems == []
     assert entry.source.trust is Trust.ATTESTED and entry.source.mark == "project workflow, attested"
+    assert '"sourceRepositoryDigest"' in entry.source.attestation.evidence  # gh's answer, kept as the evidence
 
 
-def test_an_attested_file_changed_afterwards_falls_back_to_submitted_by_hand(sent):
+def test_a_forged_attestation_note_is_refused_with_one_line(sent, monkeypatch):
+    """A hand-written note repeating the file's digest and provenance is never evidence."""
+    root, path, digest = sent
+    assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0
+    (copy,) = (root / "results").glob("*.json")
+    note = root / "results" / "attestations" / copy.name
+    note.parent.mkdir()
+    note.write_text(json.dumps({"format": "torchclaims-attestation", "results_sha256": digest, "repository": REPOSITORY,
+                                "signer_workflow": ".github/workflows/accelerators.yml", "commit": COMMIT,
+                                "run_url": f"https://github.com/{REPOSITORY}/actions/runs/4242/attempts/1",
+                                "verified_at": "2026-03-01T12:00:00Z", "verified_with": "gh attestation verify"}))
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    store, entry = entry_of(root)
+    assert entry.source.trust is Trust.BY_HAND and entry.source.mark == "submitted by hand, not reproduced"
+    (problem,) = store.problems
+    assert problem.path == note and "cannot attest" in problem.message
+    run = cli("show", "--root", str(root), "a-claim")
+    assert "GitHub artifact attestation verified" not in run.stdout and "no attestation verified by this build" in run.stdout
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_a_file_changed_after_merge_fails_the_builds_verification(sent, monkeypatch):
     root, path, digest = sent
     assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0
     (copy,) = (root / "results").glob("*.json")
     copy.write_text(copy.read_text().replace('"label": "test runner"', '"label": "edited"'))
-    store, entry = entry_of(root)
+    use_gh(monkeypatch, fake_gh(root, verification(digest)))  # gh attests the old bytes only
+    store, entry = entry_of(root, Verifier(REPOSITORY))
     assert entry.source.trust is Trust.BY_HAND
-    assert any(p.field == "results_sha256" and p.path == sidecar_path(copy) for p in store.problems)
+    assert [p.field for p in store.problems] == ["attestation"] and store.problems[0].path == copy
+
+
+def test_the_verification_setting_is_checked_once(monkeypatch, tmp_path):
+    assert verifier_from("") is None
+    with pytest.raises(UsageError, match="OWNER/REPO"):
+        verifier_from("not a repository")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UsageError, match="GitHub CLI"):
+        verifier_from(REPOSITORY)
 
 
 @pytest.mark.parametrize(
     "answer, code, says",
     [
         ("", 1, "gh attestation verify failed"),
+        ("unknown command \"attestation\" for \"gh\"", 1, "gh attestation verify failed"),  # Debian's gh 2.23
         ("[]", 0, "cannot read"),
         (verification("0" * 64), 0, "cannot read"),  # attests other content
         (verification("{digest}", repository="someone/else"), 0, "attested for someone/else"),
@@ -139,3 +186,76 @@ def test_a_failed_or_mismatched_attestation_keeps_the_file_out(sent, answer, cod
     assert_clean_exit(run)
     assert run.returncode == 3 and says in run.stderr, run.stderr
     assert list(root.glob("results/*.json")) == []
+
+
+# -- what the repository knows of a committed file --------------------------------------
+
+
+def git(root, *args):
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.name=Ada Maintainer", "-c", "user.email=ada@example.org", *args], cwd=root, check=True, capture_output=True)
+
+
+def test_a_committed_file_names_its_commit_author_and_the_command_its_label_gives(tmp_path):
+    from torchclaims.release_sweep import LABEL_PREFIX
+    from torchclaims.provenance import SWEEP_LABEL_PREFIX
+
+    assert LABEL_PREFIX == SWEEP_LABEL_PREFIX
+    make_kb(tmp_path, "a-claim", "b-claim")
+    info = lambda claim_id: script_info(tmp_path, claim_id)  # noqa: E731
+    write_results_file(tmp_path / "results" / "sweep.json", [make_record("a-claim", script=info("a-claim"))], label="sweep: torch 2.13.0 on cpu")
+    write_results_file(tmp_path / "results" / "sent.json", [make_record("b-claim", script=info("b-claim"))], label="my laptop")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "results")
+    write_results_file(tmp_path / "results" / "new.json", [make_record("b-claim", script=info("b-claim"), started_at=STARTED_LATER)], created=STARTED_LATER)
+    store = load_store({}, None, tmp_path / "results", admission=Admission.for_project(tmp_path, load_claims(tmp_path / "claims").claims))
+    (sweep,) = store.entries["a-claim"]
+    sent, new = sorted(store.entries["b-claim"], key=lambda e: e.origin)[::-1]
+    assert sweep.source.mark == "sweep run, not reproduced"
+    assert "made by torchclaims sweep, its label says (sweep: torch 2.13.0 on cpu)" in sweep.source.describe()
+    assert "added in commit" in sweep.source.describe() and "by Ada Maintainer on" in sweep.source.describe()
+    assert sent.origin == "sent.json" and sent.source.mark == "submitted by hand, not reproduced"
+    assert "submitted by hand (my laptop); not reproduced by the project; added in commit" in sent.source.describe()
+    assert new.origin == "new.json" and "no commit adding it is known in this checkout" in new.source.describe()
+    # A later change by someone else is named too, and so is an edit not committed yet.
+    sweep_file = tmp_path / "results" / "sweep.json"
+    sweep_file.write_text(sweep_file.read_text().replace('"duration_s": 1.5', '"duration_s": 2.5'))
+    subprocess.run(["git", "-c", "user.name=Someone Else", "-c", "user.email=s@e", "commit", "-qam", "edit"], cwd=tmp_path, check=True)
+    sweep_file.write_text(sweep_file.read_text().replace('"duration_s": 2.5', '"duration_s": 3.5'))
+    store = load_store({}, None, tmp_path / "results", admission=Admission.for_project(tmp_path, load_claims(tmp_path / "claims").claims))
+    described = store.entries["a-claim"][0].source.describe()
+    assert "added in commit" in described and "by Ada Maintainer" in described
+    assert "last changed in commit" in described and "by Someone Else" in described and "changed since, not committed" in described
+
+
+def test_a_pages_digest_moves_when_only_the_source_of_its_record_moves():
+    from torchclaims.provenance import Commit, FileHistory, Source
+    from torchclaims.store import Entry, Store
+
+    record = make_record("a-claim")
+    digests = []
+    for committed in (None, FileHistory(Commit("c" * 40, "Ada", "2026-03-01"))):
+        store = Store()
+        store.add(Entry(record, "x.json", "sweep: torch 2.13.0", Source(Trust.BY_HAND, "x.json", "sweep: torch 2.13.0", committed=committed)))
+        digests.append(store.digest(["a-claim"]))
+    assert digests[0] != digests[1]
+
+
+def test_the_evidence_of_a_verification_is_published_beside_the_file(sent, monkeypatch):
+    from torchclaims.downloads import download_for, write_downloads
+
+    root, path, digest = sent
+    assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0
+    use_gh(monkeypatch, fake_gh(root, verification(digest)))
+    store, entry = entry_of(root, Verifier(REPOSITORY))
+    site = root / "site"
+    write_downloads(site, store, None, root / "results")
+    evidence = json.loads((site / download_for(entry).attestation).read_text())
+    assert evidence["results_sha256"] == digest and json.loads(evidence["evidence"])[0]["verificationResult"]
+    write_downloads(site, store, None, root / "results")  # a second build keeps it
+    assert (site / download_for(entry).attestation).is_file()
+    unverified, _ = entry_of(root)
+    write_downloads(site, unverified, None, root / "results")  # a build that verified nothing publishes no evidence
+    assert not (site / download_for(entry).attestation).exists()

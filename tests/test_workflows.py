@@ -205,6 +205,9 @@ def test_publish_merges_only_attested_files():
     merge = next(step for _, step in steps(workflow) if step.get("name") == "Merge them into results/")
     assert '--verify-attestation "$GITHUB_REPOSITORY"' in merge["run"]
     assert workflow["jobs"]["build"]["permissions"]["attestations"] == "read"
+    # The build verifies every attestation again: nothing merge wrote could mark a file attested.
+    build = next(step for _, step in steps(workflow) if step.get("name") == "Build the site")
+    assert build["env"]["TORCHCLAIMS_VERIFY_ATTESTATIONS"] == "${{ github.repository }}" and "GH_TOKEN" in build["env"]
 
 
 def test_accelerators_scripts_take_no_expressions():

@@ -4,22 +4,28 @@ Schema validation (torchclaims.results) says a file is well formed; this module
 says whether what it states can be true: every verdict follows from its checks
 (recomputed with :func:`torchclaims.records.combine`, the one rule), the
 environment fits the backend it names, no date lies in the future, and each
-record belongs to a known claim and ran a known version of its script. A
-record that fails is left out, and each failure is one line naming the file
-and the field. ``merge`` refuses a file with any such line; the site, ``show``
-and ``diff`` keep the other records.
+record belongs to a known claim and ran a known version of its script. Every
+identifier that later names a file, a page or a column is checked against its
+grammar here, once (PEP 440 for package versions, PEP 508 for distribution
+names), so no reader has to filter it. A record that fails is left out, and
+each failure is one line naming the file and the field. ``merge`` refuses a
+file with any such line; the site, ``show`` and ``diff`` keep the other records.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from .backends import all_backends
 from .claims import Claim
 from .errors import Problem
+from .fileio import leaves
 from .records import Environment, ResultRecord, combine
 from .results import ResultsFile
 from .script_history import ScriptHistory
@@ -27,6 +33,10 @@ from .script_history import ScriptHistory
 # Clocks of the machines that ran a file may be a little ahead of ours.
 CLOCK_SKEW = timedelta(minutes=15)
 UNAVAILABLE = "(unavailable)"  # what the fingerprint records for an unusable backend
+DISTRIBUTION = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")  # a distribution name (PEP 508)
+TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")  # runtimes ("hip" = "6.2.41133-dd7f95766"), Python
+VERSION = re.compile(r"^[0-9][0-9A-Za-z._+!-]{0,99}$")  # a version as PEP 440 writes it (its normal form's characters)
+DEVICE = re.compile(r"^[a-z][a-z0-9_]{0,39}(:[0-9]{1,4})?$")  # "cuda:0", "xla:0", "cpu"
 
 
 @dataclass
@@ -43,8 +53,41 @@ def expected_verdict(record: ResultRecord):
     return combine([check.outcome for check in record.checks])
 
 
+def is_version(text: str) -> bool:
+    """Whether ``text`` is a version as PEP 440 writes it (local labels such as '+cu128' included)."""
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return VERSION.match(text) is not None  # PEP 440 also allows surrounding spaces and a leading 'v'; a file name does not
+
+
+def identifier_problems(env: Environment) -> list[tuple[str, str]]:
+    """(field, message) for each identifier of ``env`` that breaks its grammar."""
+    found = []
+    for name, value in (("torch", env.torch), ("torchclaims", env.torchclaims)):
+        if not is_version(value):
+            found.append((name, f"{value!r} is not a version (PEP 440)"))
+    if not TOKEN.match(env.python):  # platform.python_version() of a development build ends in '+', outside PEP 440
+        found.append(("python", f"{env.python!r}: letters, digits and '._+-' only"))
+    for name, value in env.packages.items():
+        if not DISTRIBUTION.match(name):
+            found.append(("packages", f"{name!r} is not a distribution name (PEP 508)"))
+        elif not is_version(value):
+            found.append((f"packages.{name}", f"{value!r} is not a version (PEP 440)"))
+    for name, value in env.accelerator_runtime.items():
+        if not (TOKEN.match(name) and TOKEN.match(value)):
+            found.append(("accelerator_runtime", f"{name!r} = {value!r}: letters, digits and '._+-' only"))
+    if env.device != UNAVAILABLE and not DEVICE.match(env.device):
+        found.append(("device", f"{env.device!r} is not a device string such as 'cuda:0'"))
+    return [(f"environment.{name}", message) for name, message in found]
+
+
 def environment_problems(env: Environment) -> list[tuple[str, str]]:
     """(field, message) for each way ``env`` does not fit the backend it names."""
+    malformed = identifier_problems(env)
+    if malformed:
+        return malformed  # the checks below read these fields
     backend = all_backends().get(env.backend)
     if backend is None:
         return [("environment.backend", f"unknown backend {env.backend!r}")]
@@ -60,6 +103,8 @@ def environment_problems(env: Environment) -> list[tuple[str, str]]:
         found.append(
             ("environment.accelerator_runtime", f"backend {env.backend} needs a torch build for {backend.runtime}; torch {env.torch} is {build} build")
         )
+    if backend.runtime and _local(env.torch) == "cpu":
+        found.append(("environment.torch", f"torch {env.torch} is a CPU-only build; backend {env.backend} needs one for {backend.runtime}"))
     if env.backend == "cuda" and "hip" in runtimes:
         found.append(("environment.accelerator_runtime", "a ROCm (HIP) build of torch runs backend rocm, not cuda"))
     if backend.primary_package != "torch" and backend.primary_package not in env.packages:
@@ -73,6 +118,11 @@ def environment_problems(env: Environment) -> list[tuple[str, str]]:
 
 def _release(version: str) -> str:
     return version.split("+", 1)[0]
+
+
+def _local(version: str) -> str:
+    """The local label of a version: 'cpu' for '2.13.0+cpu'."""
+    return version.partition("+")[2].lower()
 
 
 @dataclass
@@ -98,7 +148,7 @@ class Admission:
         for index, record in enumerate(results.records):
             found = [
                 Problem(path, f"records.{index}.{name}", f"claim {record.claim_id}: {message}")
-                for name, message in self._record_problems(record, results)
+                for name, message in self._record_problems(record, results, path.parent)
             ]
             if found:
                 admitted.problems.extend(found)
@@ -107,8 +157,12 @@ class Admission:
                 admitted.records.append(record)
         return admitted
 
-    def _record_problems(self, record: ResultRecord, results: ResultsFile) -> list[tuple[str, str]]:
+    def _record_problems(self, record: ResultRecord, results: ResultsFile, folder: Path) -> list[tuple[str, str]]:
         found = []
+        for index, figure in enumerate(record.figures):  # a page publishes the figure: it must lie in the file's folder
+            outside = leaves(folder / figure, folder)
+            if outside:
+                found.append((f"figures.{index}", f"{figure} {outside}"))
         expected = expected_verdict(record)
         if record.verdict is not expected:
             checks = ", ".join(c.outcome.value for c in record.checks) or "none"
@@ -130,9 +184,11 @@ class Admission:
             return [("claim_id", "no such claim in claims/ (renamed or removed?)")]
         if not claim.executable:
             return [("claim_id", "the claim is attributed: it carries no verdict")]
+        if record.script.path != claim.script:  # any other file's history would vouch for nothing
+            return [("script.path", f"{record.script.path!r} is not the claim's script, {claim.script}")]
         if self.scripts is None:
             return []
-        known = self.scripts.versions(record.script.path) | self.scripts.versions(claim.script)
+        known = self.scripts.versions(claim.script)
         if record.script.sha256 in known:
             return []
         where = "its git history" if self.scripts.git else "the current file (no git history here)"

@@ -2,12 +2,14 @@
 
 The workflow attests every results file it uploads (actions/attest-build-provenance):
 GitHub signs a statement binding the file's sha256 to the repository, commit
-and workflow run. ``torchclaims merge --verify-attestation OWNER/REPO`` checks
-that signature with ``gh attestation verify`` and, when it holds, writes what
-was verified beside the file, in ``attestations/<file name>``. Loading a results
-file reads that note back and accepts it only when it names this very file
-(same sha256) and agrees with the provenance the file states; anyone can
-re-check it with the command the note records.
+and workflow run. Only a verification that runs here can make a verdict
+"attested": :class:`Verifier` runs ``gh attestation verify`` on the file
+itself, in this process (``merge --verify-attestation`` before a file is
+merged, and the site build when ``TORCHCLAIMS_VERIFY_ATTESTATIONS`` names the
+repository, as the publish workflow does), and keeps gh's answer as the
+evidence, published beside the file. Nothing read from the repository can
+stand in for it: a file that repeats a digest proves nothing, so a note under
+``results/attestations/`` is reported and ignored.
 """
 
 from __future__ import annotations
@@ -17,21 +19,22 @@ import json
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import InvalidFileError, Problem, UsageError, problems_from_validation
-from .fileio import read_json
+from .errors import InvalidFileError, Problem, UsageError
 from .limits import KIB, RecordName
 from .provenance import WORKFLOW, Provenance
-from .records import now, write_if_changed
+from .records import now
 
 ATTESTATION_FORMAT = "torchclaims-attestation"
 SIGNER_WORKFLOW = ".github/workflows/accelerators.yml"
 _RUN_URL = re.compile(r"^https://github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/actions/runs/(\d+)(/attempts/\d+)?$")
+EVIDENCE_CHARS = 256 * KIB
 _SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
@@ -49,6 +52,7 @@ class Attestation(BaseModel):
     runner_environment: RecordName = ""
     verified_at: datetime
     verified_with: RecordName  # the command that checked it
+    evidence: Annotated[str, Field(max_length=EVIDENCE_CHARS)] = ""  # what gh answered, kept as it said it
 
     @property
     def run_id(self) -> str:
@@ -57,10 +61,6 @@ class Attestation(BaseModel):
     @property
     def url(self) -> str:
         return f"https://github.com/{self.repository}/attestations"
-
-
-def sidecar_path(results_path: Path) -> Path:
-    return results_path.parent / "attestations" / results_path.name
 
 
 def file_sha256(path: Path) -> str:
@@ -99,6 +99,7 @@ def verify_with_gh(path: Path, repository: str) -> Attestation:
             runner_environment=certificate.get("runnerEnvironment", ""),
             verified_at=now(),
             verified_with=" ".join(command[:4] + ["<file>"] + command[5:9]),
+            evidence=run.stdout[:EVIDENCE_CHARS],
         )
     except (ValueError, KeyError, TypeError, StopIteration, AttributeError, ValidationError) as exc:
         raise InvalidFileError([Problem(path, "attestation", f"gh attestation verify gave an answer this version cannot read: {exc}")]) from None
@@ -107,34 +108,54 @@ def verify_with_gh(path: Path, repository: str) -> Attestation:
     return attestation
 
 
-def write_sidecar(results_path: Path, attestation: Attestation) -> Path:
-    path = sidecar_path(results_path)
-    write_if_changed(path, json.dumps(attestation.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
-    return path
+NOTES_DIR = "attestations"  # where earlier versions kept notes beside results files; never read as evidence
 
 
-def read_sidecar(results_path: Path, provenance: Provenance) -> tuple[Attestation | None, list[Problem]]:
-    """The attestation note of a results file, if there is one and it fits the file."""
-    path = sidecar_path(results_path)
-    if not path.is_file():
-        return None, []
-    try:
-        attestation = Attestation.model_validate(read_json(path, 64 * KIB))
-    except InvalidFileError as exc:
-        return None, exc.problems
-    except ValidationError as exc:
-        return None, problems_from_validation(path, exc)
-    problems = disagreements(attestation, results_path, provenance)
-    return (None if problems else attestation), problems
+def stray_notes(results_dir: Path) -> list[Problem]:
+    """One line per file under ``results/attestations/``: none of them is evidence."""
+    folder = results_dir / NOTES_DIR
+    return [
+        Problem(path, "", "ignored: a file in the repository cannot attest a results file; "
+                "attestations are verified when the site is built (TORCHCLAIMS_VERIFY_ATTESTATIONS)")
+        for path in (sorted(folder.iterdir()) if folder.is_dir() else [])
+    ]
+
+
+@dataclass
+class Verifier:
+    """Verifies the attestations of results files against ``repository``, here and now."""
+
+    repository: str
+
+    def check(self, path: Path, provenance: Provenance) -> tuple[Attestation | None, list[Problem]]:
+        """The verified attestation of a file that declares a workflow run, or why there is none."""
+        if provenance.kind != WORKFLOW:
+            return None, []
+        try:
+            attestation = verify_with_gh(path, self.repository)
+        except InvalidFileError as exc:
+            return None, exc.problems
+        problems = disagreements(attestation, path, provenance)
+        return (None if problems else attestation), problems
+
+
+def verifier_from(setting: str | None, name: str = "TORCHCLAIMS_VERIFY_ATTESTATIONS") -> Verifier | None:
+    """The verifier a setting names ('OWNER/REPO'), or None when it is empty."""
+    setting = (setting or "").strip()
+    if not setting:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", setting):
+        raise UsageError(f"{name} must name a repository as OWNER/REPO, not {setting!r}")
+    if shutil.which("gh") is None:
+        raise UsageError(f"{name} needs the GitHub CLI (gh) on PATH to verify attestations")
+    return Verifier(setting)
 
 
 def disagreements(attestation: Attestation, results_path: Path, provenance: Provenance) -> list[Problem]:
     """Where an attestation does not fit the results file it is said to be about."""
     problems = []
     if attestation.results_sha256 != file_sha256(results_path):
-        problems.append(
-            Problem(sidecar_path(results_path), "results_sha256", f"names other content than {results_path.name} (the file changed after it was attested)")
-        )
+        problems.append(Problem(results_path, "attestation", "names other content than this file (it changed while it was verified)"))
     if provenance.kind != WORKFLOW:
         problems.append(Problem(results_path, "provenance.kind", "the file says it was made by hand, but an attestation names a workflow run"))
     elif (provenance.repository.lower(), provenance.commit, provenance.run_id) != (

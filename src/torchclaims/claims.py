@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 from . import limits
 from .backends import BACKEND_NAMES
 from .errors import InvalidFileError, Problem, problems_from_validation
-from .fileio import decode_utf8, read_bytes
+from .fileio import decode_utf8, leaves, read_bytes
 from .topics import TOPICS
 
 CLAIM_ID = r"^[a-z0-9]+(-[a-z0-9]+)*$"
@@ -109,7 +109,7 @@ class Claim(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Annotated[str, Field(pattern=CLAIM_ID, description="kebab-case; equals the file name")]
-    title: Annotated[str, Field(min_length=3, max_length=120)]
+    title: Annotated[str, Field(min_length=3, max_length=120), limits.NEUTRAL]
     proposition: Annotated[
         str,
         Field(
@@ -117,6 +117,7 @@ class Claim(BaseModel):
             max_length=limits.STATEMENT_CHARS,
             description="What this project checks (or, for an attributed claim, restates)",
         ),
+        limits.NEUTRAL,
     ]
     kind: ClaimKind
     topic: str = Field(description="One of: " + ", ".join(TOPICS))
@@ -249,7 +250,13 @@ def load_claim(path: Path) -> Claim:
 def load_claims(claims_dir: Path) -> ClaimSet:
     """Load every ``*.toml`` record; a broken record is reported, never fatal."""
     result = ClaimSet()
+    root = claims_dir.absolute().parent
     for path in sorted(claims_dir.glob("*.toml")):
+        outside = leaves(path, root)
+        if outside:
+            result.problems.append(Problem(path, "", outside))
+            result.broken.add(path.stem)
+            continue
         try:
             claim = load_claim(path)
         except InvalidFileError as exc:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from . import config
 from .admission import Admission
-from .backends import BACKEND_ENV_VAR, requested_backend
+from .attestation import verifier_from
+from .backends import BACKEND_ENV_VAR, requested_backend, resolve_backend
 from .changes import describe
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, Problem, TorchclaimsError, UsageError
@@ -38,7 +39,10 @@ class ExitCode(IntEnum):
 
 
 def _root(args) -> Path:
-    return Path(args.root).resolve()
+    root = Path(args.root).resolve()
+    if not root.is_dir():
+        raise UsageError(f"--root {args.root}: no such directory")
+    return root
 
 
 def _admission(root: Path) -> Admission:
@@ -63,6 +67,9 @@ def cmd_verify(args) -> ExitCode:
     records_dir = config.directory(args.records_dir, "--records-dir") if args.records_dir else None
     jobs = config.count(args.jobs, "--jobs")
     provenance = from_github_actions() if args.workflow_run else None
+    backend = requested_backend(args.backend)
+    if backend != "auto":
+        resolve_backend(backend)  # an unknown name is a usage error here, before any process starts
     claims = load_claims(root / "claims")
     for problem in claims.problems:
         print(f"warning: skipping broken record: {problem}", file=sys.stderr)
@@ -74,7 +81,7 @@ def cmd_verify(args) -> ExitCode:
         selected = [c for c in selected if c.id in args.claims]
     settings = Settings(
         root=root,
-        backend=requested_backend(args.backend),
+        backend=backend,
         timeout=timeout,
         parallel=jobs,
         records_dir=records_dir,
@@ -82,11 +89,17 @@ def cmd_verify(args) -> ExitCode:
         require_usable=True,  # a results file never holds a backend that could not run
         results_dir=root / "results",  # their durations order a first run (scheduling.py)
     )
+    figures = FiguresKept(settings)
     try:
-        outcome = verify(selected, settings, log=print, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+        outcome = verify(
+            selected, settings, extra_reasons=figures.reasons, log=print, warn=lambda m: print(f"warning: {m}", file=sys.stderr)
+        )
     except KeyboardInterrupt as exc:
         raise KeyboardInterrupt(f"{exc or 'interrupted'}; no results file written") from None
-    records = [outcome.records[c.id] for c in selected if c.id in outcome.records]
+    refused = figures.refused(selected, outcome)
+    if refused:
+        print(f"left out of the results file: {', '.join(refused)}: {NO_FIGURES}; run again with --force", file=sys.stderr)
+    records = [outcome.records[c.id] for c in selected if c.id in outcome.records and c.id not in refused]
     results = build_results(records, outcome.probe.environment, label=args.label, provenance=provenance)
     output = Path(args.output) if args.output else root / "_build" / "results"
     executable = {c.id for c in claims.executable()}
@@ -98,6 +111,41 @@ def cmd_verify(args) -> ExitCode:
         print(f"{len(errored)} claim(s) could not be verified (error): {', '.join(errored)}", file=sys.stderr)
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+NO_FIGURES = "its cached record has no figures although the script draws (a site build keeps them on the gallery page only)"
+
+
+class FiguresKept:
+    """A results file never goes out without the figures its records had: a claim
+    whose cached record lost them (a site build made it) re-runs, and one that could
+    not (``--backend auto`` knows the records' folder only after probing) is left out."""
+
+    def __init__(self, settings):
+        from .cache import InputScanner
+
+        self.settings, self.scanner = settings, InputScanner(settings.root)
+
+    def lost(self, claim, record) -> bool:
+        if not record.checks or record.figures:
+            return False
+        return any(module.split(".")[0] == "matplotlib" for module in self.scanner.uses_of(self.settings.root / claim.script))
+
+    def reasons(self, claim) -> list[str]:
+        """extra_reasons for verify."""
+        from .execution import record_path
+
+        if self.settings.backend == "auto":
+            return []
+        try:
+            record = read_record(record_path(self.settings, self.settings.backend, claim.id))
+        except InvalidFileError:
+            return []  # absent or unreadable: it runs anyway
+        return [NO_FIGURES] if self.lost(claim, record) else []
+
+    def refused(self, claims, outcome) -> list[str]:
+        """Claims whose record would go out without its figures; they are left out of the results file."""
+        return [c.id for c in claims if c.id in outcome.records and c.id not in outcome.reran and self.lost(c, outcome.records[c.id])]
 
 
 def print_table(records) -> None:
@@ -230,7 +278,8 @@ def cmd_show(args) -> ExitCode:
         raise UsageError(f"results directory {results_dir} does not exist (use --results-dir)")
     claims = load_claims(root / "claims")
     _report(claims.problems, "skipped")
-    store = load_store({}, None, results_dir, admission=Admission.for_project(root, claims.claims))
+    verifier = verifier_from(os.environ.get("TORCHCLAIMS_VERIFY_ATTESTATIONS"))  # attested only when verified now
+    store = load_store({}, None, results_dir, admission=Admission.for_project(root, claims.claims), verifier=verifier)
     _report(store.problems)
     if args.claims:
         unknown = sorted(set(args.claims) - set(claims.claims))

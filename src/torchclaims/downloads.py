@@ -7,18 +7,21 @@ records and each earlier build's record are published the same way (and a
 coverage table, by the coverage-table directive, one line per cell). The CSV has
 one row per measurement (a check without measurements, or a record without
 checks, still has its row), so a spreadsheet can filter by any column. Text a
-stranger wrote never reaches a spreadsheet as a formula. Free of Sphinx imports.
+stranger wrote never reaches a spreadsheet as a formula (:func:`csv_cell`, the
+one place a value becomes a cell); file names come from :func:`fileio.safe_name`.
+Where this build verified a file's attestation, gh's answer is published beside
+it as the evidence. Free of Sphinx imports.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .fileio import safe_name
 from .records import ResultRecord, record_json, write_if_changed
 from .results import ResultsFile, write_results
 from .store import EARLIER_BUILD, THIS_BUILD, Entry, Store, version_label
@@ -46,10 +49,10 @@ class Download:
     def csv(self) -> str:
         return f"{FOLDER}/{self.stem}.csv"
 
-
-def _safe(name: str) -> str:
-    """A file name fit for a URL, whatever a contributor called the file."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-") or "results"
+    @property
+    def attestation(self) -> str:
+        """What ``gh attestation verify`` answered when this build verified the file."""
+        return f"{FOLDER}/{self.stem}.attestation.json"
 
 
 def download_for(entry: Entry) -> Download:
@@ -59,11 +62,11 @@ def download_for(entry: Entry) -> Download:
     if entry.origin == EARLIER_BUILD:
         record = entry.record
         stamp = record.started_at.strftime("%Y%m%dT%H%M%S")
-        return Download(f"earlier-builds/{_safe(record.environment.backend)}-{record.claim_id}-{stamp}")
-    return Download(f"results/{_safe(Path(entry.origin).stem)}")
+        return Download(f"earlier-builds/{safe_name(record.environment.backend)}-{record.claim_id}-{stamp}")
+    return Download(f"results/{safe_name(Path(entry.origin).stem)}")
 
 
-def _text(value) -> str:
+def csv_cell(value) -> str:
     """A CSV field: numbers as numbers; text starting like a formula is quoted as text."""
     if value is None:
         return ""
@@ -79,7 +82,7 @@ def table_csv(table: SweepTable) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([table.item, "column", "outcome", "samples", "detail"])
     for cells in table.cells():
-        writer.writerow([_text(value) for value in cells[:3]] + [_text(cells[4]), _text(cells[3])])
+        writer.writerow([csv_cell(value) for value in cells[:3]] + [csv_cell(cells[4]), csv_cell(cells[3])])
     return out.getvalue()
 
 
@@ -98,7 +101,7 @@ def records_csv(records: list[ResultRecord]) -> str:
             head = [check.name, check.outcome.value, check.detail]
             rows += [head + [m.name, m.value, m.unit, m.tolerance] for m in check.measurements] or [head + [""] * 4]
         for row in rows or [[""] * 7]:
-            writer.writerow([_text(v) for v in base + row])
+            writer.writerow([csv_cell(v) for v in base + row])
     return out.getvalue()
 
 
@@ -114,6 +117,7 @@ def write_downloads(outdir: Path, store: Store, build: ResultsFile | None, resul
     """Publish every results file the store holds entries of; returns what was written."""
     folder = outdir / FOLDER
     written: dict[str, Download] = {}
+    evidence: set[str] = set()
     for history in store.entries.values():
         for entry in history:
             download = download_for(entry)
@@ -129,11 +133,14 @@ def write_downloads(outdir: Path, store: Store, build: ResultsFile | None, resul
                 records = [entry.record]
             else:
                 _copy_if_changed(results_dir / entry.origin, outdir / download.json)  # as submitted (an attestation names its bytes)
+                if entry.source.attestation is not None:  # the evidence of the verification this build ran
+                    write_if_changed(outdir / download.attestation, entry.source.attestation.model_dump_json(indent=1) + "\n")
+                    evidence.add(download.attestation)
                 # The table holds what the site shows: the records the load checks admitted.
                 records = [e.record for shown in store.entries.values() for e in shown if e.origin == entry.origin]
             write_if_changed(outdir / download.csv, records_csv(records))
             written[download.stem] = download
     for stale in sorted(folder.rglob("*")) if folder.is_dir() else []:
-        if stale.is_file() and stale.relative_to(folder).with_suffix("").as_posix() not in written:
+        if stale.is_file() and stale.relative_to(folder).with_suffix("").as_posix() not in written and stale.relative_to(outdir).as_posix() not in evidence:
             stale.unlink()  # a file the site no longer shows
     return sorted(written.values(), key=lambda d: d.stem)

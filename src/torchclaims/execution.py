@@ -21,7 +21,7 @@ from . import limits
 from .cache import InputScanner, Staleness, cache_key, staleness
 from .claims import Claim, CompilerCaches
 from .errors import InvalidFileError, UsageError
-from .fileio import decode_utf8, read_bytes
+from .fileio import decode_utf8, leaves, read_bytes
 from .memo import ContentMemo
 from .probe_cache import cache_path, key_parts, recall, remember
 from .records import ResultRecord, Verdict, now, read_record, write_record
@@ -86,6 +86,9 @@ def unrunnable(script: Path, rel: str) -> str | None:
     """Why a script cannot be run at all (missing, too large, not UTF-8), or None."""
     if not script.is_file():
         return f"script {rel} does not exist"
+    outside = leaves(script, script.parents[len(Path(rel).parts) - 1])  # the project root
+    if outside:
+        return f"script {rel} {outside}"
     try:
         decode_utf8(script, read_bytes(script, limits.LIMITS.script_bytes, "script"))
     except InvalidFileError as exc:

@@ -1,4 +1,4 @@
-"""Reading untrusted files within bounds, naming files after data, and locking.
+"""Reading untrusted files within bounds and within the repository, naming files after data, and locking.
 
 Every failure is an InvalidFileError naming the file, so callers report it and
 carry on; nothing here lets a malformed file raise anything else.
@@ -85,6 +85,21 @@ def confined(directory: Path, name: str) -> Path:
     if path.parent != base and base not in path.parents:
         raise InvalidFileError([Problem(Path(name), "", f"the name would place a file outside {directory}")])
     return path
+
+
+def leaves(path: Path, root: Path) -> str | None:
+    """Why reading ``path`` would leave ``root`` (a link pointing out of it), or None.
+
+    claims/, gallery/ and results/ are read as the repository's own files; a
+    link out of the repository would publish whatever it points to.
+    """
+    try:
+        target, base = path.resolve(), root.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop
+        return f"cannot be followed: {exc}"
+    if target != base and base not in target.parents:
+        return f"is a link to {target}, outside the repository; it is not read"
+    return None
 
 
 @contextmanager

@@ -11,6 +11,7 @@ types below fix their lengths when the models are defined.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -64,8 +65,19 @@ def cut(limit: int):
     return AfterValidator(validate)
 
 
-RecordText = Annotated[str, cut(RECORD_TEXT_CHARS)]
-RecordName = Annotated[str, cut(RECORD_NAME_CHARS)]
+# Characters that reorder the text around them (the "Trojan Source" controls): a
+# title or a check name holding them would read differently than it is.
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _neutral(text: str) -> str:
+    """``text`` with each bidirectional control shown as U+FFFD, so nothing reads reversed."""
+    return BIDI_CONTROLS.sub("\ufffd", text)
+
+
+NEUTRAL = AfterValidator(_neutral)
+RecordText = Annotated[str, cut(RECORD_TEXT_CHARS), NEUTRAL]
+RecordName = Annotated[str, cut(RECORD_NAME_CHARS), NEUTRAL]
 ClaimId = Annotated[str, Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=100)]
 # Backend names become parts of file names: letters, digits, '_' and '-' only.
 BackendName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,40}$")]

@@ -14,9 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .admission import Admission
-from .attestation import disagreements, verify_with_gh, write_sidecar
+from .attestation import verifier_from
 from .errors import InvalidFileError, Problem, UsageError
 from .fileio import confined, locked
+from .store import column_label
 from .results import (
     ResultsFile,
     destination,
@@ -69,11 +70,14 @@ def merge_file(path: Path, target: Path, admission: Admission, attest_repository
 
     InvalidFileError lists every problem; nothing is copied then.
     """
+    verifier = verifier_from(attest_repository, "--verify-attestation")
     results = read_results(path)
     problems = admission.check(path, results).problems
-    attestation = verify_with_gh(path, attest_repository) if attest_repository and not problems else None
-    if attestation is not None:
-        problems += disagreements(attestation, path, results.provenance)
+    attestation = None
+    if verifier and not problems:
+        attestation, problems = verifier.check(path, results.provenance)
+        if attestation is None and not problems:
+            problems = [Problem(path, "provenance.kind", "the file says it was made by hand: there is no workflow run to attest")]
     if problems:
         raise InvalidFileError(problems)
     with locked(target):
@@ -88,7 +92,29 @@ def merge_file(path: Path, target: Path, admission: Admission, attest_repository
                 if source.is_file() and source != figure_copy:
                     figure_copy.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(source, figure_copy)
-        if attestation is not None:
-            write_sidecar(copy, attestation)
-    how = f"attested, run {attestation.run_id}" if attestation else results.provenance.describe()
-    return f"merged {path} -> {copy} ({results.backend}, {len(results.records)} records; {how})"
+        notes = overlaps(results, target, copy)
+    # Nothing is written for the attestation: the site build verifies it again (TORCHCLAIMS_VERIFY_ATTESTATIONS).
+    how = f"attestation verified, run {attestation.run_id}" if attestation else results.provenance.describe()
+    return "\n".join([f"merged {path} -> {copy} ({results.backend}, {len(results.records)} records; {how})", *notes])
+
+
+def overlaps(results: ResultsFile, folder: Path, keep: Path) -> list[str]:
+    """One note per file in ``folder`` that the merged file duplicates (the same run
+    configuration) or shadows (the same matrix column: the newer record of a claim is shown)."""
+    notes = []
+    column = column_label(results.environment)
+    mine = {r.claim_id for r in results.records}
+    for path in sorted(folder.glob("*.json")):
+        if path.resolve() == keep.resolve():
+            continue
+        try:
+            other = read_results(path)
+        except InvalidFileError:
+            continue  # the site reports it
+        shared = len(mine & {r.claim_id for r in other.records})
+        claims = f"{shared} claim{'s' if shared != 1 else ''}"
+        if same_run_configuration(other, results):
+            notes.append(f"note: duplicates {path.name}: the same environment, provenance and label ({claims} in both)")
+        elif column_label(other.environment) == column and shared:
+            notes.append(f"note: shadows {path.name} in the column {column!r}: for the {claims} in both, the site shows the newer record")
+    return notes

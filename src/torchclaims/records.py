@@ -68,6 +68,10 @@ def verdict_note(outcomes: list[Verdict]) -> str:
     return ", ".join(parts)
 
 
+# A duration is a finite number of seconds: a NaN would reach a page as "nan s".
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
 class Measurement(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -84,7 +88,7 @@ class CheckResult(BaseModel):
     outcome: Verdict
     detail: RecordText = ""
     measurements: list[Measurement] = Field(default_factory=list, max_length=limits.MAX_MEASUREMENTS)
-    duration_s: float = 0.0
+    duration_s: Seconds = 0.0
 
 
 class Environment(BaseModel):
@@ -160,7 +164,7 @@ class ResultRecord(BaseModel):
     checks: list[CheckResult] = Field(default_factory=list, max_length=limits.MAX_CHECKS)
     conditions: dict[RecordName, RecordText] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # model, inputs, method...
     started_at: datetime
-    duration_s: float
+    duration_s: Seconds
     script: ScriptInfo
     cache_key: RecordName = ""  # stamped by the runner; see torchclaims.cache
     inputs: dict[RecordName, RecordName] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # project file -> sha256

@@ -15,6 +15,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from .fileio import leaves
+
 
 class ScriptHistory:
     """sha256 of every known version of the scripts under ``root``, loaded lazily."""
@@ -28,13 +30,16 @@ class ScriptHistory:
         self.git = False
 
     def versions(self, script: str) -> set[str]:
-        """Known sha256 digests of ``script`` (a path relative to the root)."""
+        """Known sha256 digests of ``script`` (a path relative to the root): the
+        versions git recorded at that very path, and the file as it is now
+        (unless it is a link out of the repository)."""
         if self._versions is None:
             self._versions = self._load()
         known = set(self._versions.get(script, set()))
         if script not in self._current:  # every record of a script asks: the file is read once
+            path = self.root / script
             try:
-                self._current[script] = hashlib.sha256((self.root / script).read_bytes()).hexdigest()
+                self._current[script] = None if leaves(path, self.root) else hashlib.sha256(path.read_bytes()).hexdigest()
             except OSError:
                 self._current[script] = None
         if self._current[script] is not None:

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .admission import Admission
-from .attestation import read_sidecar
+from .attestation import Verifier, stray_notes
 from .backends import all_backends
 from .errors import InvalidFileError, Problem
-from .provenance import Source, Trust
+from .fileio import leaves
+from .provenance import FileHistory, Source, Trust, file_histories
 from .records import Environment, ResultRecord, read_record, record_key
 from .results import read_results
 
@@ -124,7 +125,8 @@ class Store:
         if claim_id not in self._claim_digests:
             h = hashlib.sha256()
             for entry in self.history(claim_id):
-                h.update(f"{claim_id}|{entry.origin}|".encode() + self._text_of[id(entry)].encode())
+                # The source too: a file verified, committed or relabelled reads differently on its page.
+                h.update(f"{claim_id}|{entry.origin}|{entry.source.mark}|{entry.source.describe()}|".encode() + self._text_of[id(entry)].encode())
             self._claim_digests[claim_id] = h.hexdigest()
         return self._claim_digests[claim_id]
 
@@ -135,17 +137,21 @@ def load_store(
     results_dir: Path | None,
     history_dir: Path | None = None,
     admission: Admission | None = None,
+    verifier: Verifier | None = None,
 ) -> Store:
     """Merge this build's records, earlier builds' superseded records and the
     records of every results file in ``results_dir`` that pass ``admission``
-    (by default the checks that need no claims: verdicts, environments, dates)."""
+    (by default the checks that need no claims: verdicts, environments, dates).
+    A file is attested only when ``verifier`` verifies its attestation now."""
     store = Store(build_environment=build_environment)
     admission = admission or Admission()
     for record in build_records.values():
         store.add(Entry(record, THIS_BUILD))
     if results_dir is not None and results_dir.is_dir():
+        store.problems.extend(stray_notes(results_dir))
+        committed = file_histories(results_dir)
         for path in sorted(results_dir.glob("*.json")):
-            for entry in results_entries(path, admission, store):
+            for entry in results_entries(path, admission, store, verifier, committed.get(path.name)):
                 store.add(entry)
     # After the results files, so a record merged into results/ is named by its file.
     for path in sorted(history_dir.rglob("*.json")) if history_dir and history_dir.is_dir() else []:
@@ -156,21 +162,25 @@ def load_store(
     return store
 
 
-def results_entries(path: Path, admission: Admission, store: Store) -> list[Entry]:
+def results_entries(path: Path, admission: Admission, store: Store, verifier: Verifier | None = None, committed: FileHistory | None = None) -> list[Entry]:
     """The admitted records of one results file, each with its source; what is
     wrong with the file goes to the store's problems (and rejections)."""
+    outside = leaves(path, path.parent.parent)  # results/ lies in the repository root
+    if outside:
+        store.problems.append(Problem(path, "", outside))
+        return []
     try:
         results = read_results(path)
     except InvalidFileError as exc:
         store.problems.extend(exc.problems)
         return []
     admitted = admission.check(path, results)
-    attestation, wrong = read_sidecar(path, results.provenance)
+    attestation, wrong = verifier.check(path, results.provenance) if verifier and admitted.records else (None, [])
     store.problems.extend(admitted.problems + wrong)
     for claim_id, problems in admitted.rejected.items():
         store.rejected.setdefault(claim_id, []).extend(problems)
     if attestation is not None:
-        source = Source(Trust.ATTESTED, path.name, results.label, results.provenance, attestation.url, attestation.run_url)
+        source = Source(Trust.ATTESTED, path.name, results.label, results.provenance, attestation.url, attestation.run_url, committed, attestation)
     else:
-        source = Source(Trust.BY_HAND, path.name, results.label, results.provenance)
+        source = Source(Trust.BY_HAND, path.name, results.label, results.provenance, committed=committed)
     return [Entry(record, path.name, results.label, source) for record in admitted.records]

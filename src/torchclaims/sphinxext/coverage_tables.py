@@ -19,7 +19,6 @@ missing.
 
 from __future__ import annotations
 
-import html
 import json
 import posixpath
 from pathlib import Path
@@ -33,7 +32,7 @@ from ..records import made_from, write_if_changed
 from ..store import Entry
 from ..coverage.table import SweepTable
 from .links import claim_ref, evidence_anchor, slug
-from .markup import table
+from .markup import esc, table
 from .state import get_state, warn
 from .tracking import note_shown
 
@@ -103,7 +102,7 @@ def _bar_svg(sweep: SweepTable) -> str:
     parts, shown = [], {}
     for row, column in enumerate(sweep.columns):
         y = row * (height + 6)
-        parts.append(f'<text x="0" y="{y + 15}" class="tc-svg-label">{html.escape(column.name)} ({column.listed})</text>')
+        parts.append(f'<text x="0" y="{y + 15}" class="tc-svg-label">{esc(column.name)} ({column.listed})</text>')
         x, listed = float(label_w), max(column.listed, 1)
         for code, count in column.count().most_common():
             w = (width - label_w) * count / listed
@@ -111,14 +110,14 @@ def _bar_svg(sweep: SweepTable) -> str:
             shown.setdefault(outcome, None)
             parts.append(
                 f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{height}" class="tc-o tc-o-{slug(outcome)}">'
-                f"<title>{html.escape(outcome)}: {count} of {column.listed} ({100 * count / listed:.1f}%)</title></rect>"
+                f"<title>{esc(outcome)}: {count} of {column.listed} ({100 * count / listed:.1f}%)</title></rect>"
             )
             x += w
     y = len(sweep.columns) * (height + 6) + 4
     for index, outcome in enumerate(shown):  # the legend: three entries a line, so it fits a phone
         lx, ly = (index % 3) * (width // 3), y + (index // 3) * 18
         parts.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" class="tc-o tc-o-{slug(outcome)}"/>'
-                     f'<text x="{lx + 16}" y="{ly + 11}" class="tc-svg-label">{html.escape(outcome)}</text>')
+                     f'<text x="{lx + 16}" y="{ly + 11}" class="tc-svg-label">{esc(outcome)}</text>')
     total = y + ((len(shown) + 2) // 3) * 18
     return (f'<svg class="tc-sweep-plot" viewBox="0 0 {width} {total}" role="img" '
             f'aria-label="outcome shares per column">{"".join(parts)}</svg>')
@@ -182,8 +181,8 @@ class CoverageTableDirective(SphinxDirective):
         options = [{"name": run_name(claim_id, e), "label": run_label(e), "src": link(run_name(claim_id, e), "js")}
                    for e, _ in runs]
         markup = (
-            f'<div class="tc-sweep" data-item="{html.escape(runs[0][1].item)}" '
-            f"data-runs='{html.escape(json.dumps(options), quote=True)}'>"
+            f'<div class="tc-sweep" data-item="{esc(runs[0][1].item)}" '
+            f"data-runs='{esc(json.dumps(options))}'>"
             "<noscript>The searchable table needs JavaScript; the CSV and JSON downloads above hold every cell.</noscript>"
             "</div>"
         )

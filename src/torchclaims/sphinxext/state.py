@@ -11,23 +11,24 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
 from sphinx.application import Sphinx
-from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 from .. import config as settings_text
 from .. import limits
 from ..admission import Admission
+from ..attestation import verifier_from
 from ..claims import Claim, ClaimSet, load_claims
 from ..freshness import stale_reason
 from ..execution import MEMO_FILE, Outcome, Settings, history_dir, verify
 from ..errors import InvalidFileError, UsageError
-from ..fileio import decode_utf8, read_bytes
+from ..fileio import decode_utf8, leaves, read_bytes
 from ..lint import cross_check
 from ..memo import ContentMemo
 from ..grid import Grid
@@ -151,7 +152,8 @@ def _existing_records(settings: Settings) -> dict:
 
 def _checked_settings(config) -> dict:
     """The build's settings (conf.py, usually from environment variables), checked
-    here so a bad value stops the build with one line instead of a traceback."""
+    here so a bad value stops the build with one line instead of a traceback
+    (Sphinx answers any exception, ConfigError included, with its crash report)."""
     try:
         return {
             "timeout": settings_text.seconds(config.torchclaims_timeout, "torchclaims_timeout (TORCHCLAIMS_TIMEOUT)"),
@@ -159,9 +161,11 @@ def _checked_settings(config) -> dict:
             "force": settings_text.flag(config.torchclaims_force, "torchclaims_force (TORCHCLAIMS_FORCE)"),
             "execute": settings_text.flag(config.torchclaims_execute, "torchclaims_execute (TORCHCLAIMS_EXECUTE)"),
             "max_age_days": settings_text.days(config.torchclaims_max_age_days, "torchclaims_max_age_days (TORCHCLAIMS_MAX_AGE_DAYS)"),
+            "verifier": verifier_from(config.torchclaims_verify_attestations),
         }
     except UsageError as exc:
-        raise ConfigError(str(exc)) from None
+        print(f"torchclaims: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None  # a usage error, as the command line reports one
 
 
 def readable_scripts(root: Path, claims: ClaimSet) -> dict[str, str]:
@@ -173,6 +177,10 @@ def readable_scripts(root: Path, claims: ClaimSet) -> dict[str, str]:
         path = root / claim.script
         if not path.is_file():
             continue  # cross_check reports it
+        outside = leaves(path, root)
+        if outside:
+            warn(f"{claim.script} {outside}; it gets no page", "claim", location=str(path))
+            continue
         try:
             data = read_bytes(path, limits.LIMITS.script_bytes, "script")
             decode_utf8(path, data)
@@ -237,7 +245,7 @@ def prepare(app: Sphinx) -> None:
         build_records = _existing_records(Settings(root=root, backend=config.torchclaims_backend))
     history = history_dir(Settings(root=root))
     admission = Admission.for_project(root, claims.claims)
-    store = load_store(build_records, outcome.probe.environment if outcome else None, results_dir, history, admission)
+    store = load_store(build_records, outcome.probe.environment if outcome else None, results_dir, history, admission, checked["verifier"])
     for problem in store.problems:
         warn(f"results file rejected: {problem}", "results", location=str(problem.path))
     results_uri = "/" + results_dir.relative_to(Path(app.srcdir)).as_posix() if results_dir else ""
@@ -257,4 +265,5 @@ def setup_state(app: Sphinx) -> None:
     app.add_config_value("torchclaims_results_dir", "results", "env", str)
     app.add_config_value("torchclaims_gallery_output", "docs/auto_gallery", "env", str)
     app.add_config_value("torchclaims_max_age_days", 90, "env", (int, float, str))
+    app.add_config_value("torchclaims_verify_attestations", "", "env", str)  # OWNER/REPO: verify attestations with gh
     app.connect("builder-inited", prepare, priority=400)

@@ -3,8 +3,11 @@
 For every series of sweep/releases.toml, each pair of neighbouring releases
 that both have a committed run gets a page (written into
 ``docs/upgrades/<series>-<old>-<new>.md`` when the build starts, removed when
-the pair goes away) with the ``upgrade`` directive: the two runs it compares,
-the packages that differ, the verdicts that moved, the measurements that moved
+the pair goes away) with the ``upgrade`` directive. Sphinx reads pages only
+from its source folder, so the pages live in a folder git ignores; what goes
+into their names and Markdown is :func:`myst_token`, the one way in, which
+passes only validated names and versions and refuses anything else. A page
+holds the two runs it compares, the packages that differ, the verdicts that moved, the measurements that moved
 beyond their tolerance and whatever else upgrades.RECORD_COMPARERS finds.
 ``upgrade-index`` lists the pages; ``build-against-history`` compares this
 build with the committed run of its release (or the nearest older one).
@@ -13,6 +16,7 @@ The comparison itself is torchclaims.upgrades, the same as ``torchclaims diff``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -20,6 +24,7 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from ..fileio import confined, leaves
 from ..records import write_if_changed
 from ..releases import Series, version_key
 from ..scope import ran_on
@@ -36,8 +41,20 @@ from .versions import get_versions
 TITLES = {"measurements": "Measurements that moved beyond their tolerance", "coverage": "Coverage rows that changed"}
 
 
+TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.[A-Za-z0-9_+-]+)*$")  # no '/', no '..', no markup
+
+
+def myst_token(text: str) -> str:
+    """``text`` as it may stand in a generated page's name and Markdown: a series
+    name, a package or a version (PEP 440, checked when its results file was
+    admitted); ValueError for anything else."""
+    if not (TOKEN.match(text) and len(text) <= 100):
+        raise ValueError(f"{text!r} is not a name or version a generated page may carry")
+    return text
+
+
 def page_name(series: Series, old: str, new: str) -> str:
-    return f"{series.name}-{old}-{new}"
+    return "-".join(myst_token(part) for part in (series.name, old, new))
 
 
 def write_upgrade_pages(app: Sphinx) -> None:
@@ -47,13 +64,21 @@ def write_upgrade_pages(app: Sphinx) -> None:
     if versions.releases is None and not folder.is_dir():
         return
     folder.mkdir(parents=True, exist_ok=True)
+    outside = leaves(folder, Path(app.srcdir))
+    if outside:
+        warn(f"no upgrade pages written: {app.config.torchclaims_upgrades_dir} {outside}", "releases")
+        return
     wanted = set()
     for series in versions.series():
         for old, new in consecutive(versions.committed[series.name]):
-            name = page_name(series, old, new)
+            try:
+                name = page_name(series, old, new)
+                title = f"{myst_token(series.package)} {old} → {new} on {myst_token(series.backend)}"
+            except ValueError as exc:
+                warn(f"no upgrade page for {series.name}: {exc}", "releases")
+                continue
             wanted.add(f"{name}.md")
-            title = f"{series.package} {old} → {new} on {series.backend}"
-            write_if_changed(folder / f"{name}.md", f"# {title}\n\n```{{upgrade}} {series.name} {old} {new}\n```\n")
+            write_if_changed(confined(folder, f"{name}.md"), f"# {title}\n\n```{{upgrade}} {series.name} {old} {new}\n```\n")
     for page in folder.glob("*.md"):
         if page.name not in wanted:
             page.unlink()
@@ -133,9 +158,12 @@ class UpgradeIndexDirective(SphinxDirective):
             out.append(nodes.rubric("", f"{series.package} on {series.backend}"))
             items = []
             for old, new in reversed(consecutive(committed)):
+                try:
+                    pages.append(f"{folder}/{page_name(series, old, new)}")
+                except ValueError:
+                    continue  # no page was written for it (write_upgrade_pages says why)
                 comparison = compare(committed[old], committed[new])
                 counts = f": {len(comparison.verdicts)} verdicts moved, {sum(len(m) for m in comparison.moved.values())} measurements or rows moved"
-                pages.append(f"{folder}/{page_name(series, old, new)}")
                 items.append(paragraph(doc_link(f"{series.package} {old} → {new}", pages[-1]), counts))
             out.append(bullets(items) if items else paragraph("Fewer than two releases of this series have a committed run."))
             missing = [v for v in series.versions if v not in committed]

@@ -7,7 +7,8 @@ post-transform replaces it with one row per series that has runs: a badge per
 release, oldest first, and the inferred sentence. The matrix asks
 :func:`range_views` for each backend's ranges: its version picker offers them
 beside the single versions (``?v.cpu=range:torch`` in the URL), and each cell
-holds a hidden slice with the strip and the sentence.
+holds a hidden slice with the strip and the sentence; every value in that raw
+HTML goes through ``markup.esc``, the HTML sink's one escaper.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ class RangeView:
         """The matrix cell's slice for this range: the strip and its sentence, hidden until picked."""
         steps = steps_for(self.state, self.versions, self.series, claim_id)
         badges = " ".join(
-            f'<span class="tc-badge tc-{s.kind} tc-step">{esc(s.version)} {SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL}'
+            f'<span class="tc-badge tc-{esc(s.kind)} tc-step">{esc(s.version)} {SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL}'
             f'{" stale" if s.stale else ""}<span class="tc-sr"> {esc(s.kind if s.record else "not run")}</span></span>'
             for s in steps
         )
@@ -166,7 +167,7 @@ class RangeView:
         kind = newest[-1].kind if newest else "notrun"
         sentence = esc(range_sentence(self.series, steps))
         return (
-            f'<span class="tc-run tc-range" data-version="{esc(self.value)}" data-verdict="{kind}" title="{sentence}" hidden>'
+            f'<span class="tc-run tc-range" data-version="{esc(self.value)}" data-verdict="{esc(kind)}" title="{sentence}" hidden>'
             f'<span class="tc-strip">{badges}</span><span class="tc-range-sentence">{sentence}</span></span>'
         )
 
