@@ -1,4 +1,4 @@
-"""Command line: verify, lint, diff, merge, show, new, schema, sweep, check.
+"""Command line: verify, lint, diff, merge, show, new, schema, sweep, check, bundle.
 
 Works in the current environment with no site build. ``verify`` runs the same
 scripts through the same isolated runner as the Sphinx build. Usage errors are
@@ -397,6 +397,18 @@ def cmd_sweep(args) -> ExitCode:
     return ExitCode.FAILED if any(m.status == "failed" for m in measured) else ExitCode.OK
 
 
+def cmd_bundle(args) -> ExitCode:
+    import time
+
+    from .bundle import bundle
+
+    started = time.perf_counter()
+    packed = bundle(_root(args), Path(args.output).resolve(), args.python_version)
+    print(f"packed {packed.path}: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, in {time.perf_counter() - started:.0f} s")
+    print(f"on the machine with torch: {packed.path / 'run.sh'} --backend <backend>  (PYTHON=... names its interpreter)")
+    return ExitCode.OK
+
+
 def cmd_new(args) -> ExitCode:
     from .scaffold import scaffold
 
@@ -478,6 +490,11 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--dry-run", action="store_true", help="say what would run; install nothing")
     sweep.add_argument("--workflow-run", action="store_true", help="inside a GitHub Actions job: each results file states the run as its provenance")
     sweep.set_defaults(run=cmd_sweep)
+
+    pack = add("bundle", "pack what verify needs (wheels, claims/, gallery/, run.sh) into a folder for a machine with torch and no package index")
+    pack.add_argument("output", help="the folder to create")
+    pack.add_argument("--python-version", default=f"{sys.version_info.major}.{sys.version_info.minor}", help="CPython of the target machine (default: this one's)")
+    pack.set_defaults(run=cmd_bundle)
 
     new = add("new", "scaffold a claim record and its verification script")
     new.add_argument("claim_id")
