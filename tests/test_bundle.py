@@ -100,7 +100,7 @@ def machine_with_torch(tmp_path: Path) -> Path:
     distributions' files are linked into one folder that a .pth file adds."""
     packages = tmp_path / "machine-site"
     packages.mkdir()
-    for name in {"torch", *MACHINE_HAS} - {"setuptools"}:
+    for name in {"torch", *MACHINE_HAS}:
         try:
             distribution = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:

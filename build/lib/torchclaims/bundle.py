@@ -42,8 +42,10 @@ venv="$here/venv"
 "$python" -c "import torch; print('torch', torch.__version__)"
 if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
-    # The venv sees the packages of the interpreter that has torch, after its own.
-    "$python" -c "import site; print('\\n'.join(site.getsitepackages()))" \\
+    # The venv sees every package folder of the interpreter that has torch (site
+    # folders, .pth additions, PYTHONPATH), after its own; not its standard library.
+    "$python" -c "import sys, sysconfig; std = {sysconfig.get_path(k) for k in ('stdlib', 'platstdlib')}; \\
+print('\\n'.join(p for p in sys.path if p and p not in std and not p.endswith(('.zip', 'lib-dynload'))))" \\
         > "$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_path('purelib'))")/machine-packages.pth"
 fi
 "$venv/bin/python" -m pip install --quiet --no-index --find-links "$here/wheels" -c "$here/constraints.txt" "torchclaims[claims]"
