@@ -47,6 +47,8 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -c "import sys, sysconfig; std = {sysconfig.get_path(k) for k in ('stdlib', 'platstdlib')}; \\
 print('\\n'.join(p for p in sys.path if p and p not in std and not p.endswith(('.zip', 'lib-dynload'))))" \\
         > "$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_path('purelib'))")/machine-packages.pth"
+    # Python 3.11's venv brings an old setuptools that would hide the one torch requires.
+    "$venv/bin/python" -m pip uninstall --quiet --yes setuptools
 fi
 "$venv/bin/python" -m pip install --quiet --no-index --find-links "$here/wheels" -c "$here/constraints.txt" "torchclaims[claims]"
 cd "$here"
