@@ -54,6 +54,9 @@ def write_site(folder: Path, backend: str) -> Path:
     if backend == "tpu":
         (folder / "torch_tpu").mkdir(exist_ok=True)
         (folder / "torch_tpu" / "__init__.py").write_text(TORCH_TPU_INIT)
+    if backend == "neuron":  # what transformers and accelerate look for before asking torch.neuron
+        (folder / "torch_neuronx").mkdir(exist_ok=True)
+        (folder / "torch_neuronx" / "__init__.py").write_text("")
     return folder
 
 
@@ -117,14 +120,17 @@ def install(backend: str, hardware: bool = True) -> None:
         torch.cuda.device_count = lambda: 1 if hardware else 0
         torch.cuda.get_device_name = lambda device=None: DEVICE_NAMES["rocm"]
         torch.cuda.synchronize = synced("torch.cuda.synchronize")
+        _accelerator(torch, "cuda" if hardware else None)  # ROCm builds report the 'cuda' device type
     elif backend == "mps":
         torch.mps.is_available = lambda: hardware
         torch.mps.synchronize = synced("torch.mps.synchronize")
+        _accelerator(torch, "mps" if hardware else None)
     elif backend == "xpu":
         torch.xpu.is_available = lambda: hardware
         torch.xpu.device_count = lambda: 1 if hardware else 0
         torch.xpu.get_device_name = lambda device=None: DEVICE_NAMES["xpu"]
         torch.xpu.synchronize = synced("torch.xpu.synchronize")
+        _accelerator(torch, "xpu" if hardware else None)
     else:
         raise ValueError(f"no stand-in for {backend!r}")
     sys.modules.setdefault("standins", sys.modules[__name__])

@@ -37,9 +37,27 @@ if report["reason"] is None:
     backend.synchronize()
     env = collect(backend)
     report.update(synced=standins.SYNCED, env=env.model_dump(mode="json"), problems=environment_problems(env))
+if backend_name in LIBRARY_PATHS:  # the libraries' own detection, running against the stand-in
+    from accelerate.utils import is_neuron_available
+    from transformers.utils import import_utils as hf
+    report["libraries"] = {
+        "transformers is_torch_neuron_available": hf.is_torch_neuron_available(),
+        "transformers is_torch_tpu_available": hf.is_torch_tpu_available(),
+        "transformers get_device_type": hf.get_device_type(),
+        "accelerate is_neuron_available": is_neuron_available(),
+    }
 print(json.dumps(report))
 """
 REPORTS: dict[str, dict] = {}
+# What transformers 5.24 and accelerate 1.15 decide on each stand-in (their is_* helpers and get_device_type).
+LIBRARY_PATHS = {
+    "neuron": {"transformers is_torch_neuron_available": True, "transformers is_torch_tpu_available": False,
+               "transformers get_device_type": "neuron", "accelerate is_neuron_available": True},
+    "tpu": {"transformers is_torch_neuron_available": False, "transformers is_torch_tpu_available": True,
+            "transformers get_device_type": "tpu", "accelerate is_neuron_available": False},
+    "rocm": {"transformers is_torch_neuron_available": False, "transformers is_torch_tpu_available": False,
+             "transformers get_device_type": "rocm", "accelerate is_neuron_available": False},
+}
 
 
 def report_of(tmp_path_factory, backend: str) -> dict:
@@ -54,7 +72,7 @@ def run_standin(tmp_path: Path, backend: str, env_vars: dict | None = None) -> d
     paths = [str(site), str(ROOT / "src"), str(ROOT / "tests")]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("TORCHCLAIMS_")}, "PYTHONPATH": os.pathsep.join(paths), **(env_vars or {})}
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # only the stand-in speaks for the vendor
-    run = subprocess.run([sys.executable, "-c", CHILD, backend], env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run([sys.executable, "-c", f"LIBRARY_PATHS = {sorted(LIBRARY_PATHS)!r}\n" + CHILD, backend], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -108,3 +126,8 @@ def test_torchtpu_detection_never_calls_the_internal_is_available(tmp_path_facto
 
 def test_a_rocm_build_is_not_mistaken_for_cuda(tmp_path_factory):
     assert report_of(tmp_path_factory, "rocm")["cuda_reason"] == "this torch build is for ROCm (HIP)"
+
+
+@pytest.mark.parametrize("backend", sorted(LIBRARY_PATHS))
+def test_transformers_and_accelerate_detect_the_standin_through_their_own_code(tmp_path_factory, backend):
+    assert report_of(tmp_path_factory, backend)["libraries"] == LIBRARY_PATHS[backend]
