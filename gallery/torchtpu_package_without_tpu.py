@@ -1,6 +1,6 @@
 """
-torch-tpu installed on a host without a TPU
-===========================================
+torch-tpu installed on a host without a TPU: autoloaded, inert, and what it offers
+==================================================================================
 
 :claim-verdict:`torchtpu-package-without-tpu`
 
@@ -36,6 +36,7 @@ v = verification(
 )
 
 PACKAGE = "torch-tpu"
+TPU = "tpu"  # the device string TorchTPU registers: data under test, never the device this script runs on
 try:
     VERSION = importlib.metadata.version(PACKAGE)
 except importlib.metadata.PackageNotFoundError:
@@ -51,7 +52,7 @@ def require_package(check):
 
 def tpu_present():
     current = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
-    return current is not None and current.type == "tpu"
+    return current is not None and current.type == TPU
 
 
 def require_no_tpu(check):
@@ -125,7 +126,7 @@ with v.check("without a TPU it registers no device, and torch.tpu.is_available()
     require_no_tpu(check)
     check.equal(torch._C._get_privateuse1_backend_name(), "privateuseone", "PrivateUse1 backend name")
     try:
-        parsed = str(torch.device("tpu"))
+        parsed = str(torch.device(TPU))
     except RuntimeError as exc:
         parsed = f"RuntimeError: {str(exc).splitlines()[0][:120]}"
     check.measure("torch.device('tpu')", parsed)
