@@ -17,6 +17,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +87,12 @@ def bundle(root: Path, output: Path, python_version: str, platforms: tuple[str, 
     wheels = output / "wheels"
     wheels.mkdir(parents=True)
     log(f"building the torchclaims wheel from {root}")
-    _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(wheels), str(root))
+    with tempfile.TemporaryDirectory(prefix="torchclaims-wheel-") as copy:  # setuptools builds in the tree: not in the project's
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            if (root / name).is_file():
+                shutil.copy2(root / name, Path(copy) / name)
+        shutil.copytree(root / "src", Path(copy) / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(wheels), copy)
     platform_args = [arg for tag in platforms for arg in ("--platform", tag)]
     log(f"downloading {len(pins)} pinned packages for CPython {python_version} ({', '.join(platforms)})")
     _pip(  # --no-deps: the pins are the whole set, so nothing else is resolved or fetched

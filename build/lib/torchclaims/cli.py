@@ -273,10 +273,6 @@ def cmd_sweep(args) -> ExitCode:
     unknown = sorted(set(args.series) - set(releases.series))
     if unknown:
         raise UsageError(f"unknown series {', '.join(unknown)}; sweep/releases.toml names {', '.join(releases.series)}")
-    if args.matrix:  # one CI job per release (.github/workflows/sweep.yml)
-        chosen = select(releases, args.series, args.versions)
-        print(json.dumps({"include": [{"series": r.series.name, "version": r.version, "backend": r.series.backend} for r in chosen]}))
-        return ExitCode.OK
     index = CPU_INDEX if args.torch_index == "cpu" else args.torch_index
     timeout = config.seconds(os.environ.get("TORCHCLAIMS_TIMEOUT", "300") if args.timeout is None else args.timeout, "--timeout / TORCHCLAIMS_TIMEOUT")
     work_dir = Path(args.work_dir).resolve()
@@ -362,7 +358,6 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""), help="extra index for torch on cpu series; 'cpu' names the CPU builds")
     sweep.add_argument("--timeout", help="seconds per claim (default: $TORCHCLAIMS_TIMEOUT or 300; a series may set its own)")
     sweep.add_argument("--dry-run", action="store_true", help="say what would run; install nothing")
-    sweep.add_argument("--matrix", action="store_true", help="print the selected releases as a GitHub Actions matrix (JSON); run nothing")
     sweep.add_argument("--workflow-run", action="store_true", help="inside a GitHub Actions job: each results file states the run as its provenance")
     sweep.set_defaults(run=cmd_sweep)
 
