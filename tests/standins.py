@@ -116,6 +116,7 @@ def install(backend: str, hardware: bool = True) -> None:
             register_private_use1("tpu", torch_tpu_module(), available=hardware)
     elif backend == "rocm":
         torch.version.hip, torch.version.cuda = "6.4.43482", None
+        torch.__version__ = torch.__version__.split("+")[0] + "+rocm6.4"  # as the ROCm wheels name themselves
         torch.cuda.is_available = lambda: hardware
         torch.cuda.device_count = lambda: 1 if hardware else 0
         torch.cuda.get_device_name = lambda device=None: DEVICE_NAMES["rocm"]
