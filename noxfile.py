@@ -1,6 +1,6 @@
 """Sessions: docs (the site), tests, lint, verify (no site), xla (verify on
-torch_xla), sweep (every claim on every release of sweep/releases.toml,
-re-running only what changed), benchmark (build speed).
+torch_xla), tpu (TorchTPU's real package), sweep (every claim on every release
+of sweep/releases.toml, re-running only what changed), benchmark (build speed).
 
 torch is pinned explicitly because an open requirement pulls a multi-GB CUDA
 build. The CPU build is taken by default: a local wheel that satisfies the pin
@@ -190,6 +190,43 @@ def xla(session: nox.Session) -> None:
         "torchclaims", "verify", "--backend", "xla", "--records-dir", "_build/records-xla", "--timeout", "2400", *session.posargs,
         env={"PJRT_DEVICE": "CPU", "TORCHCLAIMS_BACKEND": "xla"},
         success_codes=[0, 1],  # 1: a claim errored; its record says why
+    )
+
+
+TPU_REQUIREMENTS = ["torch==2.13.0", "torch-tpu==0.2.0"]  # torch-tpu 0.2.0 accepts torch 2.11-2.15
+# What the package itself decides on a host without a TPU (verified there on the cpu backend).
+TPU_PACKAGE_CLAIMS = [
+    "torchtpu-package-without-tpu", "backend-autoload", "privateuse1-named-device", "hf-device-strings",
+    "backends-use-privateuse1", "torch-accelerator-agnostic", "torchtpu-device-string", "torchtpu-dist-backend", "memory-apis-portable",
+]
+TPU_PACKAGE_LABEL = (
+    "vendor package, no TPU: torch-tpu {version} with libtpu {libtpu} installed on a host without a TPU, "
+    "run on the cpu backend (evidence about the package, not about TPU hardware)"
+)
+
+
+@nox.session(default=False)
+def tpu(session: nox.Session) -> None:
+    """TorchTPU's real package (torch-tpu and libtpu from PyPI): the tpu descriptor's tests, then verify.
+
+    On a TPU host every claim runs on tpu; elsewhere the claims the package decides without a
+    TPU run on the cpu backend with torch_tpu loaded, into a results file labelled 'vendor
+    package, no TPU'. Arguments go to torchclaims verify.
+    """
+    session.install(*TPU_REQUIREMENTS, *CONSTRAINTS)
+    session.install("-e", ".[claims,test]", *TPU_REQUIREMENTS, *CONSTRAINTS)
+    session.run("pytest", "-q", "tests/test_torchtpu_package.py", "tests/test_vendor_standins.py", env={"TORCHCLAIMS_REQUIRE_VENDOR": "torch_tpu"})
+    probe = "import torch; a = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None; print(getattr(a, 'type', None))"
+    if session.run("python", "-c", probe, silent=True).strip().splitlines()[-1] == "tpu":
+        session.run("torchclaims", "verify", "--backend", "tpu", *session.posargs, env={"TORCHCLAIMS_BACKEND": "tpu"}, success_codes=[0, 1])
+        return
+    if "--label" in session.posargs:
+        session.error("without a TPU the label is fixed (vendor package, no TPU); pass options such as --output, no claim ids")
+    versions = session.run("python", "-c", "import importlib.metadata as m; print(m.version('torch-tpu'), m.version('libtpu'))", silent=True)
+    version, libtpu = versions.strip().splitlines()[-1].split()
+    session.run(
+        "torchclaims", "verify", "--backend", "cpu", *session.posargs, "--label", TPU_PACKAGE_LABEL.format(version=version, libtpu=libtpu),
+        *TPU_PACKAGE_CLAIMS, env={"TORCHCLAIMS_BACKEND": "cpu"}, success_codes=[0, 1],
     )
 
 

@@ -213,3 +213,33 @@ def test_entry_point_that_is_not_a_backend_is_a_usage_error(monkeypatch):
 def test_descriptors_are_immutable():
     with pytest.raises(dataclasses.FrozenInstanceError):
         BUILTIN_BACKENDS[0].name = "other"  # type: ignore[misc]
+
+
+# -- vendor packages on a host without their device ----------------------------------
+
+
+def test_every_fingerprint_records_the_vendor_plugins_installed(monkeypatch):
+    from torchclaims import fingerprint
+
+    assert {"torch-tpu", "libtpu", "torch-neuronx", "torch_xla"} <= set(backends.VENDOR_PACKAGES)
+    cpu = all_backends()["cpu"]
+    recorded = fingerprint.recorded_packages(cpu)
+    assert recorded[: len(cpu.packages)] == cpu.packages and "torch-tpu" in recorded
+
+
+@pytest.mark.parametrize(
+    ("backend", "packages", "label"),
+    [
+        ("cpu", {"torch": "2.13.0", "torch-tpu": "0.2.0", "libtpu": "0.0.52"}, "torch 2.13.0 + torch-tpu 0.2.0 (vendor package, no TPU)"),
+        ("cpu", {"torch": "2.13.0", "torch-neuronx": "2.14.0"}, "torch 2.13.0 + torch-neuronx 2.14.0 (vendor package, no Trainium device)"),
+        ("cpu", {"torch": "2.13.0"}, "torch 2.13.0"),
+        ("tpu", {"torch": "2.13.0", "torch-tpu": "0.2.0"}, "torch-tpu 0.2.0"),
+        ("xla", {"torch": "2.9.0", "torch_xla": "2.9.0", "libtpu": "0.0.52"}, "torch_xla 2.9.0"),
+    ],
+)
+def test_a_run_with_a_vendor_package_but_not_its_device_is_a_slice_of_its_own(backend, packages, label):
+    from factories import make_environment
+    from torchclaims.store import version_label
+
+    env = make_environment(backend=backend, torch=packages["torch"], packages=packages)
+    assert version_label(env) == label

@@ -134,3 +134,16 @@ def test_publishing_again_copies_what_changed_and_removes_what_is_gone(tmp_path)
     assert (site / "a" / "page.html").read_text() == "a new version of the page"
     assert (site / "b").read_text() == "a file where a folder was"
     assert (site / "index.html").stat().st_ino == kept  # unchanged: the same file, not a new copy
+
+
+def test_a_run_with_a_vendor_package_but_not_its_device_is_its_own_slice_named_so(tmp_path):
+    """torch-tpu on a CPU host (nox -s tpu): the column header says 'vendor package, no TPU', and the
+    plain torch 2.13.0 slice keeps its own record."""
+    vendor = make_environment(packages={"torch": "2.13.0", "numpy": "2.4.6", "torch-tpu": "0.2.0", "libtpu": "0.0.52"})
+    grid = grid_of(tmp_path, [Entry(make_record("a"), "cpu.json"), Entry(make_record("a", environment=vendor), "tpu-package.json")], about=("tpu",))
+    cpu = grid.column("cpu")
+    vendor_slice = "torch 2.13.0 + torch-tpu 0.2.0 (vendor package, no TPU)"
+    assert set(cpu.versions) == {"torch 2.13.0", vendor_slice}
+    assert cpu.header(vendor_slice).endswith("· torch 2.13.0 + torch-tpu 0.2.0 (vendor package, no TPU)")
+    assert grid.cell(grid.claims.claims["a"], "cpu", "torch 2.13.0").entry.origin == "cpu.json"
+    assert not grid.cell(grid.claims.claims["a"], "tpu", "").entry, "never a verdict in the tpu column"

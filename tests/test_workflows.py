@@ -13,6 +13,8 @@ would run.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -515,3 +517,53 @@ def test_publish_deploys_with_the_pages_permissions_only():
     jobs = load(PUBLISH)["jobs"]
     assert jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
     assert "write" not in jobs["build"]["permissions"].values()
+
+
+# -- accelerators: a job for every backend the site has a column for -----------------
+
+
+def test_every_backend_but_the_cpu_reference_has_an_accelerator_job():
+    from torchclaims.backends import BACKEND_NAMES
+
+    jobs = load(ACCELERATORS)["jobs"]["verify"]["strategy"]["matrix"]["include"]
+    assert sorted(j["backend"] for j in jobs) == sorted(set(BACKEND_NAMES) - {"cpu"})
+    for job in jobs:
+        runner = job["runner"]
+        if isinstance(runner, list):  # a self-hosted machine: its label names the backend
+            assert runner[0] == "self-hosted" and job["backend"] in runner, job
+        assert job["session"] in ("verify", "xla", "tpu"), job
+
+
+# -- the release sweep as a matrix -----------------------------------------------------
+
+SWEEP = WORKFLOWS / "sweep.yml"
+
+
+def test_the_sweep_workflow_never_runs_for_a_pull_request():
+    assert set(triggers(load(SWEEP))) == {"schedule", "workflow_dispatch"}
+
+
+def test_the_sweep_runs_one_job_per_release_and_merges_them_after():
+    jobs = load(SWEEP)["jobs"]
+    assert jobs["release"]["needs"] == "plan"
+    assert "fromJSON(needs.plan.outputs.matrix)" in str(jobs["release"]["strategy"]["matrix"])
+    assert jobs["merge"]["needs"] == "release"
+    merge_steps = [step.get("uses", "") + step.get("run", "") for step in jobs["merge"]["steps"]]
+    assert any(s.startswith("actions/download-artifact@") for s in merge_steps)
+    assert any("torchclaims merge" in s for s in merge_steps), "the merged files are checked as any submitted file is"
+    results = simulate(load(SWEEP), TRUSTED_EVENTS["workflow_dispatch"], approve=False)
+    assert results == {"plan": "success", "release": "success", "merge": "success"}
+
+
+def test_sweep_matrix_lists_each_selected_release_once():
+    from torchclaims.releases import load_releases
+
+    run = subprocess.run(
+        [sys.executable, "-m", "torchclaims", "sweep", "--matrix", "--series", "torch_xla"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert run.returncode == 0, run.stderr
+    include = json.loads(run.stdout)["include"]
+    assert [(j["series"], j["version"], j["backend"]) for j in include] == [
+        ("torch_xla", v, "xla") for v in load_releases(ROOT).series["torch_xla"].versions
+    ]

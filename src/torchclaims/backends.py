@@ -40,6 +40,7 @@ class Backend:
     primary_package: str = "torch"  # the version that names a column of the matrix
     hardware: str = ""  # what a reader calls what a claim about this backend is about ("AWS Trainium")
     runtime: str | None = None  # the accelerator runtime a fitting torch build records ("cuda", "hip")
+    device_noun: str = ""  # the hardware a run with only the vendor package lacks ("TPU"); see vendor_packages_without_device
     unavailable: Callable[[], str | None] = field(default=lambda: None, repr=False)
     synchronize: Callable[[], None] = field(default=lambda: None, repr=False)
     device_name: Callable[[], str] = field(default=lambda: "unknown", repr=False)
@@ -124,6 +125,33 @@ def _module_sync(attribute: str) -> Callable[[], None]:
     return sync
 
 
+def _accelerator_unavailable(device_type: str, hardware: str) -> Callable[[], str | None]:
+    """For PrivateUse1 plugins (TorchTPU, TorchNeuron): ask torch.accelerator, the
+    device-agnostic API they point users to. TorchTPU's own torch.tpu.is_available()
+    is internal and raises when anything but torch or torch_tpu calls it."""
+
+    def check() -> str | None:
+        import torch
+
+        accelerator = getattr(torch, "accelerator", None)
+        if accelerator is None:
+            return f"torch {torch.__version__} has no torch.accelerator (PyTorch 2.6 or newer has it)"
+        if not accelerator.is_available():
+            return f"no {hardware} on this host: torch.accelerator.is_available() is False"
+        current = accelerator.current_accelerator()
+        if current is None or current.type != device_type:
+            return f"the accelerator torch found here is {getattr(current, 'type', None)!r}, not {device_type!r}"
+        return None
+
+    return check
+
+
+def _accelerator_sync() -> None:
+    import torch
+
+    torch.accelerator.synchronize()
+
+
 def _cuda_name() -> str:
     import torch
 
@@ -152,12 +180,19 @@ def _xla_name() -> str:
 
 
 def _generic_name(attribute: str) -> Callable[[], str]:
+    """torch.<attribute>.get_device_name(0), else the name in its device properties
+    (torch.tpu has get_device_properties only), else the attribute."""
+
     def name() -> str:
         import torch
 
         module = getattr(torch, attribute)
         getter = getattr(module, "get_device_name", None)
-        return getter(0) if getter else attribute
+        if getter is not None:
+            return getter(0)
+        properties = getattr(module, "get_device_properties", None)
+        found = getattr(properties(0), "name", None) if properties is not None else None
+        return str(found) if found else attribute
 
     return name
 
@@ -254,8 +289,9 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
         primary_package="torch-neuronx",
         packages=("torch", "torch-neuronx", "neuronx-cc", "numpy", "transformers", "accelerate"),
         env_prefixes=("NEURON_", "TORCH_NEURONX_", "TORCH_", "PYTORCH_"),
-        unavailable=_module_unavailable("neuron"),
-        synchronize=_module_sync("neuron"),
+        device_noun="Trainium device",
+        unavailable=_accelerator_unavailable("neuron", "Trainium (Neuron) device"),
+        synchronize=_accelerator_sync,
         device_name=_generic_name("neuron"),
     ),
     Backend(
@@ -269,8 +305,9 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
         modules=("torch_tpu",),
         packages=("torch", "torch-tpu", "libtpu", "numpy", "transformers", "accelerate"),
         env_prefixes=("TPU_", "LIBTPU_", "TORCH_", "PYTORCH_"),
-        unavailable=_module_unavailable("tpu"),
-        synchronize=_module_sync("tpu"),
+        device_noun="TPU",
+        unavailable=_accelerator_unavailable("tpu", "Google TPU"),
+        synchronize=_accelerator_sync,
         device_name=_generic_name("tpu"),
     ),
 )
@@ -278,6 +315,24 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
 BACKEND_NAMES: tuple[str, ...] = tuple(b.name for b in BUILTIN_BACKENDS)
 # What `auto` tries, most specific first; cpu always works.
 AUTO_ORDER: tuple[str, ...] = ("cuda", "rocm", "xpu", "mps", "neuron", "tpu", "xla", "cpu")
+
+
+def vendor_packages_without_device(backend: str, packages: dict[str, str]) -> list[tuple[Backend, str]]:
+    """The vendor plugins a run on ``backend`` had installed although it did not run
+    on their device (torch-tpu on a host without a TPU), with their versions: such a
+    run is evidence about the vendor's package, never about its hardware."""
+    return [
+        (b, packages[b.primary_package])
+        for b in all_backends().values()
+        if b.device_noun and b.name != backend and b.primary_package in packages
+    ]
+
+
+# The plugins' distributions (torch-tpu and its libtpu, torch_xla, torch-neuronx...),
+# recorded in every fingerprint where installed (torchclaims.fingerprint).
+VENDOR_PACKAGES: tuple[str, ...] = tuple(
+    dict.fromkeys(p for b in BUILTIN_BACKENDS if b.primary_package != "torch" for p in b.packages if p not in BUILTIN_BACKENDS[0].packages)
+)
 
 
 def all_backends() -> dict[str, Backend]:

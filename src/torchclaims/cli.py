@@ -1,4 +1,4 @@
-"""Command line: verify, lint, diff, merge, show, new, schema, sweep, check.
+"""Command line: verify, lint, diff, merge, show, new, schema, sweep, check, bundle.
 
 Works in the current environment with no site build. ``verify`` runs the same
 scripts through the same isolated runner as the Sphinx build. Usage errors are
@@ -384,6 +384,10 @@ def cmd_sweep(args) -> ExitCode:
     unknown = sorted(set(args.series) - set(releases.series))
     if unknown:
         raise UsageError(f"unknown series {', '.join(unknown)}; sweep/releases.toml names {', '.join(releases.series)}")
+    if args.matrix:  # one CI job per release (.github/workflows/sweep.yml)
+        chosen = select(releases, args.series, args.versions)
+        print(json.dumps({"include": [{"series": r.series.name, "version": r.version, "backend": r.series.backend} for r in chosen]}))
+        return ExitCode.OK
     # 'auto' and 'pypi' are what the nox sessions' TORCHCLAIMS_TORCH_INDEX may say: for the sweep, the package index
     index = CPU_INDEX if args.torch_index == "cpu" else "" if args.torch_index in ("auto", "pypi") else args.torch_index
     timeout = config.seconds(os.environ.get("TORCHCLAIMS_TIMEOUT", "300") if args.timeout is None else args.timeout, "--timeout / TORCHCLAIMS_TIMEOUT")
@@ -395,6 +399,18 @@ def cmd_sweep(args) -> ExitCode:
         measured = sweep.sweep(select(releases, args.series, args.versions), dry_run=args.dry_run)
     print("\n".join(["", "sweep summary:"] + report(measured, time.perf_counter() - started, peak.peak)))
     return ExitCode.FAILED if any(m.status == "failed" for m in measured) else ExitCode.OK
+
+
+def cmd_bundle(args) -> ExitCode:
+    import time
+
+    from .bundle import bundle
+
+    started = time.perf_counter()
+    packed = bundle(_root(args), Path(args.output).resolve(), args.python_version)
+    print(f"packed {packed.path}: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, in {time.perf_counter() - started:.0f} s")
+    print(f"on the machine with torch: {packed.path / 'run.sh'} --backend <backend>  (PYTHON=... names its interpreter)")
+    return ExitCode.OK
 
 
 def cmd_new(args) -> ExitCode:
@@ -476,8 +492,14 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""), help="extra index for torch on cpu series; 'cpu' names the CPU builds (default: the package index's builds)")
     sweep.add_argument("--timeout", help="seconds per claim (default: $TORCHCLAIMS_TIMEOUT or 300; a series may set its own)")
     sweep.add_argument("--dry-run", action="store_true", help="say what would run; install nothing")
+    sweep.add_argument("--matrix", action="store_true", help="print the selected releases as a GitHub Actions matrix (JSON); run nothing")
     sweep.add_argument("--workflow-run", action="store_true", help="inside a GitHub Actions job: each results file states the run as its provenance")
     sweep.set_defaults(run=cmd_sweep)
+
+    pack = add("bundle", "pack what verify needs (wheels, claims/, gallery/, run.sh) into a folder for a machine with torch and no package index")
+    pack.add_argument("output", help="the folder to create")
+    pack.add_argument("--python-version", default=f"{sys.version_info.major}.{sys.version_info.minor}", help="CPython of the target machine (default: this one's)")
+    pack.set_defaults(run=cmd_bundle)
 
     new = add("new", "scaffold a claim record and its verification script")
     new.add_argument("claim_id")

@@ -12,13 +12,19 @@ import os
 import platform
 
 from . import __version__
-from .backends import Backend
+from .backends import VENDOR_PACKAGES, Backend
 from .records import Environment
 
 # Variables that change what a claim script does, whatever the backend. The
 # runner's own TORCHCLAIMS_* variables differ per claim and say nothing about
 # the environment, so they are left out.
 COMMON_ENV_PREFIXES = ("CUBLAS_WORKSPACE_CONFIG", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "TORCHINDUCTOR_", "TORCHDYNAMO_")
+
+
+def recorded_packages(backend: Backend) -> tuple[str, ...]:
+    """The backend's own packages, then every vendor plugin's: torch-tpu installed
+    on a CPU host is autoloaded by import torch and changes what a cpu run sees."""
+    return tuple(dict.fromkeys(backend.packages + VENDOR_PACKAGES))
 
 
 def package_versions(names: tuple[str, ...]) -> dict[str, str]:
@@ -67,7 +73,7 @@ def collect(backend: Backend, usable: bool = True) -> Environment:
         device=str(backend.device()) if usable else "(unavailable)",
         device_name=backend.device_name() if usable else "(unavailable)",
         torch=torch.__version__,
-        packages=package_versions(backend.packages),
+        packages=package_versions(recorded_packages(backend)),
         accelerator_runtime=accelerator_runtime(),
         python=platform.python_version(),
         os=f"{platform.system()} {platform.release()}",

@@ -20,7 +20,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .backends import BACKEND_NAMES
+from .backends import BACKEND_NAMES, vendor_packages_without_device
 from .errors import InvalidFileError, Problem, problems_from_validation
 from .records import Environment
 
@@ -101,8 +101,8 @@ class Series:
 
     def release_of(self, env: Environment) -> str | None:
         """The release this run stands for, or None when something else differs too."""
-        if env.backend != self.backend:
-            return None
+        if env.backend != self.backend or vendor_packages_without_device(env.backend, env.packages):
+            return None  # a run with a vendor's plugin (torch-tpu on a CPU host) is not a plain release run
         installed = _installed(env)
         version = installed.get(canonical(self.package))
         if version is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .admission import Admission
 from .attestation import Verifier, stray_notes
-from .backends import all_backends
+from .backends import all_backends, vendor_packages_without_device
 from .errors import InvalidFileError, Problem
 from .fileio import leaves
 from .provenance import FileHistory, Source, Trust, file_histories
@@ -60,10 +60,14 @@ class Entry:
 
 
 def version_label(env: Environment) -> str:
+    """'torch 2.13.0', or 'torch 2.13.0 + torch-tpu 0.2.0 (vendor package, no TPU)' for a
+    run that had a vendor's plugin but not its device: a slice of its own, never
+    mixed with plain runs of the same torch."""
     backend = all_backends().get(env.backend)
     package = backend.primary_package if backend else "torch"
     version = env.torch if package == "torch" else env.packages.get(package, "?")
-    return f"{package} {version.split('+')[0]}"
+    vendors = "".join(f" + {b.primary_package} {v} (vendor package, no {b.device_noun})" for b, v in vendor_packages_without_device(env.backend, env.packages))
+    return f"{package} {version.split('+')[0]}{vendors}"
 
 
 def column_label(env: Environment) -> str:
