@@ -133,15 +133,16 @@ def test_show_fits_120_columns_and_sorts_versions_as_versions(tmp_path, capsys):
     long_id = "a-claim-whose-identifier-is-forty-chars"
     make_kb(tmp_path, long_id)
     (tmp_path / "results").mkdir()
-    versions = ["2.9.0", "2.10.0", "2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0", "2.16.0", "2.17.0", "2.18.0", "2.19.0"]
-    for version in versions + ["not-a-version"]:
+    # Admission refuses a version PEP 440 does not write, so every column is a version.
+    versions = ["2.9.0", "2.10.0", "2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0", "2.16.0", "2.17.0", "2.18.0", "2.19.0", "2.20.0"]
+    for version in reversed(versions):
         record = make_record(long_id, environment={"torch": version}, script=script_info(tmp_path, long_id))
         write_results_file(tmp_path / "results" / f"cpu-{version}.json", [record], record.environment)
     assert main(["show", "--root", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) <= 120
     headers = [line.split() for line in lines if line.startswith(" ")]
-    assert [v for header in headers for v in header] == versions + ["not-a-ve"], "versions as versions, then anything else"
+    assert [v for header in headers for v in header] == versions, "versions as versions"
     assert len(headers) == 2, "the columns that do not fit go on in a second block"
     assert all(line.split()[1:] == ["holds*"] * len(header) for line, header in zip([l for l in lines if l.startswith(long_id)], headers))
 
