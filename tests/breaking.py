@@ -1,0 +1,117 @@
+"""Run a gallery script against a deliberately broken stand-in, to show its checks can fail.
+
+Every check must be able to fail for the reason it states. A breaking test runs
+the claim's own script in this process on the CPU, with one thing broken the
+way a backend on which the claim is false would be (``torch.load`` that ignores
+where a tensor was saved, a generator that draws other numbers, a backend that
+runs nothing until a value is read), and asserts that the check about that
+thing is refuted. ``as_backend`` lets a script whose checks are gated on the
+backend it is about run them here: the CPU descriptor under that backend's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import runpy
+import sys
+from pathlib import Path
+
+import torch
+from torch.utils._pytree import tree_map
+
+from torchclaims import verify
+from torchclaims.backends import all_backends
+from torchclaims.records import ResultRecord, Verdict
+
+GALLERY = Path(__file__).resolve().parents[1] / "gallery"
+
+
+def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None = None) -> ResultRecord:
+    """Run ``gallery/<name>.py`` here, on the CPU (named ``as_backend`` when given), and return its record."""
+    monkeypatch.setenv(verify.RECORD_PATH_ENV, str(tmp_path / f"{name}.json"))
+    monkeypatch.setenv(verify.SCRIPT_ENV, f"gallery/{name}.py")
+    monkeypatch.setenv("TORCHCLAIMS_BACKEND", "cpu")
+    monkeypatch.syspath_prepend(str(GALLERY))  # the scripts' shared helpers (_philox, _dist...)
+    if as_backend is not None:
+        stand_in = dataclasses.replace(all_backends()["cpu"], name=as_backend)
+        monkeypatch.setattr(verify, "resolve_backend", lambda requested: (stand_in, f"stand-in for {as_backend}"))
+    monkeypatch.chdir(tmp_path)
+    namespace = runpy.run_path(str(GALLERY / f"{name}.py"), run_name="__main__")
+    record = namespace["v"].record
+    assert record is not None, f"{name}.py did not finish"
+    return record
+
+
+def outcomes(record: ResultRecord) -> dict[str, Verdict]:
+    return {check.name: check.outcome for check in record.checks}
+
+
+def refuted(record: ResultRecord, words: str) -> bool:
+    """Whether the one check whose name holds ``words`` is refuted (and the record with it)."""
+    named = [check for check in record.checks if words in check.name]
+    assert len(named) == 1, f"expected one check naming {words!r}, found {[c.name for c in record.checks]}"
+    return named[0].outcome is Verdict.REFUTED and record.verdict is Verdict.REFUTED
+
+
+class LazyTensor(torch.Tensor):
+    """A CPU tensor that runs nothing until a value is read: the shape of a lazy backend.
+
+    Every operation is recorded (its shape worked out on the meta device) and
+    run only when something asks for a Python value (``.item()``, a comparison
+    that returns a bool) or for the data itself.
+    """
+
+    @staticmethod
+    def __new__(cls, thunk, meta):
+        return torch.Tensor._make_wrapper_subclass(cls, meta.shape, strides=meta.stride(), dtype=meta.dtype, device="cpu")
+
+    def __init__(self, thunk, meta):
+        self._thunk, self._value = thunk, None
+
+    def value(self) -> torch.Tensor:
+        if self._value is None:
+            self._value = self._thunk()
+        return self._value
+
+    @classmethod
+    def wrap(cls, tensor: torch.Tensor) -> LazyTensor:
+        return cls(lambda: tensor, tensor.to("meta"))
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        real = lambda: func(*tree_map(_value, args), **tree_map(_value, kwargs))  # noqa: E731
+        try:
+            meta = func(*tree_map(_meta, args), **tree_map(_meta, kwargs))
+        except (NotImplementedError, RuntimeError):
+            return real()  # no meta kernel: run it now
+        if not isinstance(meta, torch.Tensor) or func is torch.ops.aten._local_scalar_dense.default:
+            return real()  # a Python value (or several outputs) is asked for: run what was recorded
+        return cls(real, meta)
+
+
+def _value(x):
+    return x.value() if isinstance(x, LazyTensor) else x
+
+
+def _meta(x):
+    if isinstance(x, LazyTensor):
+        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+    return x.to("meta") if isinstance(x, torch.Tensor) else x
+
+
+def lazy_moves(monkeypatch) -> None:
+    """``tensor.to(<the CPU>)`` returns a LazyTensor: code that moves its inputs to the device runs lazily."""
+    to = torch.Tensor.to
+
+    def moved(self, *args, **kwargs):
+        out = to(self, *args, **kwargs)
+        target = args[0] if args else kwargs.get("device")
+        if isinstance(target, torch.device) and target.type == "cpu" and not isinstance(out, LazyTensor):
+            return LazyTensor.wrap(out)
+        return out
+
+    monkeypatch.setattr(torch.Tensor, "to", moved)
+
+
+__all__ = ["LazyTensor", "lazy_moves", "outcomes", "refuted", "run_gallery", "sys"]
