@@ -12,8 +12,10 @@ backend it is about run them here: the CPU descriptor under that backend's name.
 from __future__ import annotations
 
 import dataclasses
+import os
 import runpy
 import sys
+import traceback
 from pathlib import Path
 
 import torch
@@ -21,14 +23,17 @@ from torch.utils._pytree import tree_map
 
 from torchclaims import verify
 from torchclaims.backends import all_backends
-from torchclaims.records import ResultRecord, Verdict
+from torchclaims.records import ResultRecord, Verdict, read_record
 
 GALLERY = Path(__file__).resolve().parents[1] / "gallery"
 
 
 def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None = None) -> ResultRecord:
-    """Run ``gallery/<name>.py`` here, on the CPU (named ``as_backend`` when given), and return its record."""
-    monkeypatch.setenv(verify.RECORD_PATH_ENV, str(tmp_path / f"{name}.json"))
+    """Run ``gallery/<name>.py`` on the CPU (named ``as_backend`` when given) with what the test patched, and
+    return its record. It runs in a forked child, so the script's changes to global state (registries,
+    seeds, flags) die with it, as they do in the runner's own child processes."""
+    path = tmp_path / f"{name}.json"
+    monkeypatch.setenv(verify.RECORD_PATH_ENV, str(path))
     monkeypatch.setenv(verify.SCRIPT_ENV, f"gallery/{name}.py")
     monkeypatch.setenv("TORCHCLAIMS_BACKEND", "cpu")
     monkeypatch.syspath_prepend(str(GALLERY))  # the scripts' shared helpers (_philox, _dist...)
@@ -36,10 +41,23 @@ def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None =
         stand_in = dataclasses.replace(all_backends()["cpu"], name=as_backend)
         monkeypatch.setattr(verify, "resolve_backend", lambda requested: (stand_in, f"stand-in for {as_backend}"))
     monkeypatch.chdir(tmp_path)
-    namespace = runpy.run_path(str(GALLERY / f"{name}.py"), run_name="__main__")
-    record = namespace["v"].record
-    assert record is not None, f"{name}.py did not finish"
-    return record
+    sys.stdout.flush()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's coverage is the script's
+        code = 1
+        try:
+            runpy.run_path(str(GALLERY / f"{name}.py"), run_name="__main__")
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, f"{name}.py failed to run (its traceback is above)"
+    assert path.is_file(), f"{name}.py wrote no record"
+    return read_record(path)
 
 
 def outcomes(record: ResultRecord) -> dict[str, Verdict]:
@@ -113,5 +131,3 @@ def lazy_moves(monkeypatch) -> None:
 
     monkeypatch.setattr(torch.Tensor, "to", moved)
 
-
-__all__ = ["LazyTensor", "lazy_moves", "outcomes", "refuted", "run_gallery", "sys"]
