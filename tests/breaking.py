@@ -28,9 +28,10 @@ from torchclaims.records import ResultRecord, Verdict, read_record
 GALLERY = Path(__file__).resolve().parents[1] / "gallery"
 
 
-def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None = None) -> ResultRecord:
+def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None = None, **descriptor) -> ResultRecord:
     """Run ``gallery/<name>.py`` on the CPU (named ``as_backend`` when given) with what the test patched, and
-    return its record. It runs in a forked child, so the script's changes to global state (registries,
+    return its record (``descriptor`` changes more of the stand-in's descriptor, its compile_backend say).
+    It runs in a forked child, so the script's changes to global state (registries,
     seeds, flags) die with it, as they do in the runner's own child processes."""
     path = tmp_path / f"{name}.json"
     monkeypatch.setenv(verify.RECORD_PATH_ENV, str(path))
@@ -38,7 +39,7 @@ def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None =
     monkeypatch.setenv("TORCHCLAIMS_BACKEND", "cpu")
     monkeypatch.syspath_prepend(str(GALLERY))  # the scripts' shared helpers (_philox, _dist...)
     if as_backend is not None:
-        stand_in = dataclasses.replace(all_backends()["cpu"], name=as_backend)
+        stand_in = dataclasses.replace(all_backends()["cpu"], name=as_backend, **descriptor)
         monkeypatch.setattr(verify, "resolve_backend", lambda requested: (stand_in, f"stand-in for {as_backend}"))
     monkeypatch.chdir(tmp_path)
     sys.stdout.flush()

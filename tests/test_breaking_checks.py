@@ -72,3 +72,24 @@ def test_rng_sm_dependence_is_refuted_when_the_launch_ignores_the_sm_count(monke
     record = run_gallery("cuda_rng_sm_dependence", monkeypatch, tmp_path, as_backend="cuda")
     assert refuted(record, "grid read back"), outcomes(record)
     assert outcomes(record)["torch.randint equals the rebuild for this GPU's SM count, exactly"] is Verdict.REFUTED
+
+
+def test_int_scatter_is_refuted_on_a_backend_that_rounds_through_float32(monkeypatch, tmp_path):
+    scatter_add_ = torch.Tensor.scatter_add_
+
+    def through_float32(self, dim, index, src):
+        rounded = scatter_add_(self.float(), dim, index, src.float())
+        return self.copy_(rounded.to(self.dtype))
+
+    monkeypatch.setattr(torch.Tensor, "scatter_add_", through_float32)
+    record = run_gallery("int_scatter_precision", monkeypatch, tmp_path)
+    assert refuted(record, "scatter_add_ is exact or raises (eager)"), outcomes(record)
+
+
+def test_int_scatter_is_refuted_where_the_neuron_compiler_is_exact(monkeypatch, tmp_path):
+    # AWS says the Neuron compiler converts integer scatter operands to f32: an exact compiled result contradicts it.
+    import torch._dynamo
+
+    torch._dynamo.register_backend(lambda graph, inputs: graph.forward, name="neuron")
+    record = run_gallery("int_scatter_precision", monkeypatch, tmp_path, as_backend="neuron", compile_backend="neuron")
+    assert refuted(record, "rounded through f32"), outcomes(record)
