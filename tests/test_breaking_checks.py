@@ -93,3 +93,71 @@ def test_int_scatter_is_refuted_where_the_neuron_compiler_is_exact(monkeypatch, 
     torch._dynamo.register_backend(lambda graph, inputs: graph.forward, name="neuron")
     record = run_gallery("int_scatter_precision", monkeypatch, tmp_path, as_backend="neuron", compile_backend="neuron")
     assert refuted(record, "rounded through f32"), outcomes(record)
+
+
+def test_compile_on_first_call_is_refuted_where_torch_compile_compiles_nothing(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch, "compile", lambda model, **options: model)  # runs eagerly, never compiles
+    record = run_gallery("compile_jit_first_call", monkeypatch, tmp_path)
+    assert refuted(record, "the first call compiles a graph"), outcomes(record)
+    assert outcomes(record)["the first call takes markedly longer than repeat calls"] is Verdict.REFUTED
+
+
+def test_compile_matches_eager_is_refuted_by_a_compiler_that_changes_the_result(monkeypatch, tmp_path):
+    import torch._dynamo
+
+    def off_by_a_little(graph, inputs):
+        return lambda *args: [out + 1e-2 if isinstance(out, torch.Tensor) and out.is_floating_point() else out
+                              for out in graph.forward(*args)]
+
+    torch._dynamo.register_backend(off_by_a_little, name="off_by_a_little")
+    record = run_gallery("compile_matches_eager", monkeypatch, tmp_path, as_backend="cpu", compile_backend="off_by_a_little")
+    assert refuted(record, "forward outputs match eager"), outcomes(record)
+
+
+def test_autocast_is_refuted_where_autocast_does_nothing(monkeypatch, tmp_path):
+    import contextlib
+
+    monkeypatch.setattr(torch, "autocast", lambda device_type, **options: contextlib.nullcontext())
+    record = run_gallery("autocast_device_type", monkeypatch, tmp_path)
+    assert refuted(record, "returns the device type's autocast dtype"), outcomes(record)
+
+
+# Executable claims with neither a breaking test here nor a `no_breaking_test` reason in their record yet.
+# The list may only shrink: a new claim comes with a breaking test or says why it has none.
+LEFT = {
+    "accelerate-dispatch-int-device", "accelerate-neuron-bf16-autocast", "backend-autoload", "backends-use-privateuse1",
+    "compile-backend-and-modes", "compile-failure-raises", "context-parallel-attention", "cpu-gloo-reference-parity",
+    "custom-op-eager-and-compile", "ddp-matches-single-process", "device-switch-parity", "distributed-collectives",
+    "fsdp2-matches-single-process", "hf-architecture-coverage", "hf-device-map-auto", "hf-device-map-backend-placement",
+    "hf-device-strings", "hf-static-cache-shapes", "hf-training-args-device", "memory-apis-portable",
+    "mps-fallback-opt-in", "neuron-cpu-fallback-default", "neuron-device-count-neuroncores", "opinfo-coverage",
+    "pipeline-parallel-matches-single-process", "privateuse1-named-device", "recompile-dynamic-shapes",
+    "rng-streams-per-device", "rocm-ck-optin", "rocm-dist-backends", "rocm-reuses-torch-cuda", "shape-change-recompiles",
+    "tensor-sequence-parallel", "tf32-defaults", "tf32-on-rocm", "torch-accelerator-agnostic", "torchtpu-device-string",
+    "torchtpu-dist-backend", "xla-amax-amin-no-dim", "xla-avg-pool-divisor-override", "xla-checkpoint-cpu-save",
+    "xla-chunk-cat", "xla-count-nonzero-dtype", "xla-cpu-fallback-ops", "xla-cpu-thread-replicas",
+    "xla-gloo-device-tensors", "xla-matmul-precision", "xla-nll-loss-unbatched", "xla-norm-inf",
+    "xla-nuclear-norm-batch", "xla-pixel-shuffle-factor-order", "xla-process-group-two-processes",
+    "xla-slice-negative-start", "xla-spmd-parallel-step", "xla-static-shapes-recompile", "xla-zero-dim-reductions",
+}
+
+
+def broken_here() -> set[str]:
+    """The gallery scripts this file runs against a broken stand-in."""
+    import re
+    from pathlib import Path
+
+    return set(re.findall(r'run_gallery\("(\w+)"', Path(__file__).read_text(encoding="utf-8")))
+
+
+def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
+    from torchclaims.claims import load_claims
+
+    claims = load_claims(GALLERY.parent / "claims").executable()
+    scripts = broken_here()
+    covered = {c.id for c in claims if c.script.removeprefix("gallery/").removesuffix(".py") in scripts}
+    explained = {c.id for c in claims if c.no_breaking_test}
+    unexplained = {c.id for c in claims} - covered - explained
+    assert unexplained <= LEFT, f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
+    assert not (LEFT & (covered | explained)), f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
+    assert len(covered) >= 7

@@ -174,6 +174,12 @@ class Claim(BaseModel):
         description="A defect claim: the ATen operators it concerns, as a dispatch mode names them on the CPU "
         "(aten::pixel_shuffle); `torchclaims check` flags a model that dispatches one where the claim is refuted",
     )
+    no_breaking_test: str = Field(
+        "",
+        max_length=limits.NOTE_CHARS,
+        description="For an executable claim that no test in tests/ runs against a broken stand-in: why its checks "
+        "cannot be shown to fail that way here",
+    )
     compiler_caches: CompilerCaches = Field(
         CompilerCaches.SHARED,
         description="cold: the script times compiling or counts compilations, so each run starts from empty compiler caches",
@@ -225,6 +231,13 @@ class Claim(BaseModel):
         if script is not None and not re.fullmatch(r"gallery/[a-z0-9_]+\.py", script):
             raise ValueError("expected a path like gallery/<snake_case_name>.py")
         return script
+
+    @field_validator("no_breaking_test")
+    @classmethod
+    def _only_for_scripts(cls, why: str, info: ValidationInfo) -> str:
+        if why and info.data.get("kind") is ClaimKind.ATTRIBUTED:
+            raise ValueError("an attributed claim has no checks to break")
+        return why
 
     @field_validator("compiler_caches")
     @classmethod
