@@ -28,9 +28,10 @@ from torchclaims.records import ResultRecord, Verdict, read_record
 GALLERY = Path(__file__).resolve().parents[1] / "gallery"
 
 
-def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None = None, **descriptor) -> ResultRecord:
+def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None = None, in_child=None, **descriptor) -> ResultRecord:
     """Run ``gallery/<name>.py`` on the CPU (named ``as_backend`` when given) with what the test patched, and
-    return its record (``descriptor`` changes more of the stand-in's descriptor, its compile_backend say).
+    return its record (``descriptor`` changes more of the stand-in's descriptor, its compile_backend say;
+    ``in_child`` is called in the child first, for a change that cannot be undone, like a rename).
     It runs in a forked child, so the script's changes to global state (registries,
     seeds, flags) die with it, as they do in the runner's own child processes."""
     path = tmp_path / f"{name}.json"
@@ -47,6 +48,8 @@ def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None =
     if child == 0:  # pragma: no cover - the child's coverage is the script's
         code = 1
         try:
+            if in_child is not None:
+                in_child()
             runpy.run_path(str(GALLERY / f"{name}.py"), run_name="__main__")
             code = 0
         except BaseException:

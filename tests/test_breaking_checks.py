@@ -129,7 +129,7 @@ LEFT = {
     "compile-backend-and-modes", "compile-failure-raises", "context-parallel-attention", "cpu-gloo-reference-parity",
     "custom-op-eager-and-compile", "ddp-matches-single-process", "device-switch-parity", "distributed-collectives",
     "fsdp2-matches-single-process", "hf-architecture-coverage", "hf-device-map-auto", "hf-device-map-backend-placement",
-    "hf-device-strings", "hf-static-cache-shapes", "hf-training-args-device", "memory-apis-portable",
+    "hf-static-cache-shapes", "hf-training-args-device", "memory-apis-portable",
     "mps-fallback-opt-in", "neuron-cpu-fallback-default", "neuron-device-count-neuroncores", "opinfo-coverage",
     "pipeline-parallel-matches-single-process", "privateuse1-named-device", "recompile-dynamic-shapes",
     "rng-streams-per-device", "rocm-ck-optin", "rocm-dist-backends", "rocm-reuses-torch-cuda", "shape-change-recompiles",
@@ -165,4 +165,12 @@ def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
     unexplained = {c.id for c in claims} - covered - explained
     assert unexplained <= LEFT, f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
     assert not (LEFT & (covered | explained)), f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
-    assert len(covered) >= 7
+    assert len(covered) >= 8
+
+
+def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
+    # A process where 'neuron' names the PrivateUse1 slot without torch_neuronx: torch.device("neuron")
+    # parses, so the ValueError the claim names (torch.device rejecting the string) cannot come.
+    rename = lambda: torch.utils.rename_privateuse1_backend("neuron")  # noqa: E731 - cannot be undone: child only
+    record = run_gallery("hf_device_strings", monkeypatch, tmp_path, in_child=rename)
+    assert refuted(record, "without torch_neuronx, device_map='neuron' raises ValueError"), outcomes(record)
