@@ -80,40 +80,64 @@ class LazyTensor(torch.Tensor):
 
     Every operation is recorded (its shape worked out on the meta device) and
     run only when something asks for a Python value (``.item()``, a comparison
-    that returns a bool) or for the data itself.
+    that returns a bool) or for the data itself. The recorded operations are
+    run without recursion, so a long chain of them reads like a long graph.
     """
 
     @staticmethod
-    def __new__(cls, thunk, meta):
+    def __new__(cls, op, meta):
         return torch.Tensor._make_wrapper_subclass(cls, meta.shape, strides=meta.stride(), dtype=meta.dtype, device="cpu")
 
-    def __init__(self, thunk, meta):
-        self._thunk, self._value = thunk, None
-
-    def value(self) -> torch.Tensor:
-        if self._value is None:
-            self._value = self._thunk()
-        return self._value
+    def __init__(self, op, meta):
+        self._op, self._value = op, None  # op: (func, args, kwargs), or None once computed
 
     @classmethod
     def wrap(cls, tensor: torch.Tensor) -> LazyTensor:
-        return cls(lambda: tensor, tensor.to("meta"))
+        lazy = cls(None, tensor.to("meta"))
+        lazy._value = tensor
+        return lazy
+
+    def value(self) -> torch.Tensor:
+        stack = [self]
+        while stack:
+            node = stack[-1]
+            if node._value is not None:
+                stack.pop()
+                continue
+            func, args, kwargs = node._op
+            pending = [x for x in _leaves((args, kwargs)) if isinstance(x, LazyTensor) and x._value is None]
+            if pending:
+                stack.extend(pending)
+                continue
+            node._value = func(*tree_map(_computed, args), **tree_map(_computed, kwargs))
+            node._op = None
+            stack.pop()
+        return self._value
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        real = lambda: func(*tree_map(_value, args), **tree_map(_value, kwargs))  # noqa: E731
         try:
             meta = func(*tree_map(_meta, args), **tree_map(_meta, kwargs))
         except (NotImplementedError, RuntimeError):
-            return real()  # no meta kernel: run it now
+            meta = None  # no meta kernel: run it now
         if not isinstance(meta, torch.Tensor) or func is torch.ops.aten._local_scalar_dense.default:
-            return real()  # a Python value (or several outputs) is asked for: run what was recorded
-        return cls(real, meta)
+            return func(*tree_map(_value, args), **tree_map(_value, kwargs))  # a Python value is asked for: run what was recorded
+        return cls((func, args, kwargs), meta)
+
+
+def _leaves(tree):
+    from torch.utils._pytree import tree_leaves
+
+    return tree_leaves(tree)
 
 
 def _value(x):
     return x.value() if isinstance(x, LazyTensor) else x
+
+
+def _computed(x):
+    return x._value if isinstance(x, LazyTensor) else x
 
 
 def _meta(x):
