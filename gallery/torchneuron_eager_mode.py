@@ -112,10 +112,11 @@ with v.check("operations run when they are called, not when a value is read") as
     while busy < BUSY_S and steps < 2**14:
         steps *= 2
         busy = min(issue_and_read(x, w, steps)[0] for _ in range(2))
-    read_after_idle = issue_and_read(x, w, steps, idle_s=2 * busy)[1]
+    # The slowest of three reads: an eager read after the wait is quick every time, a lazy one never is.
+    read_after_idle = max(issue_and_read(x, w, steps, idle_s=2 * busy)[1] for _ in range(3))
     check.measure("256x256 matmul + tanh steps in the chain", steps)
     check.measure("issue the chain and read its sum", busy, unit="s")
-    check.measure("read the sum after waiting idle twice as long", read_after_idle, unit="s", tolerance=f"<= {LAZY_SHARE:g} x the chain")
+    check.measure("slowest of 3 reads of the sum after waiting idle twice as long", read_after_idle, unit="s", tolerance=f"<= {LAZY_SHARE:g} x the chain")
     check.expect(busy > 0 and read_after_idle <= LAZY_SHARE * busy,
                  f"the read after an idle wait took {read_after_idle:.3g} s of the chain's {busy:.3g} s: the work waited for the read")
 
