@@ -10,7 +10,9 @@ copied to the CPU. Without ``map_location``, ``torch.load`` restores each tensor
 to the device it was saved from, and raises when that device is not available.
 
 We save a small model's ``state_dict`` from the configured device and load it
-back with and without ``map_location``. For the "device not available" half we
+back with and without ``map_location``. On the CPU, saving and loading on the
+same device would show nothing moving, so a second checkpoint is labelled as
+saved on ``meta`` and must come back there. For the "device not available" half we
 write a checkpoint whose storages are tagged as saved on a GPU this machine
 does not have (``cuda:0`` where there is no CUDA, ``cuda:<n>`` where there are
 n GPUs) and load it both ways.
@@ -59,6 +61,43 @@ def same_bits(check, loaded, what):
 
 
 # %%
+# Checkpoints labelled with another device
+# ----------------------------------------
+# ``torch.save`` asks a registry of *taggers* where each storage lives. A tagger
+# registered ahead of the built-in ones (priority 1) labels the CPU storages of
+# one save as coming from another device, exactly as a checkpoint written on
+# that device would be labelled. Two such saves: one labelled ``meta``, a device
+# every build of PyTorch has, so that "returns to the device it was saved from"
+# is seen to move tensors even where the configured device is the CPU itself;
+# and one labelled with a GPU this machine lacks. The labels are data.
+
+GPU_KIND = "cuda"  # the device type the fixture claims to come from (data under test)
+absent = f"{GPU_KIND}:{torch.cuda.device_count()}"  # one past the last GPU present
+fake_location = None
+
+
+def tag_as_fake(storage):
+    return fake_location if storage.device.type == v.reference_device.type else None
+
+
+def leave_to_builtin(storage, location):
+    return None
+
+
+def save_tagged(location, path):
+    global fake_location
+    fake_location = location
+    torch.save(copied, path)
+    fake_location = None
+    return path
+
+
+torch.serialization.register_package(1, tag_as_fake, leave_to_builtin)
+from_meta = save_tagged("meta", folder / "from_meta.pt")
+fixture = save_tagged(absent, folder / "from_absent_gpu.pt")
+
+
+# %%
 # Loading back
 # ------------
 
@@ -69,41 +108,15 @@ with v.check("map_location='cpu' reloads bit for bit equal to the device tensors
     same_bits(check, loaded, "map_location='cpu'")
 
 with v.check("without map_location each tensor returns to the device it was saved from") as check:
-    if v.on_reference:
-        check.note("on the CPU the saving device is the CPU itself")
     loaded = torch.load(saved, weights_only=True)
     for name, tensor in loaded.items():
         origin = state[name].device
         check.expect(tensor.device == origin, f"{name} loaded on {tensor.device}, saved from {origin}")
     check.measure("devices after loading", ", ".join(sorted({str(t.device) for t in loaded.values()})))
     same_bits(check, loaded, "no map_location")
-
-# %%
-# A checkpoint from a device this machine lacks
-# ---------------------------------------------
-# ``torch.save`` asks a registry of *taggers* where each storage lives. A tagger
-# registered ahead of the built-in ones (priority 1) labels the CPU storages of
-# this one save as coming from an absent GPU, exactly as a checkpoint written
-# on that GPU would be labelled. The label is data; no such device is used.
-
-GPU_KIND = "cuda"  # the device type the fixture claims to come from (data under test)
-absent = f"{GPU_KIND}:{torch.cuda.device_count()}"  # one past the last GPU present
-fake_location = None
-
-
-def tag_as_absent(storage):
-    return fake_location if storage.device.type == v.reference_device.type else None
-
-
-def leave_to_builtin(storage, location):
-    return None
-
-
-torch.serialization.register_package(1, tag_as_absent, leave_to_builtin)
-fixture = folder / "from_absent_gpu.pt"
-fake_location = absent
-torch.save(copied, fixture)
-fake_location = None
+    meta_devices = sorted({str(t.device) for t in torch.load(from_meta, weights_only=True).values()})
+    check.measure("devices after loading the checkpoint labelled 'meta'", ", ".join(meta_devices))
+    check.equal(meta_devices, ["meta"], "devices after loading the checkpoint labelled 'meta'")
 
 with zipfile.ZipFile(fixture) as archive:
     pickle_bytes = archive.read(next(n for n in archive.namelist() if n.endswith("data.pkl")))

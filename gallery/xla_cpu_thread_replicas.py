@@ -4,16 +4,18 @@ Thread replicas on XLA's CPU devices all-reduce across devices
 
 :claim-verdict:`xla-cpu-thread-replicas`
 
-The claim: ``xmp.spawn`` on the PJRT CPU runtime with ``CPU_NUM_DEVICES=2``
-runs one replica per CPU device (threads of one process, since PJRT CPU is a
-single-process runtime), and ``xm.all_reduce`` across them returns the sum
-on both replicas.
+Our finding (no source claims it): ``xmp.spawn`` on the PJRT CPU runtime with
+``CPU_NUM_DEVICES=2`` runs one replica per CPU device (threads of one process,
+since PJRT CPU is a single-process runtime), and when both replicas start at
+once, ``xm.all_reduce`` across them returns the sum on both replicas.
 
-This is the one way torch_xla offers to run more than one replica on the CPU,
-and so the only way the distributed claims could run there with the ``xla``
-process-group backend. In a fresh Python process (a failed rendezvous aborts
-the process) the two replicas all-reduce ``(ordinal + 1) * [1, 2, 3, 4]``; the
-exit status and what each replica printed are the evidence. The replicas'
+This is one of the two ways torch_xla offers to run more than one replica on
+the CPU (the other, two processes joining one ``xla`` process group, is
+xla-process-group-two-processes). In a fresh Python process (a failed
+rendezvous aborts the process) the two replicas start together, with no wait
+before the collective, and all-reduce ``(ordinal + 1) * [1, 2, 3, 4]``; the
+exit status and what each replica printed are the evidence. Replicas started
+some seconds apart are not what this checks. The replicas'
 program is written to a file first: ``xmp.spawn`` starts its worker with
 ``spawn``, which imports ``__main__`` from a file.
 """

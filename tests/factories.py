@@ -109,13 +109,31 @@ def claim_fields(claim_id: str, **fields) -> dict:
         kind=kind,
         topic="numerics",
         about=["cpu"],
-        claimed_by=["Test Publisher"],
         relation="is",
         script=f"gallery/{claim_id.replace('-', '_')}.py" if kind == "executable" else None,
         sources=[default_source()],
     )
+    claimed_by = fields.pop("claimed_by", ["Test Publisher"])
     values.update(fields)
+    values["sources"] = with_claimants(values.get("sources"), claimed_by, values.get("about"))
     return {k: v for k, v in values.items() if v is not None}
+
+
+def with_claimants(sources, claimed_by, about):
+    """Sources naming ``claimed_by`` as their claimants, each about ``about``: the first source
+    (and any other without a claimant) names the first, one more source per further claimant.
+    Nothing is added for an own finding ([PROJECT]), where the sources are not a list of tables,
+    or where a source names a claimant or scope itself."""
+    if not isinstance(sources, list) or not all(isinstance(s, dict) for s in sources) or claimed_by in (None, ["torchclaims"]):
+        return sources
+    if any("claimant" in s or "about" in s for s in sources):
+        return sources  # the test says who claims what itself
+    from torchclaims.backends import BACKEND_NAMES
+
+    known = [b for b in BACKEND_NAMES if isinstance(about, list) and b in about]  # a bad `about` stays the claim's own problem
+    scope = known or ["cpu"]
+    named = [dict(s) if "claimant" in s else {**s, "claimant": claimed_by[0], "about": scope} for s in sources]
+    return named + [default_source(claimant=c, about=scope) for c in claimed_by[1:]]
 
 
 def claim_toml(fields: dict) -> str:

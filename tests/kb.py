@@ -18,7 +18,6 @@ proposition = "The proposition of claim {id}, which is checked by its script."
 kind = "{kind}"
 topic = "{topic}"
 about = {about}
-claimed_by = {claimed_by}
 relation = "{relation}"
 {script_line}
 caveats = ["A caveat of {id}."]
@@ -27,7 +26,7 @@ caveats = ["A caveat of {id}."]
 url = "https://docs.pytorch.org/{id}"
 quote = "A verbatim quote for {id}"
 publisher = "PyTorch documentation"
-date = "2026-10"
+{claimant_lines}date = "2026-10"
 """
 
 HEADER = '''"""
@@ -132,7 +131,8 @@ def write_claim(
     (root / "claims" / f"{claim_id}.toml").write_text(
         RECORD.format(
             id=claim_id, kind=kind, topic=topic, script_line=script_line,
-            about=json.dumps(list(about)), claimed_by=json.dumps(list(claimed_by)), relation=relation,
+            about=json.dumps(list(about)), relation=relation,
+            claimant_lines="" if relation == "own-finding" else f"claimant = {json.dumps(claimed_by[0])}\nabout = {json.dumps(list(about))}\n",
         )
     )
     if body is not None:

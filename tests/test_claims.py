@@ -68,7 +68,7 @@ def test_every_builtin_backend_name_is_accepted(tmp_path):
     assert claim.about == list(BACKEND_NAMES)
 
 
-@pytest.mark.parametrize("field", ["title", "proposition", "kind", "topic", "about", "claimed_by", "relation", "sources"])
+@pytest.mark.parametrize("field", ["title", "proposition", "kind", "topic", "about", "relation", "sources"])
 def test_missing_required_field_is_named(tmp_path, field):
     path = write_claim(tmp_path, "a-claim", **{field: None})
     problems = problems_of(path)
@@ -134,16 +134,52 @@ def test_an_own_finding_is_claimed_and_made_by_this_project(tmp_path):
 @pytest.mark.parametrize(
     "claimed_by, relation, says",
     [
-        (["AWS"], "own-finding", "an own finding is claimed by this project"),
-        ([PROJECT, "AWS"], "own-finding", "an own finding is claimed by this project"),
-        ([PROJECT], "narrows", "no source makes this claim"),
-        (["AWS", PROJECT], "is", "no source makes this claim"),
+        (["AWS"], "own-finding", "an own finding has no claimant"),
+        ([PROJECT], "narrows", "no source names a claimant"),
+        (["AWS", PROJECT], "is", f"a source's claimant is {PROJECT!r}"),
     ],
 )
 def test_relation_and_claimants_must_agree(tmp_path, claimed_by, relation, says):
     problems = problems_of(write_claim(tmp_path, "a-claim", claimed_by=claimed_by, relation=relation))
-    assert fields_of(problems) == {"relation"}
+    assert fields_of(problems) == {"sources"}
     assert says in problems[0].message
+
+
+def test_claimants_come_from_the_sources_each_with_what_it_is_about(tmp_path):
+    sources = [
+        default_source(claimant="AWS", about=["neuron"]),
+        default_source(),  # evidence only: source code, a page quoted for a fact
+        default_source(claimant="PyTorch", about=["cuda", "cpu"]),
+        default_source(claimant="AWS", about=["neuron", "cuda"]),
+    ]
+    claim = load_claim(write_claim(tmp_path, "a-claim", about=["neuron", "cuda"], relation="narrows", sources=sources))
+    assert claim.claimants == {"AWS": ["neuron", "cuda"], "PyTorch": ["cuda", "cpu"]}
+    assert claim.claimed_by == ["AWS", "PyTorch"]
+    assert claim.claimed_about == ["cpu", "cuda", "neuron"]  # in BACKEND_NAMES order
+
+
+@pytest.mark.parametrize(
+    "source, says",
+    [
+        (default_source(claimant="AWS"), "must say which backends its claim is about"),
+        (default_source(about=["neuron"]), "name the claimant"),
+        (default_source(claimant="AWS", about=["gaudi"]), "gaudi"),
+        (default_source(claimant="AWS", about=["neuron", "neuron"]), "listed twice"),
+    ],
+)
+def test_a_source_names_its_claimant_and_scope_together(tmp_path, source, says):
+    problems = problems_of(write_claim(tmp_path, "a-claim", relation="narrows", sources=[source]))
+    assert fields_of(problems) <= {"sources.0", "sources.0.about"} and problems
+    assert says in problems[0].message
+
+
+def test_a_record_with_claimed_by_is_told_where_the_claimants_went(tmp_path):
+    path = write_claim(tmp_path, "a-claim")
+    text = path.read_text().replace('relation = "is"', 'relation = "is"\nclaimed_by = ["AWS"]', 1)
+    path.write_text(text, encoding="utf-8")
+    problems = problems_of(path)
+    assert fields_of(problems) == {"claimed_by"}
+    assert "claimant" in problems[0].message and "about" in problems[0].message
 
 
 def test_an_attributed_claim_restates_its_sources(tmp_path):
@@ -163,6 +199,18 @@ def test_a_verdict_is_within_scope_only_on_a_backend_the_claim_is_about(tmp_path
     claim = load_claim(write_claim(tmp_path, "a-claim", about=["neuron", "cuda"]))
     assert claim.covers("neuron") and claim.covers("cuda")
     assert not claim.covers("cpu") and not claim.covers("xla")
+
+
+def test_a_backend_no_claimant_speaks_about_is_out_of_scope(tmp_path):
+    # AWS speaks about Neuron only: a CUDA verdict is no verdict on AWS's claim, whatever `about` says.
+    sources = [default_source(claimant="AWS", about=["neuron"])]
+    claim = load_claim(write_claim(tmp_path, "a-claim", about=["neuron", "cuda"], relation="narrows", sources=sources))
+    assert claim.covers("neuron") and not claim.covers("cuda")
+
+
+def test_an_own_finding_is_in_scope_wherever_it_is_about(tmp_path):
+    claim = load_claim(write_claim(tmp_path, "a-claim", about=["xla"], claimed_by=[PROJECT], relation="own-finding"))
+    assert claim.covers("xla") and not claim.covers("cpu")
 
 
 def test_id_not_equal_to_file_name(tmp_path):
@@ -324,7 +372,8 @@ def test_claim_json_schema_is_a_json_schema_requiring_id():
     assert schema["$schema"].startswith("https://json-schema.org/")
     assert schema["type"] == "object"
     assert "id" in schema["required"]
-    assert {"id", "title", "proposition", "kind", "topic", "about", "claimed_by", "relation", "sources"} <= set(schema["required"])
+    assert {"id", "title", "proposition", "kind", "topic", "about", "relation", "sources"} <= set(schema["required"])
+    assert {"claimant", "about"} <= set(schema["$defs"]["Source"]["properties"])
     assert re.fullmatch(schema["properties"]["id"]["pattern"], "a-valid-id")
     assert not re.fullmatch(schema["properties"]["id"]["pattern"], "Not_Valid")
     assert schema["additionalProperties"] is False

@@ -35,3 +35,22 @@ def test_committed_results_pass_every_load_check():
     store = load_store({}, None, ROOT / "results", admission=Admission.for_project(ROOT, claims))
     assert [str(p) for p in store.problems] == []
     assert store.entries, "results/ holds records"
+
+
+def test_committed_records_of_cold_claims_state_their_compiler_caches():
+    """A claim that times or counts compiling (compiler_caches = "cold") shows a verdict only from a run with
+    empty caches, which the runner states as a condition; a record without it ran with shared caches (the
+    runner of 2026-11-30 16:27, whose hash the sweep's records carry, had none) and must be re-run."""
+    from torchclaims.claims import CompilerCaches
+    from torchclaims.compiler_caches import CONDITION_NAME
+
+    claims = load_claims(ROOT / "claims").claims
+    cold = {c.id for c in claims.values() if c.compiler_caches is CompilerCaches.COLD}
+    store = load_store({}, None, ROOT / "results")
+    unstated = sorted(
+        f"{entry.origin}: {entry.record.claim_id}"
+        for claim_id in cold
+        for entry in store.entries.get(claim_id, [])
+        if not entry.record.conditions.get(CONDITION_NAME, "").startswith("cold")
+    )
+    assert cold and not unstated, "records of cold claims that do not state empty compiler caches (re-run them):\n" + "\n".join(unstated)

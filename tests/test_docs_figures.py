@@ -136,3 +136,47 @@ def test_no_page_types_a_measured_figure_by_hand():
         for number, figure in hand_typed_figures(page.read_text(encoding="utf-8"))
     ]
     assert not found, "figures typed by hand; read them from a record with {claim-measure}:\n" + "\n".join(found)
+
+
+# Counts of the knowledge base's own contents ("two thousand operators", "the four claims that import
+# torch_xla") drift as claims, scripts and op_db change; a page reads them from a record or names no number.
+# "One" and "two" are left alone: they are how prose says "a" and "a pair" (two ranks, one script per claim).
+COUNTED = r"(?:operators?|claims?|scripts?|architectures?|records?|OpInfo entries)"
+LARGE = r"(?:three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand)"
+COUNTS = re.compile(rf"\b(?:(?:{WORDS}[\s-]+)*{LARGE}|\d[\d,]*)(?:[\s-]+[a-z]+)?[\s-]+{COUNTED}\b", re.I)
+# Words that rank or rate what no record ranks: the architecture sweep takes every registered type.
+UNBACKED = re.compile(r"\b(?:popular|most[\s-]used|widely[\s-]used|top[\s-]\d+)\b", re.I)
+AUDITED = sorted([*(ROOT / "docs" / "topics").glob("*.md"), ROOT / "docs" / "xla.md", ROOT / "docs" / "methodology.md"])
+
+
+def hand_counted(text: str) -> list[tuple[int, str]]:
+    return [(number, match.group(0)) for number, paragraph in prose(text) for pattern in (COUNTS, UNBACKED) for match in pattern.finditer(paragraph)]
+
+
+@pytest.mark.parametrize(
+    "prose, figure",
+    [
+        ("all of PyTorch's two thousand operators", "two thousand operators"),
+        ("Only the four claims about torch_xla import it", "four claims"),
+        ("the 696 OpInfo entries of op_db", "696 OpInfo entries"),
+        ("seven scripts import torch_xla", "seven scripts"),
+        ("the share of popular architectures", "popular"),
+    ],
+)
+def test_the_count_detector_finds_counts_typed_by_hand(prose, figure):
+    assert [found for _, found in hand_counted(prose)] == [figure]
+
+
+@pytest.mark.parametrize("prose", ["one script per claim", "two ranks", "{claim-measure}`opinfo-coverage xla operators listed` operators", "torch 2.13"])
+def test_the_count_detector_leaves_pairs_roles_and_versions_alone(prose):
+    assert hand_counted(prose) == []
+
+
+def test_topic_pages_the_xla_page_and_methodology_count_nothing_by_hand():
+    assert len(AUDITED) > 3
+    found = [
+        f"{page.relative_to(ROOT)}, paragraph at line {number}: {figure!r}"
+        for page in AUDITED
+        for number, figure in hand_counted(page.read_text(encoding="utf-8"))
+    ]
+    assert not found, "counts or rankings typed by hand; read them from a record or leave the number out:\n" + "\n".join(found)

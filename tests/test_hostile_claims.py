@@ -67,7 +67,7 @@ def test_an_oversized_record_is_refused_before_it_is_read(tmp_path):
     "field, value",
     [
         ("proposition", "A " * (limits.STATEMENT_CHARS // 2 + 1)),
-        ("claimed_by", ["M" * (limits.NAME_CHARS + 1)]),
+        ("sources", [default_source(claimant="M" * (limits.NAME_CHARS + 1), about=["cpu"])]),
         ("caveats", ["C" * (limits.NOTE_CHARS + 1)]),
         ("sources", [default_source(note="N" * (limits.NOTE_CHARS + 1))]),
         ("sources", [default_source(url="https://example.com/" + "u" * limits.URL_CHARS)]),

@@ -272,7 +272,7 @@ def test_unknown_see_also_id(kb):
     "fields, field",
     [
         ({"title": "TODO: a short title"}, "title"),
-        ({"claimed_by": ["TODO: who makes the claim"]}, "claimed_by.0"),
+        ({"claimed_by": ["TODO: who makes the claim"]}, "sources.0.claimant"),
         ({"caveats": ["Fine caveat.", "TODO: what a run can tell"]}, "caveats.1"),
         ({"sources": [default_source(url="https://example.org/TODO")]}, "sources.0.url"),
         ({"sources": [default_source(), default_source(publisher="TODO: who")]}, "sources.1.publisher"),
@@ -370,3 +370,26 @@ def test_a_script_carries_its_claims_title_word_for_word(tmp_path):
     problem = only(lint(tmp_path), "gallery/titled.py")
     assert problem.line == 2
     assert "the docstring's title must be the claim's title" in problem.message and "'Claim titled'" in problem.message
+
+
+def test_a_proposition_about_a_backend_no_source_speaks_about_is_reported(kb):
+    sources = [default_source(claimant="AWS", about=["neuron"])]
+    write_claim(kb / "claims", "first-claim", about=["neuron", "cpu"], relation="narrows", sources=sources)
+    problem = only(lint(kb), "claims/first-claim.toml")
+    assert problem.field == "about"
+    assert "cpu" in problem.message and "own finding" in problem.message
+
+
+def test_an_own_finding_needs_no_source_about_its_backends(kb):
+    write_claim(kb / "claims", "first-claim", about=["xla", "cpu"], claimed_by=["torchclaims"], relation="own-finding")
+    assert about(lint(kb), "claims/first-claim.toml") == []
+
+
+def test_relation_is_with_two_claimants_is_reported_as_a_merge(kb):
+    sources = [default_source(claimant="AWS", about=["neuron"]), default_source(claimant="PyTorch", about=["cpu"])]
+    write_claim(kb / "claims", "first-claim", about=["neuron", "cpu"], relation="is", sources=sources)
+    problem = only(lint(kb), "claims/first-claim.toml")
+    assert problem.field == "relation"
+    assert "AWS, PyTorch" in problem.message and "narrows" in problem.message
+    write_claim(kb / "claims", "first-claim", about=["neuron", "cpu"], relation="narrows", sources=sources)
+    assert about(lint(kb), "claims/first-claim.toml") == []

@@ -30,6 +30,20 @@ ATEN_OPERATOR = r"^aten::[A-Za-z0-9_]+$"  # an operator's name without its overl
 MAX_QUOTE_WORDS = 40
 
 
+def known_backends(backends: list[str]) -> list[str]:
+    unknown = [name for name in backends if name not in BACKEND_NAMES]
+    if unknown:
+        raise ValueError(f"unknown backend(s) {unknown}; expected names from {', '.join(BACKEND_NAMES)}")
+    if len(set(backends)) != len(backends):
+        raise ValueError("a backend is listed twice")
+    return backends
+
+
+MOVED_CLAIMANTS = (
+    "claimed_by is no longer a field of the record: name each source's claimant and what its claim is about in "
+    "that source (claimant = \"AWS\", about = [\"neuron\"]); the sources of an own finding name none"
+)
+
 PROJECT = "torchclaims"  # the maker of every proposition that is not a source's own claim
 
 
@@ -86,6 +100,20 @@ class Source(BaseModel):
         True, description="False when the quote could not be seen in the primary source"
     )
     note: str = Field("", max_length=limits.NOTE_CHARS, description="Context, e.g. how this source disagrees with another")
+    claimant: Annotated[str | None, Field(min_length=1, max_length=limits.NAME_CHARS)] = Field(
+        None,
+        description="Who makes the claim in this source, in their own words; left out when the source is evidence only "
+        "(source code, a page quoted for a fact, every source of an own finding)",
+    )
+    about: list[str] = Field(
+        default_factory=list,
+        description="The backends this source's claim speaks about; required with claimant, and only with it",
+    )
+
+    @field_validator("about")
+    @classmethod
+    def _known_backends(cls, backends: list[str]) -> list[str]:
+        return known_backends(backends)
 
     @field_validator("quote")
     @classmethod
@@ -93,6 +121,16 @@ class Source(BaseModel):
         if len(quote.split()) >= MAX_QUOTE_WORDS:
             raise ValueError(f"a quote must be under {MAX_QUOTE_WORDS} words; cut it to the key sentence")
         return quote
+
+    @model_validator(mode="after")
+    def _claimant_with_scope(self) -> Source:
+        # What a source is about is what its claimant claims about: a verdict is in a
+        # claim's scope only where some claimant speaks (torchclaims.scope).
+        if self.claimant is not None and not self.about:
+            raise ValueError("a source with a claimant must say which backends its claim is about: about = [\"neuron\", ...]")
+        if self.claimant is None and self.about:
+            raise ValueError("about says what a claimant's claim covers: name the claimant, or leave about out for an evidence-only source")
+        return self
 
     @model_validator(mode="after")
     def _address_or_where_seen(self) -> Source:
@@ -121,9 +159,9 @@ class Claim(BaseModel):
     ]
     kind: ClaimKind
     topic: str = Field(description="One of: " + ", ".join(TOPICS))
-    about: list[str] = Field(min_length=1, description="Backends the sources' claim names (its scope)")
-    claimed_by: list[Annotated[str, Field(min_length=1, max_length=limits.NAME_CHARS)]] = Field(
-        min_length=1, description=f"Who makes the claim in the sources; [{PROJECT!r}] for an own finding"
+    about: list[str] = Field(
+        min_length=1,
+        description="Backends the proposition is about; each must be one some source's claim speaks about, unless it is an own finding",
     )
     relation: Relation = Field(description="How the proposition stands to the sources' claim")
     sources: list[Source] = Field(min_length=1)
@@ -135,6 +173,12 @@ class Claim(BaseModel):
         max_length=32,
         description="A defect claim: the ATen operators it concerns, as a dispatch mode names them on the CPU "
         "(aten::pixel_shuffle); `torchclaims check` flags a model that dispatches one where the claim is refuted",
+    )
+    no_breaking_test: str = Field(
+        "",
+        max_length=limits.NOTE_CHARS,
+        description="For an executable claim that no test in tests/ runs against a broken stand-in: why its checks "
+        "cannot be shown to fail that way here",
     )
     compiler_caches: CompilerCaches = Field(
         CompilerCaches.SHARED,
@@ -151,28 +195,30 @@ class Claim(BaseModel):
     @field_validator("about")
     @classmethod
     def _known_backends(cls, backends: list[str]) -> list[str]:
-        unknown = [name for name in backends if name not in BACKEND_NAMES]
-        if unknown:
-            raise ValueError(f"unknown backend(s) {unknown}; expected names from {', '.join(BACKEND_NAMES)}")
-        if len(set(backends)) != len(backends):
-            raise ValueError("a backend is listed twice")
-        return backends
+        return known_backends(backends)
 
     @field_validator("relation")
     @classmethod
-    def _relation_matches_makers(cls, relation: Relation, info: ValidationInfo) -> Relation:
-        claimed_by = info.data.get("claimed_by")  # absent when invalid itself
-        own = claimed_by == [PROJECT]
-        if relation is Relation.OWN_FINDING and claimed_by is not None and not own:
-            raise ValueError(f"an own finding is claimed by this project: write claimed_by = [{PROJECT!r}]")
-        if relation is not Relation.OWN_FINDING and claimed_by is not None and PROJECT in claimed_by:
-            raise ValueError(
-                f"claimed_by names {PROJECT!r}, so no source makes this claim: use relation = \"own-finding\" "
-                "(or name who makes it in the sources)"
-            )
+    def _attributed_restates(cls, relation: Relation, info: ValidationInfo) -> Relation:
         if info.data.get("kind") is ClaimKind.ATTRIBUTED and relation is not Relation.IS:
             raise ValueError("an attributed claim restates what its sources say: relation must be \"is\"")
         return relation
+
+    @field_validator("sources")
+    @classmethod
+    def _claimants_match_relation(cls, sources: list[Source], info: ValidationInfo) -> list[Source]:
+        relation = info.data.get("relation")  # absent when invalid itself
+        claimants = [s.claimant for s in sources if s.claimant is not None]
+        if relation is Relation.OWN_FINDING and claimants:
+            raise ValueError("an own finding has no claimant: its sources are evidence, so leave claimant and about out of each")
+        if relation not in (None, Relation.OWN_FINDING) and not claimants:
+            raise ValueError(
+                "no source names a claimant, so no source makes this claim: name the claimant (and what its claim is about) "
+                "in the source that makes it, or use relation = \"own-finding\""
+            )
+        if PROJECT in claimants:
+            raise ValueError(f"a source's claimant is {PROJECT!r}: this project's own findings use relation = \"own-finding\"")
+        return sources
 
     @field_validator("script")
     @classmethod
@@ -186,6 +232,13 @@ class Claim(BaseModel):
             raise ValueError("expected a path like gallery/<snake_case_name>.py")
         return script
 
+    @field_validator("no_breaking_test")
+    @classmethod
+    def _only_for_scripts(cls, why: str, info: ValidationInfo) -> str:
+        if why and info.data.get("kind") is ClaimKind.ATTRIBUTED:
+            raise ValueError("an attributed claim has no checks to break")
+        return why
+
     @field_validator("compiler_caches")
     @classmethod
     def _caches_need_a_script(cls, caches: CompilerCaches, info: ValidationInfo) -> CompilerCaches:
@@ -198,13 +251,37 @@ class Claim(BaseModel):
         return self.kind is ClaimKind.EXECUTABLE
 
     @property
+    def claimants(self) -> dict[str, list[str]]:
+        """Each claimant (in source order) and the backends its sources' claims are about."""
+        found: dict[str, list[str]] = {}
+        for source in self.sources:
+            if source.claimant is not None:
+                scope = found.setdefault(source.claimant, [])
+                scope.extend(b for b in source.about if b not in scope)
+        return found
+
+    @property
+    def claimed_by(self) -> list[str]:
+        """Who makes the claim in the sources; [PROJECT] for an own finding."""
+        return list(self.claimants) or [PROJECT]
+
+    @property
+    def claimed_about(self) -> list[str]:
+        """The backends some source's claim speaks about (every backend of ``about`` for an own finding)."""
+        if self.relation is Relation.OWN_FINDING:
+            return list(self.about)
+        spoken = {b for scope in self.claimants.values() for b in scope}
+        return [b for b in BACKEND_NAMES if b in spoken]
+
+    @property
     def proposition_by(self) -> list[str]:
         """Who makes the proposition: the claimants when it is their claim, else this project."""
         return self.claimed_by if self.relation is Relation.IS else [PROJECT]
 
     def covers(self, backend: str) -> bool:
-        """Whether a verdict on ``backend`` is within the claim's scope."""
-        return backend in self.about
+        """Whether a verdict on ``backend`` is within the claim's scope: the proposition is about
+        it and, unless it is an own finding, some source's claim speaks about it."""
+        return backend in self.about and backend in self.claimed_about
 
 
 @dataclass
@@ -236,6 +313,9 @@ def load_claim(path: Path) -> Claim:
     except RecursionError:
         raise InvalidFileError([Problem(path, "", "not valid TOML: arrays or tables nest too deeply")]) from None
     problems = []
+    if "claimed_by" in data:  # records written before each source named its claimant
+        del data["claimed_by"]
+        problems.append(Problem(path, "claimed_by", MOVED_CLAIMANTS))
     if data.get("id") != path.stem:
         problems.append(Problem(path, "id", f"id {data.get('id')!r} must equal the file name {path.stem!r}"))
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import limits
 from .backends import BUILTIN_BACKENDS
-from .claims import ClaimSet, load_claims
+from .claims import Claim, ClaimSet, Relation, load_claims
 from .errors import InvalidFileError, Problem
 from .fileio import decode_utf8, read_bytes
 from .fixed_judgements import fixed_judgements
@@ -139,6 +139,24 @@ def _placeholders(path: Path, claim) -> list[Problem]:
     return found
 
 
+def unspoken_backends(path: Path, claim: Claim) -> list[Problem]:
+    """A proposition about a backend that no source's claim speaks about (an own finding needs none)."""
+    unspoken = [b for b in claim.about if b not in claim.claimed_about]
+    if not unspoken:
+        return []
+    return [Problem(path, "about", f"the proposition is about {', '.join(unspoken)}, which no source's claim speaks about: "
+                    "drop the backend, cite a source that makes the claim about it (with its claimant and about), "
+                    "or make it an own finding")]
+
+
+def merged_claimants(path: Path, claim: Claim) -> list[Problem]:
+    """Relation "is" restates one claimant's claim; a proposition over several merges their claims."""
+    if claim.relation is not Relation.IS or len(claim.claimants) < 2:
+        return []
+    return [Problem(path, "relation", f"relation \"is\" with {len(claim.claimants)} claimants ({', '.join(claim.claimants)}) "
+                    "merges their claims into one proposition: use \"narrows\", or keep one claimant")]
+
+
 _LINT_CODE = code_digest("lint.py", "fixed_judgements.py", "gallery_text.py", "backends.py")
 
 
@@ -190,6 +208,7 @@ def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -
     for claim_id, claim in sorted(claims.claims.items()):
         path = claims.paths[claim_id]
         problems.extend(_placeholders(path, claim))
+        problems.extend(unspoken_backends(path, claim) + merged_claimants(path, claim))
         key = " ".join(claim.proposition.lower().split())
         if key in propositions:
             problems.append(Problem(path, "proposition", f"same proposition as claim {propositions[key]!r}; merge the records"))

@@ -34,8 +34,19 @@ def about_text(claim: Claim) -> str:
     return and_words([reader_name(b) for b in claim.about])
 
 
+def in_scope(claim: Claim) -> list[str]:
+    """The backends a verdict is in scope on: the proposition is about them and some claimant speaks about them."""
+    return [b for b in claim.about if claim.covers(b)] or list(claim.about)  # lint reports a claim with none
+
+
+def claimant_scopes(claim: Claim) -> list[tuple[str, str]]:
+    """[('AWS', 'AWS Trainium (TorchNeuron)'), ('PyTorch', 'the CPU and NVIDIA GPUs')]: each claimant
+    with what its own sources are about, so no claimant reads as speaking for another's backends."""
+    return [(claimant, and_words([reader_name(b) for b in scope])) for claimant, scope in claim.claimants.items()]
+
+
 def scope_note(claim: Claim, backend: str) -> str:
     """'' when a verdict on ``backend`` is within the claim's scope, else what it does not say."""
     if claim.covers(backend):
         return ""
-    return f"outside the scope of the claim: says nothing about {about_text(claim)}"
+    return f"outside the scope of the claim: says nothing about {and_words([reader_name(b) for b in in_scope(claim)])}"

@@ -18,7 +18,7 @@ import warnings
 
 import torch
 
-from .arch_config import MAX_PARAMETERS, SIZE_SETS, tiny_config
+from .arch_config import MAX_PARAMETERS, TARGETED, attempts, tiny_config
 from .op_check import first_line
 
 PROMPT = [[3, 17, 42, 99, 5, 64]]
@@ -54,20 +54,21 @@ def reference(model_type: str):
 
     failures = []
     ran_on_cpu = False
-    for sizes in SIZE_SETS:
+    for sizes, targeted in attempts(model_type):
+        name = sizes.name + (f", with {', '.join(sorted(TARGETED[model_type]))} set for {model_type}" if targeted else "")
         try:
-            config = tiny_config(model_type, sizes)
+            config = tiny_config(model_type, sizes, targeted)
             with torch.device("meta"):
                 parameters = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
             if parameters > MAX_PARAMETERS:
-                failures.append(f"{sizes.name}: {parameters:,} parameters")
+                failures.append(f"{name}: {parameters:,} parameters")
                 continue
             torch.manual_seed(0)
             model = AutoModelForCausalLM.from_config(config).eval()
         except ImportError as exc:
             raise NoTinyModel("p", f"needs a package that is not installed: {first_line(exc)}") from None
         except Exception as exc:
-            failures.append(f"{sizes.name}: {first_line(exc)}")
+            failures.append(f"{name}: {first_line(exc)}")
             continue
         try:
             logits = _forward(model, "cpu")
@@ -75,14 +76,16 @@ def reference(model_type: str):
             raise NoTinyModel("p", f"needs a package that is not installed: {first_line(exc)}") from None
         except Exception as exc:
             ran_on_cpu = True
-            failures.append(f"{sizes.name}: forward on the CPU raised {first_line(exc)}")
+            failures.append(f"{name}: forward on the CPU raised {first_line(exc)}")
             continue
         try:
             tokens = _generate(model, "cpu")
         except Exception as exc:
             tokens = f"generate on the CPU raised {first_line(exc)}"
-        return model, sizes.name, parameters, logits, tokens
-    raise NoTinyModel("r" if ran_on_cpu else "c", "; ".join(failures))
+        return model, name, parameters, logits, tokens
+    if ran_on_cpu:
+        raise NoTinyModel("r", "harness: no tiny model it built ran on the CPU: " + "; ".join(failures))
+    raise NoTinyModel("c", "harness: config could not be shrunk: " + "; ".join(failures))
 
 
 def _stage(run, probe, sync, expected, compare):

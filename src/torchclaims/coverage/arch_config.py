@@ -12,7 +12,10 @@ way. Architectures constrain their sizes differently (multi-head latent
 attention needs as many key/value heads as heads; partial rotary embeddings
 need wider heads), so a few size sets are tried in order; the first whose
 model has at most :data:`MAX_PARAMETERS` parameters and runs a forward pass on
-the CPU is used. An architecture for which none does "cannot be shrunk".
+the CPU is used; then the same sets with the sizes :data:`TARGETED` fixes for
+the architecture. When none works, the row says the harness could not build a
+tiny model, with each attempt's error: a limit of the harness, not a fact
+about the architecture.
 """
 
 from __future__ import annotations
@@ -73,6 +76,22 @@ SIZE_SETS = (
 )
 
 
+# Sizes some config classes tie together beyond what a size set sets, read from their validators'
+# messages (and, for hybrid models, which layers have attention). They are tried after the plain size
+# sets fail and before an architecture is given up, so a row says "could not be shrunk" only when the
+# harness, not the model, ran out of ways to build it.
+TARGETED: dict[str, dict] = {
+    "gpt_neo": {"attention_types": [[["global", "local"], 1]]},  # one entry per layer
+    "mamba2": {"num_heads": 8, "n_groups": 1},  # hidden_size * expand == num_heads * head_dim
+    "zamba2": {"layers_block_type": ["mamba", "hybrid"]},  # one type per layer
+    "reformer": {"axial_pos_embds_dim": [16, 16], "axial_pos_shape": [8, 8], "attn_layers": ["local", "lsh"],
+                 "lsh_attn_chunk_length": 4, "local_attn_chunk_length": 4},  # factors sum to the width
+    "bamba": {"mamba_n_heads": 4, "mamba_d_head": 16, "mamba_n_groups": 1, "attn_layer_indices": [1]},
+    "granitemoehybrid": {"mamba_n_heads": 4, "mamba_d_head": 16, "mamba_n_groups": 1, "layer_types": ["mamba", "attention"]},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
+}
+
+
 def architectures() -> dict[str, str]:
     """model_type -> causal-LM class name, as transformers registers them."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
@@ -122,8 +141,14 @@ def shrunk_kwargs(config_class, sizes: Sizes) -> dict:
     return kwargs
 
 
-def tiny_config(model_type: str, sizes: Sizes):
+def tiny_config(model_type: str, sizes: Sizes, targeted: bool = False):
+    """The config class built with ``sizes`` (and, with ``targeted``, the architecture's TARGETED sizes)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     config_class = CONFIG_MAPPING[model_type]
-    return config_class(**shrunk_kwargs(config_class, sizes))
+    return config_class(**{**shrunk_kwargs(config_class, sizes), **(TARGETED.get(model_type, {}) if targeted else {})})
+
+
+def attempts(model_type: str) -> list[tuple[Sizes, bool]]:
+    """(size set, targeted) in the order they are tried: the plain size sets, then with targeted sizes."""
+    return [(sizes, False) for sizes in SIZE_SETS] + [(sizes, True) for sizes in SIZE_SETS if model_type in TARGETED]

@@ -17,9 +17,11 @@ result  meaning
 ``E``   the sweep's own code failed: no evidence
 ======  ==========================================================
 
-The cause is the first failing stage's category: the configuration cannot be
-shrunk, a package is missing, the CPU reference fails, an operator is missing
-on the device, the device raises, crashes or hangs, or the result differs.
+The cause is the first failing stage's category: the harness could not shrink
+the configuration or build a tiny model that runs on the CPU (limits of the
+harness, stated as such, with each attempt's error), a package is missing, an
+operator is missing on the device, the device raises, crashes or hangs, or the
+result differs.
 """
 
 from __future__ import annotations
@@ -54,9 +56,9 @@ RESULTS = {
 }
 CAUSES = {
     "-": "none",
-    "c": "config cannot be shrunk",
+    "c": "harness: config could not be shrunk",
     "p": "package missing",
-    "r": "CPU reference fails",
+    "r": "harness: no tiny model ran on the CPU",
     "k": "op missing on the device",
     "e": "device raises",
     "x": "crash or hang",

@@ -19,7 +19,7 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from ..claims import Claim, Relation
 from ..grid import device_words
-from ..scope import about_text, and_words
+from ..scope import about_text, and_words, claimant_scopes
 from ..store import THIS_BUILD, Entry
 from ..topics import TOPICS
 from .evidence import evidence_blocks, history, origin_text, run_line, scope_words, verdict_badge
@@ -59,17 +59,28 @@ def verdict_lines(state: BuildState, claim: Claim) -> nodes.container:
     return lines
 
 
+def claimant_line(claim: Claim) -> nodes.paragraph:
+    """'Claimed by AWS about AWS Trainium (TorchNeuron): “…” — … (2026); by PyTorch about the CPU: “…” — …':
+    each claimant with what its own sources are about and its first quote, marked when unconfirmed."""
+    parts: list = []
+    for index, (claimant, scope) in enumerate(claimant_scopes(claim)):
+        source = next(s for s in claim.sources if s.claimant == claimant)
+        parts += ["; " if index else "", nodes.strong("", f"{'by' if index else 'Claimed by'} {claimant}"), f" about {scope}: "]
+        parts += [nodes.emphasis("", f"“{source.quote}”"), " — ", link(source.publisher, source.url), f" ({source.date})"]
+        if not source.confirmed:
+            parts.append(badge("unconfirmed", "unconfirmed"))
+    more = len(claim.sources) - len(claim.claimants)
+    if more:
+        parts.append(f" (and {more} more source{'s' if more > 1 else ''} below)")
+    return paragraph(*parts)
+
+
 def claim_and_proposition(claim: Claim) -> list[nodes.Node]:
     """Who claims what, in their words, kept apart from what we check."""
     if claim.relation is Relation.OWN_FINDING:
         says = paragraph(nodes.strong("", "Our own finding"), f" about {about_text(claim)}; no source makes this claim (the sources below are evidence).")
     else:
-        first = claim.sources[0]
-        more = f" (and {len(claim.sources) - 1} more source{'s' if len(claim.sources) > 2 else ''} below)" if len(claim.sources) > 1 else ""
-        says = paragraph(
-            nodes.strong("", f"Claimed by {and_words(claim.claimed_by)}"), f" about {about_text(claim)}: ",
-            nodes.emphasis("", f"“{first.quote}”"), " — ", link(first.publisher, first.url), f" ({first.date}){more}",
-        )
+        says = claimant_line(claim)
     says["classes"].append("tc-source-claim")
     intro = claim.relation.wording if claim.executable else "What they claim (attributed: no verdict here)"
     proposition = nodes.block_quote(classes=["tc-statement"])

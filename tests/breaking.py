@@ -1,0 +1,161 @@
+"""Run a gallery script against a deliberately broken stand-in, to show its checks can fail.
+
+Every check must be able to fail for the reason it states. A breaking test runs
+the claim's own script in this process on the CPU, with one thing broken the
+way a backend on which the claim is false would be (``torch.load`` that ignores
+where a tensor was saved, a generator that draws other numbers, a backend that
+runs nothing until a value is read), and asserts that the check about that
+thing is refuted. ``as_backend`` lets a script whose checks are gated on the
+backend it is about run them here: the CPU descriptor under that backend's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+from torch.utils._pytree import tree_map
+
+from torchclaims import verify
+from torchclaims.backends import all_backends
+from torchclaims.records import ResultRecord, Verdict, read_record
+
+GALLERY = Path(__file__).resolve().parents[1] / "gallery"
+
+
+def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None = None, in_child=None, **descriptor) -> ResultRecord:
+    """Run ``gallery/<name>.py`` on the CPU (named ``as_backend`` when given) with what the test patched, and
+    return its record (``descriptor`` changes more of the stand-in's descriptor, its compile_backend say;
+    ``in_child`` is called in the child first, for a change that cannot be undone, like a rename).
+    It runs in a forked child, so the script's changes to global state (registries,
+    seeds, flags) die with it, as they do in the runner's own child processes."""
+    path = tmp_path / f"{name}.json"
+    monkeypatch.setenv(verify.RECORD_PATH_ENV, str(path))
+    monkeypatch.setenv(verify.SCRIPT_ENV, f"gallery/{name}.py")
+    monkeypatch.setenv("TORCHCLAIMS_BACKEND", "cpu")
+    monkeypatch.syspath_prepend(str(GALLERY))  # the scripts' shared helpers (_philox, _dist...)
+    if as_backend is not None:
+        stand_in = dataclasses.replace(all_backends()["cpu"], name=as_backend, **descriptor)
+        monkeypatch.setattr(verify, "resolve_backend", lambda requested: (stand_in, f"stand-in for {as_backend}"))
+    monkeypatch.chdir(tmp_path)
+    sys.stdout.flush()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's coverage is the script's
+        code = 1
+        try:
+            if in_child is not None:
+                in_child()
+            runpy.run_path(str(GALLERY / f"{name}.py"), run_name="__main__")
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, f"{name}.py failed to run (its traceback is above)"
+    assert path.is_file(), f"{name}.py wrote no record"
+    return read_record(path)
+
+
+def outcomes(record: ResultRecord) -> dict[str, Verdict]:
+    return {check.name: check.outcome for check in record.checks}
+
+
+def refuted(record: ResultRecord, words: str) -> bool:
+    """Whether the one check whose name holds ``words`` is refuted (and the record with it)."""
+    named = [check for check in record.checks if words in check.name]
+    assert len(named) == 1, f"expected one check naming {words!r}, found {[c.name for c in record.checks]}"
+    return named[0].outcome is Verdict.REFUTED and record.verdict is Verdict.REFUTED
+
+
+class LazyTensor(torch.Tensor):
+    """A CPU tensor that runs nothing until a value is read: the shape of a lazy backend.
+
+    Every operation is recorded (its shape worked out on the meta device) and
+    run only when something asks for a Python value (``.item()``, a comparison
+    that returns a bool) or for the data itself. The recorded operations are
+    run without recursion, so a long chain of them reads like a long graph.
+    """
+
+    @staticmethod
+    def __new__(cls, op, meta):
+        return torch.Tensor._make_wrapper_subclass(cls, meta.shape, strides=meta.stride(), dtype=meta.dtype, device="cpu")
+
+    def __init__(self, op, meta):
+        self._op, self._value = op, None  # op: (func, args, kwargs), or None once computed
+
+    @classmethod
+    def wrap(cls, tensor: torch.Tensor) -> LazyTensor:
+        lazy = cls(None, tensor.to("meta"))
+        lazy._value = tensor
+        return lazy
+
+    def value(self) -> torch.Tensor:
+        stack = [self]
+        while stack:
+            node = stack[-1]
+            if node._value is not None:
+                stack.pop()
+                continue
+            func, args, kwargs = node._op
+            pending = [x for x in _leaves((args, kwargs)) if isinstance(x, LazyTensor) and x._value is None]
+            if pending:
+                stack.extend(pending)
+                continue
+            node._value = func(*tree_map(_computed, args), **tree_map(_computed, kwargs))
+            node._op = None
+            stack.pop()
+        return self._value
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        try:
+            meta = func(*tree_map(_meta, args), **tree_map(_meta, kwargs))
+        except (NotImplementedError, RuntimeError):
+            meta = None  # no meta kernel: run it now
+        if not isinstance(meta, torch.Tensor) or func is torch.ops.aten._local_scalar_dense.default:
+            return func(*tree_map(_value, args), **tree_map(_value, kwargs))  # a Python value is asked for: run what was recorded
+        return cls((func, args, kwargs), meta)
+
+
+def _leaves(tree):
+    from torch.utils._pytree import tree_leaves
+
+    return tree_leaves(tree)
+
+
+def _value(x):
+    return x.value() if isinstance(x, LazyTensor) else x
+
+
+def _computed(x):
+    return x._value if isinstance(x, LazyTensor) else x
+
+
+def _meta(x):
+    if isinstance(x, LazyTensor):
+        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+    return x.to("meta") if isinstance(x, torch.Tensor) else x
+
+
+def lazy_moves(monkeypatch) -> None:
+    """``tensor.to(<the CPU>)`` returns a LazyTensor: code that moves its inputs to the device runs lazily."""
+    to = torch.Tensor.to
+
+    def moved(self, *args, **kwargs):
+        out = to(self, *args, **kwargs)
+        target = args[0] if args else kwargs.get("device")
+        if isinstance(target, torch.device) and target.type == "cpu" and not isinstance(out, LazyTensor):
+            return LazyTensor.wrap(out)
+        return out
+
+    monkeypatch.setattr(torch.Tensor, "to", moved)
+

@@ -1,0 +1,176 @@
+"""Each claim's check, run against a stand-in on which the claim is false, is refuted for the stated reason."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+from breaking import GALLERY, lazy_moves, outcomes, refuted, run_gallery
+
+from torchclaims.records import Verdict
+
+
+def test_eager_mode_holds_on_an_eager_stand_in(monkeypatch, tmp_path):
+    record = run_gallery("torchneuron_eager_mode", monkeypatch, tmp_path, as_backend="neuron")
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_eager_mode_is_refuted_on_a_lazy_backend(monkeypatch, tmp_path):
+    lazy_moves(monkeypatch)
+    record = run_gallery("torchneuron_eager_mode", monkeypatch, tmp_path, as_backend="neuron")
+    assert refuted(record, "not when a value is read"), outcomes(record)
+
+
+def test_checkpoint_map_location_holds_on_the_cpu(monkeypatch, tmp_path):
+    record = run_gallery("checkpoint_map_location", monkeypatch, tmp_path)
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_a_checkpoint_that_does_not_move_is_refuted(monkeypatch, tmp_path):
+    # A torch.load that puts everything on the CPU, whatever the checkpoint says it was saved from.
+    load = torch.load
+    monkeypatch.setattr(torch, "load", lambda f, map_location=None, **kw: load(f, map_location="cpu", **kw))
+    record = run_gallery("checkpoint_map_location", monkeypatch, tmp_path)
+    assert refuted(record, "returns to the device it was saved from"), outcomes(record)
+    assert outcomes(record)["loading a checkpoint from an unavailable device without map_location raises"] is Verdict.REFUTED
+
+
+class StandInGpu:
+    """torch.cuda's view of a stand-in GPU, and a generator drawing as PyTorch's CUDA kernel would on
+    ``draws_like_sms`` SMs (None: the CPU's own generator, a device with a different RNG)."""
+
+    SMS, THREADS = 8, 2048
+
+    def __init__(self, monkeypatch, draws_like_sms):
+        monkeypatch.syspath_prepend(str(GALLERY))
+        import _philox
+
+        props = SimpleNamespace(name="stand-in GPU", multi_processor_count=self.SMS, max_threads_per_multi_processor=self.THREADS)
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: props)
+        if draws_like_sms is None:
+            return
+        like = (draws_like_sms, self.THREADS)
+        monkeypatch.setattr(torch, "randint", lambda low, high, size, device=None: torch.from_numpy(_philox.randint(size[0], high, *like)))
+        monkeypatch.setattr(torch, "randn", lambda n, device=None: torch.from_numpy(_philox.randn(n, *like).astype("float32")))
+
+
+def test_rng_sm_dependence_holds_on_a_gpu_that_draws_as_its_sm_count_gives(monkeypatch, tmp_path):
+    StandInGpu(monkeypatch, draws_like_sms=StandInGpu.SMS)
+    record = run_gallery("cuda_rng_sm_dependence", monkeypatch, tmp_path, as_backend="cuda")
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_rng_sm_dependence_is_refuted_on_a_device_with_a_different_rng(monkeypatch, tmp_path):
+    StandInGpu(monkeypatch, draws_like_sms=None)
+    record = run_gallery("cuda_rng_sm_dependence", monkeypatch, tmp_path, as_backend="cuda")
+    assert refuted(record, "grid read back"), outcomes(record)
+
+
+def test_rng_sm_dependence_is_refuted_when_the_launch_ignores_the_sm_count(monkeypatch, tmp_path):
+    # The GPU reports 8 SMs but launches the grid of 4: what it draws does not follow its SM count.
+    StandInGpu(monkeypatch, draws_like_sms=StandInGpu.SMS // 2)
+    record = run_gallery("cuda_rng_sm_dependence", monkeypatch, tmp_path, as_backend="cuda")
+    assert refuted(record, "grid read back"), outcomes(record)
+    assert outcomes(record)["torch.randint equals the rebuild for this GPU's SM count, exactly"] is Verdict.REFUTED
+
+
+def test_int_scatter_is_refuted_on_a_backend_that_rounds_through_float32(monkeypatch, tmp_path):
+    scatter_add_ = torch.Tensor.scatter_add_
+
+    def through_float32(self, dim, index, src):
+        rounded = scatter_add_(self.float(), dim, index, src.float())
+        return self.copy_(rounded.to(self.dtype))
+
+    monkeypatch.setattr(torch.Tensor, "scatter_add_", through_float32)
+    record = run_gallery("int_scatter_precision", monkeypatch, tmp_path)
+    assert refuted(record, "scatter_add_ is exact or raises (eager)"), outcomes(record)
+
+
+def test_int_scatter_is_refuted_where_the_neuron_compiler_is_exact(monkeypatch, tmp_path):
+    # AWS says the Neuron compiler converts integer scatter operands to f32: an exact compiled result contradicts it.
+    import torch._dynamo
+
+    torch._dynamo.register_backend(lambda graph, inputs: graph.forward, name="neuron")
+    record = run_gallery("int_scatter_precision", monkeypatch, tmp_path, as_backend="neuron", compile_backend="neuron")
+    assert refuted(record, "rounded through f32"), outcomes(record)
+
+
+def test_compile_on_first_call_is_refuted_where_torch_compile_compiles_nothing(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch, "compile", lambda model, **options: model)  # runs eagerly, never compiles
+    record = run_gallery("compile_jit_first_call", monkeypatch, tmp_path)
+    assert refuted(record, "the first call compiles a graph"), outcomes(record)
+    assert outcomes(record)["the first call takes markedly longer than repeat calls"] is Verdict.REFUTED
+
+
+def test_compile_matches_eager_is_refuted_by_a_compiler_that_changes_the_result(monkeypatch, tmp_path):
+    import torch._dynamo
+
+    def off_by_a_little(graph, inputs):
+        return lambda *args: [out + 1e-2 if isinstance(out, torch.Tensor) and out.is_floating_point() else out
+                              for out in graph.forward(*args)]
+
+    torch._dynamo.register_backend(off_by_a_little, name="off_by_a_little")
+    record = run_gallery("compile_matches_eager", monkeypatch, tmp_path, as_backend="cpu", compile_backend="off_by_a_little")
+    assert refuted(record, "forward outputs match eager"), outcomes(record)
+
+
+def test_autocast_is_refuted_where_autocast_does_nothing(monkeypatch, tmp_path):
+    import contextlib
+
+    monkeypatch.setattr(torch, "autocast", lambda device_type, **options: contextlib.nullcontext())
+    record = run_gallery("autocast_device_type", monkeypatch, tmp_path)
+    assert refuted(record, "returns the device type's autocast dtype"), outcomes(record)
+
+
+# Executable claims with neither a breaking test here nor a `no_breaking_test` reason in their record yet.
+# The list may only shrink: a new claim comes with a breaking test or says why it has none.
+LEFT = {
+    "accelerate-dispatch-int-device", "accelerate-neuron-bf16-autocast", "backend-autoload", "backends-use-privateuse1",
+    "compile-backend-and-modes", "compile-failure-raises", "context-parallel-attention", "cpu-gloo-reference-parity",
+    "custom-op-eager-and-compile", "ddp-matches-single-process", "device-switch-parity", "distributed-collectives",
+    "fsdp2-matches-single-process", "hf-architecture-coverage", "hf-device-map-auto", "hf-device-map-backend-placement",
+    "hf-static-cache-shapes", "hf-training-args-device", "memory-apis-portable",
+    "mps-fallback-opt-in", "neuron-cpu-fallback-default", "neuron-device-count-neuroncores", "opinfo-coverage",
+    "pipeline-parallel-matches-single-process", "privateuse1-named-device", "recompile-dynamic-shapes",
+    "rng-streams-per-device", "rocm-ck-optin", "rocm-dist-backends", "rocm-reuses-torch-cuda", "shape-change-recompiles",
+    "tensor-sequence-parallel", "tf32-defaults", "tf32-on-rocm", "torch-accelerator-agnostic", "torchtpu-device-string",
+    "torchtpu-dist-backend", "xla-amax-amin-no-dim", "xla-avg-pool-divisor-override", "xla-checkpoint-cpu-save",
+    "xla-chunk-cat", "xla-count-nonzero-dtype", "xla-cpu-fallback-ops", "xla-cpu-thread-replicas",
+    "xla-gloo-device-tensors", "xla-matmul-precision", "xla-nll-loss-unbatched", "xla-norm-inf",
+    "xla-nuclear-norm-batch", "xla-pixel-shuffle-factor-order", "xla-process-group-two-processes",
+    "xla-slice-negative-start", "xla-spmd-parallel-step", "xla-static-shapes-recompile", "xla-zero-dim-reductions",
+    # added on main while these tests were written
+    "cuda-autocast-without-cuda", "cuda-calls-raise-without-cuda", "cuda-event-timing-without-cuda",
+    "cuda-extension-without-cuda", "cuda-gradscaler-without-cuda", "cuda-manual-seed-all-without-cuda",
+    "cuda-memory-stats-without-cuda", "cudnn-flags-without-cuda", "hf-causal-lm-device-switch", "nccl-without-cuda",
+    "pin-memory-without-accelerator",
+}
+
+
+def broken_here() -> set[str]:
+    """The gallery scripts this file runs against a broken stand-in."""
+    import re
+    from pathlib import Path
+
+    return set(re.findall(r'run_gallery\("(\w+)"', Path(__file__).read_text(encoding="utf-8")))
+
+
+def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
+    from torchclaims.claims import load_claims
+
+    claims = load_claims(GALLERY.parent / "claims").executable()
+    scripts = broken_here()
+    covered = {c.id for c in claims if c.script.removeprefix("gallery/").removesuffix(".py") in scripts}
+    explained = {c.id for c in claims if c.no_breaking_test}
+    unexplained = {c.id for c in claims} - covered - explained
+    assert unexplained <= LEFT, f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
+    assert not (LEFT & (covered | explained)), f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
+    assert len(covered) >= 8
+
+
+def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
+    # A process where 'neuron' names the PrivateUse1 slot without torch_neuronx: torch.device("neuron")
+    # parses, so the ValueError the claim names (torch.device rejecting the string) cannot come.
+    rename = lambda: torch.utils.rename_privateuse1_backend("neuron")  # noqa: E731 - cannot be undone: child only
+    record = run_gallery("hf_device_strings", monkeypatch, tmp_path, in_child=rename)
+    assert refuted(record, "without torch_neuronx, device_map='neuron' raises ValueError"), outcomes(record)
