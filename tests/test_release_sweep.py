@@ -13,6 +13,7 @@ import pytest
 from factories import STARTED, make_environment, make_kb, make_record, write_results_file
 from test_releases import ROOT, write
 from torchclaims.admission import Admission
+from torchclaims.errors import UsageError
 from torchclaims.claims import load_claims
 from torchclaims.cli import main
 from torchclaims.freshness import outdated_results
@@ -190,6 +191,18 @@ def test_a_changed_script_reruns_only_its_claim_and_merges_into_the_releases_fil
     again = Recorder(project)
     assert [m.status for m in sweep(project, again).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))] == ["current"]
     assert again.calls == []
+
+
+def test_claims_asked_to_run_again_run_although_current_and_an_unknown_one_is_refused(project):
+    """After a change to project code a script imports (a harness), which its digest does not see."""
+    commit_run(project, "2.9.0", claims=("alpha", "beta"))
+    recorder = Recorder(project)
+    measured = sweep(project, recorder).sweep(select(load_releases(project), ["torch"], ["2.9.0"]), rerun=("beta",))
+    assert recorder.verified() == [["beta"]]
+    assert [(m.status, m.claims) for m in measured] == [("ran", 1)]
+    assert sorted(r.claim_id for r in read_results(only_file(project)).records) == ["alpha", "beta"]
+    with pytest.raises(UsageError, match="no-such-claim"):
+        sweep(project, Recorder(project)).sweep(select(load_releases(project), ["torch"], ["2.9.0"]), rerun=("no-such-claim",))
 
 
 def test_an_environment_that_differs_beyond_the_kernel_build_runs_every_claim(project):

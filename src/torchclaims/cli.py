@@ -396,7 +396,7 @@ def cmd_sweep(args) -> ExitCode:
     started = time.perf_counter()
     work_dir.mkdir(parents=True, exist_ok=True)
     with PeakDisk(work_dir) as peak:
-        measured = sweep.sweep(select(releases, args.series, args.versions), dry_run=args.dry_run)
+        measured = sweep.sweep(select(releases, args.series, args.versions), dry_run=args.dry_run, rerun=tuple(args.rerun))
     print("\n".join(["", "sweep summary:"] + report(measured, time.perf_counter() - started, peak.peak)))
     return ExitCode.FAILED if any(m.status == "failed" for m in measured) else ExitCode.OK
 
@@ -491,6 +491,8 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--work-dir", default=".sweep", help="the environment, pip's temporary files and record cache (default: .sweep)")
     sweep.add_argument("--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""), help="extra index for torch on cpu series; 'cpu' names the CPU builds (default: the package index's builds)")
     sweep.add_argument("--timeout", help="seconds per claim (default: $TORCHCLAIMS_TIMEOUT or 300; a series may set its own)")
+    sweep.add_argument("--rerun", nargs="+", default=[], metavar="CLAIM",
+                       help="also run these claims again in every release, although their records are current")
     sweep.add_argument("--dry-run", action="store_true", help="say what would run; install nothing")
     sweep.add_argument("--matrix", action="store_true", help="print the selected releases as a GitHub Actions matrix (JSON); run nothing")
     sweep.add_argument("--workflow-run", action="store_true", help="inside a GitHub Actions job: each results file states the run as its provenance")

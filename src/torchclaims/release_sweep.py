@@ -156,12 +156,21 @@ def unrecorded_fields(path: Path) -> list[str]:
     return [f"{name} not recorded in it" for name in Environment.model_fields if name not in recorded]
 
 
-def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Release], cpu_index: bool = False) -> list[Planned]:
-    """For each release: which claims must run (and why), merged into which file of the sweep."""
+def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Release], cpu_index: bool = False,
+         rerun: tuple[str, ...] = ()) -> list[Planned]:
+    """For each release: which claims must run (and why), merged into which file of the sweep.
+
+    ``rerun`` names claims to run again although their records are current: after
+    a change to the project's own code they import (a harness or the runner),
+    which the script digests do not see.
+    """
     loaded = load_claims(root / "claims")
     if loaded.problems:  # a broken record's claim would lose its records in every file the sweep writes
         raise UsageError("fix the claim records first; the sweep would drop their records:\n" + "\n".join(str(p) for p in loaded.problems))
     scripts = {c.id: c.script for c in loaded.executable() if (root / c.script).is_file()}
+    unknown = sorted(set(rerun) - set(scripts))
+    if unknown:
+        raise UsageError(f"--rerun names no executable claim: {', '.join(unknown)}")
     outdated = outdated_results(root, results_dir)
     planned = []
     for release in selected:
@@ -174,12 +183,15 @@ def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Relea
         held = {r.claim_id: r for r in results.records}
         changed = {c for c in outdated.get(base.name, []) if c in scripts}
         changed |= {c for c, r in held.items() if c in scripts and r.script.path != scripts[c]}  # the claim names another script now
+        again = set(rerun) & set(held) - changed
         new = set(scripts) - set(held)
         prune = tuple(sorted(set(held) - set(scripts)))
         reasons = [f"{len(changed)} script(s) changed ({listed(sorted(changed), 4)})" if changed else "",  # the run line names them all
+                   f"{len(again)} asked to run again ({listed(sorted(again), 4)})" if again else "",
                    f"{len(new)} new claim(s) ({listed(sorted(new), 4)})" if new else "",
                    f"{len(prune)} record(s) of claims that no longer exist dropped ({listed(prune)})" if prune else ""]
         why = "; ".join(r for r in reasons if r)
+        changed |= again
         differ = (foreseen_differences(results.environment) + unrecorded_fields(base)) if changed or new else []
         if differ:  # the re-run records could not share the file: the new file must hold every claim
             why = f"{why}: this machine records another configuration than {base.name} ({'; '.join(differ)}), so all {len(scripts)} claims run"
@@ -397,10 +409,11 @@ class Sweep:
             shutil.rmtree(figures_dir(planned.base) / claim_id, ignore_errors=True)
         return Measured(planned.release, "pruned", f"dropped {listed(planned.prune)} from {planned.base.name}", results_file=planned.base.name)
 
-    def sweep(self, selected: list[Release], dry_run: bool = False, log: Callable[[str], None] = print) -> list[Measured]:
+    def sweep(self, selected: list[Release], dry_run: bool = False, log: Callable[[str], None] = print,
+              rerun: tuple[str, ...] = ()) -> list[Measured]:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         measured = []
-        for planned in plan(self.root, self.releases, self.results_dir, selected, self.cpu_index):
+        for planned in plan(self.root, self.releases, self.results_dir, selected, self.cpu_index, rerun):
             log(f"{planned.release.name}: {planned.why}")
             if planned.current:
                 measured.append(Measured(planned.release, "current", planned.why, results_file=planned.base.name))
