@@ -77,3 +77,20 @@ def test_a_backend_with_no_record_has_nothing_on_its_hardware_and_the_cpu_stand_
     assert summary.count(Group.UNCHECKED) == 6
     tpu = summarize(grid, "tpu")
     assert [(s.claim.id, s.group) for s in tpu.standings] == [("said-too", Group.ATTRIBUTED)]
+
+
+def test_the_tally_says_what_ran_on_the_hardware_when_with_which_versions_and_from_where(tmp_path):
+    from torchclaims.sphinxext.accelerators import tally
+
+    grid = grid_of(tmp_path, CLAIMS, [
+        Entry(make_record("on-hw-holds", environment=NEURON), "neuron.json"),
+        Entry(make_record("on-hw-refuted", Verdict.REFUTED, environment=NEURON), "neuron.json"),
+        Entry(make_record("stand-in-held", environment=XLA), "xla.json"),
+    ])
+    text = " ".join(tally(summarize(grid, "neuron"), "AWS Trainium (TorchNeuron)").astext().split())
+    assert "9 claims are about AWS Trainium (TorchNeuron)." in text
+    assert "2 are only their claimants' word (2 AWS, 1 Google): attributed, no public method to check." in text
+    assert ("2 of the 7 executable ones ran on neuron (Trainium2), with torch-neuronx 2.14.0, 2026-03-01: ✔ 1 held, ✘ 1 refuted. "
+            "From: submitted by hand, not reproduced 2.") in text
+    assert "1 was checked only on a stand-in: on xla (XLA on CPU (Test CPU), torch_xla 2.9.0), 1 claim: ✔ 1 held." in text
+    assert "4 are not yet checked anywhere." in text

@@ -134,7 +134,7 @@ def differences(record: ResultRecord, first: ResultRecord) -> list[nodes.Node]:
         settings.pop("torch", None)  # the same version with its build tag: said once
     out: list[nodes.Node] = []
     if settings:
-        out.append(paragraph(value_text("; ".join(f"{k.removeprefix('packages.')} {a} → {b}" for k, (a, b) in settings.items()))))
+        out.append(paragraph("; ".join(f"{k.removeprefix('packages.')} {a} → {b}" for k, (a, b) in settings.items())))
     theirs = {c.name: c for c in first.checks}
     for check in record.checks:
         other = theirs.get(check.name)
@@ -147,7 +147,7 @@ def differences(record: ResultRecord, first: ResultRecord) -> list[nodes.Node]:
         moved = [m for m in check.measurements if before.get(m.name) != m]
         if moved:
             parts.append(value_text(" " + "; ".join(f"{m.name} = {_value(m)}" + (f" (was {_value(before[m.name])})" if m.name in before else "") for m in moved)))
-        if check.detail and (other is None or other.detail != check.detail):
+        if check.detail and (other is None or other.detail != check.detail) and check.detail not in record.reason:  # the reason says it already
             parts.append(f" {check.detail}")
         out.append(paragraph(*parts))
     return out or [paragraph("the same checks, measurements and settings")]
@@ -166,9 +166,9 @@ def figures(state: BuildState, entry: Entry, label: str) -> list[nodes.Node]:
     return out
 
 
-def reason(entry: Entry, stale: str = "") -> list[nodes.Node]:
-    """The reason a record gives, and why it is stale: visible text, never a tooltip."""
-    out = [paragraph(nodes.emphasis("", "Reason: "), value_text(entry.record.reason, 400))] if entry.record.reason else []
+def reason(entry: Entry, stale: str = "", said: str = "") -> list[nodes.Node]:
+    """The reason a record gives (unless it is ``said`` already), and why it is stale: visible text, never a tooltip."""
+    out = [paragraph(nodes.emphasis("", "Reason: "), entry.record.reason)] if entry.record.reason and entry.record.reason != said else []
     return out + ([paragraph(nodes.emphasis("", "Stale: "), stale)] if stale else [])
 
 
@@ -188,33 +188,38 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
     first_entry, first = records[0]
     label = grid_label(first)
     root = "../" * docname.count("/")
-    body: list[nodes.Node] = [paragraph(nodes.emphasis("", "The first run, whole: "), *run_line(state.grid, first)), source_paragraph(first_entry)]
-    body += reason(first_entry, first.stale)
-    body.append(checks_table(first_entry.record, label))
-    body.append(paragraph(nodes.emphasis("", f"Environment and conditions of the {label} run (the table gives only what differs from it):")))
-    body.append(environment(first_entry.record))
-    body += figures(state, first_entry, label)
+    whole = nodes.container(ids=[evidence_anchor(claim.id, first.backend), evidence_anchor(claim.id, first.backend, first.version)], classes=["tc-run"])
+    whole += paragraph(nodes.emphasis("", "The first run, whole: "), *run_line(state.grid, first))
+    whole += source_paragraph(first_entry)
+    whole.extend(reason(first_entry, first.stale))
+    whole += checks_table(first_entry.record, label)
+    whole += paragraph(nodes.emphasis("", f"Environment and conditions of the {label} run (the table gives only what differs from it):"))
+    whole += environment(first_entry.record)
+    whole.extend(figures(state, first_entry, label))
     if first_entry.record.log_tail and first_entry.record.verdict is Verdict.ERROR:
-        body.append(nodes.literal_block(first_entry.record.log_tail, first_entry.record.log_tail, classes=["tc-log"]))
-    rows, ids, anchored = [], [], set()
+        whole += nodes.literal_block(first_entry.record.log_tail, first_entry.record.log_tail, classes=["tc-log"])
+    body: list[nodes.Node] = [whole]
+    rows, ids, anchored = [], [], {first.backend}
     for entry, cell in records:
         download = download_for(entry)
         where = nodes.paragraph()
-        if entry.backend not in anchored:  # where a link to the backend's evidence lands
-            anchored.add(entry.backend)
-            where += nodes.inline(ids=[evidence_anchor(claim.id, entry.backend)])
         where += nodes.strong("", state.grid.column(entry.backend).header(entry.version))
         where += nodes.Text(f" {entry.record.date}, {origin_text(entry)}")
-        where.extend(nodes.Text(n) if isinstance(n, str) else n for n in scope_words(claim, entry.backend))
+        if entry.backend not in anchored:  # where a link to the backend's evidence lands
+            anchored.add(entry.backend)
+            where.insert(0, nodes.inline(ids=[evidence_anchor(claim.id, entry.backend)]))
+            where.extend(nodes.Text(n) if isinstance(n, str) else n for n in scope_words(claim, entry.backend))  # once per backend
         if cell is None:
             where += nodes.inline("", " (an older record of this version: the one above is shown in the matrix)", classes=["tc-date"])
-        verdict = nodes.container("", paragraph(verdict_badge(entry, cell.stale if cell else "")), *reason(entry, cell.stale if cell else ""))
+        stale, said = (cell.stale if cell else ""), ("" if entry is first_entry else first_entry.record.reason)
+        same = " the same reason as the first run" if entry.record.reason and entry.record.reason == said else ""
+        verdict = nodes.container("", paragraph(verdict_badge(entry, stale), same), *reason(entry, stale, said))
         differs = nodes.container("", *(differences(entry.record, first_entry.record) if entry is not first_entry else [paragraph("the first run, above")]))
         differs.extend(figures(state, entry, grid_label(cell)) if cell is not None and entry is not first_entry else [])
         if entry.record.log_tail and entry.record.verdict is Verdict.ERROR and entry is not first_entry:
             differs += folded(["output"], [nodes.literal_block(entry.record.log_tail, entry.record.log_tail, classes=["tc-log"])])
         rows.append([where, verdict, differs, paragraph(link("JSON", root + download.json), " · ", link("CSV", root + download.csv))])
-        ids.append([evidence_anchor(claim.id, entry.backend, entry.version)] if cell is not None else [])
+        ids.append([evidence_anchor(claim.id, entry.backend, entry.version)] if cell is not None and entry is not first_entry else [])
     body.append(table(["Run", "Verdict and reason", f"What differs from the {label} run", "Download"], rows, ["tc-runs"], caption="Every record of this claim, by backend and version", row_ids=ids))
     backends = len({e.backend for e, _ in records})
     summary = [f"Evidence: {len(records)} record{'s' if len(records) > 1 else ''} on {backends} backend{'s' if backends > 1 else ''}: checks, environment, what differs per release, downloads"]
