@@ -91,8 +91,8 @@ def tally(summary: Summary, name: str) -> nodes.bullet_list:
     items = [paragraph(nodes.strong("", str(about)), f" {'claim is' if about == 1 else 'claims are'} about {name}.")]
     attributed = summary.count(Group.ATTRIBUTED)
     if attributed:
-        who = ", ".join(f"{n} {k}" for k, n in summary.attributed_by.most_common())
-        items.append(paragraph(nodes.strong("", str(attributed)), f" {'is' if attributed == 1 else 'are'} only their claimants' word ({who}): attributed, no public method to check."))
+        who = ", ".join(f"{k} in {n}" for k, n in summary.attributed_by.most_common())
+        items.append(paragraph(nodes.strong("", str(attributed)), f" {'is' if attributed == 1 else 'are'} only their claimants' word (claimed by {who}): attributed, no public method to check."))
     ran = summary.count(*ON_HARDWARE)
     if ran:
         first, last = summary.dates()

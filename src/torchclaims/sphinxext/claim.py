@@ -6,8 +6,8 @@ backend with its newest verdict (text and symbol, never colour alone, with the
 device it ran on, whether that backend is within the claim's scope, and the
 reason in words), leading to its evidence, beside its strip across releases
 (versions.py); a line for the backends the claim is about that have no record
-yet; the sources with quotes, caveats, and the evidence folded into one block
-that opens on demand (evidence.py); links to the gallery example and to the
+yet; the sources with quotes (folded: the first one is quoted above), caveats,
+and the evidence folded into one block that opens on demand (evidence.py); links to the gallery example and to the
 claim's row in the matrix. Everything about verdicts comes from the results
 store; no record, no verdict. Nothing here is smart-quoted: quotes, flags and
 values stay as written.
@@ -25,7 +25,7 @@ from ..store import THIS_BUILD, Entry
 from ..topics import TOPICS
 from .evidence import evidence, origin_text, reason, run_line, scope_words, verdict_badge
 from .links import claim_anchor, claim_ref, evidence_anchor, matrix_ref, register_label
-from .markup import badge, bullets, doc_link, join_nodes, link, paragraph, table
+from .markup import badge, bullets, doc_link, folded, join_nodes, link, paragraph, table
 from .state import BuildState, get_state, warn
 from .tracking import TOPIC, note_shown
 from .versions import strip_placeholder
@@ -74,6 +74,7 @@ def claim_and_proposition(claim: Claim) -> list[nodes.Node]:
         says = paragraph(
             nodes.strong("", f"Claimed by {and_words(claim.claimed_by)}"), f" about {about_text(claim)}: ",
             nodes.emphasis("", f"“{first.quote}”"), " — ", link(first.publisher, first.url), f" ({first.date}){more}",
+            *([badge("unconfirmed", "unconfirmed")] if not first.confirmed else []),
         )
     says["classes"].append("tc-source-claim")
     intro = claim.relation.wording if claim.executable else "What they claim (attributed: no verdict here)"
@@ -96,8 +97,8 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
         if source.note:
             parts.append(f" {source.note}")
         sources.append(paragraph(*parts))
-    section += nodes.rubric("", "Sources")
-    section += bullets(sources)
+    count = f"{len(sources)} source{'s' if len(sources) > 1 else ''}"
+    section += folded([f"Sources ({count}): each quote with its publisher and date"], [bullets(sources)], classes=["tc-sources"])
     if claim.caveats:
         section += nodes.rubric("", "Caveats")
         section += bullets([paragraph(c) for c in claim.caveats])
