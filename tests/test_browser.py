@@ -477,6 +477,7 @@ def test_at_1400_px_the_home_page_shows_the_accelerator_choice_first_and_every_d
     found.append(desktop.execute_script(HOME_LAYOUT))
     desktop.execute_script("document.getElementById('tc-test-wide-text').remove()")
     low = desktop.execute_script(CONTRAST, "ul.tc-choice *, .tc-no-record *, .tc-backend-note *")
+    screenshot(desktop, f"home-1400-{scheme}")
     desktop.execute_cdp_cmd(SCHEME, {"features": []})
     assert low == [], "\n".join(low)
     for layout in found:
@@ -492,7 +493,6 @@ def test_at_1400_px_the_home_page_shows_the_accelerator_choice_first_and_every_d
     assert len(attributed) == 1 and "no public method" in attributed[0].text  # said once across the row
     choice = [a.get_attribute("href") for a in desktop.find_elements("css selector", "ul.tc-choice a")]
     assert choice == [server.url + "docs/accelerators/xla.html", server.url + "docs/accelerators/neuron.html"]  # one claim each: descriptor order
-    screenshot(desktop, f"home-1400-{scheme}")
     assert console_errors(desktop) == []
 
 
@@ -525,9 +525,9 @@ def test_an_accelerator_page_answers_in_its_first_screen_and_its_chips_lead_to_t
     assert top, "the tally is not in the first screen"
     assert "1 claim is about AWS Trainium (TorchNeuron)." in tally.text and "0 of the 1 executable ones ran on neuron" in tally.text
     low = desktop.execute_script(CONTRAST, ".tc-accelerator *")
+    screenshot(desktop, f"accelerator-neuron-{scheme}")
     desktop.execute_cdp_cmd(SCHEME, {"features": []})
     assert low == [], "\n".join(low)
-    screenshot(desktop, f"accelerator-neuron-{scheme}")
     chip = desktop.find_element("css selector", ".tc-standing a:has(> .tc-chip)")
     assert "cpu ✔ holds" in chip.text and "outside its scope" in chip.text
     click(desktop, chip)
@@ -546,12 +546,12 @@ def test_on_a_phone_an_accelerator_page_never_scrolls_sideways(phone, server, pa
     wait_for(lambda: phone.find_elements("css selector", "ul.tc-tally, ul.tc-choice"), "the page")
     results = overflow(phone)
     low = phone.execute_script(CONTRAST, ".tc-accelerator *, ul.tc-choice *")
+    screenshot(phone, f"accelerator-phone-{page.split('/')[-1][:-5]}-{scheme}")
     phone.execute_cdp_cmd(SCHEME, {"features": []})
     for found in results:
         assert found["scroll"] <= found["width"], found
         assert found["offenders"] == [], found
     assert low == [], "\n".join(low)
-    screenshot(phone, f"accelerator-phone-{page.split('/')[-1][:-5]}-{scheme}")
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

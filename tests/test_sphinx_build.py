@@ -275,6 +275,7 @@ def test_an_accelerator_page_counts_the_claims_about_it_from_the_records(site):
     group = text[text.index("Held on a stand-in, not yet run on neuron (1)"):]
     assert re.match(r"Held on a stand-in, not yet run on neuron \(1\) ¶ Claim kb-vendor cpu ✔ holds torch 2\.13\.0, \S+ this build outside its scope", group)
     assert 'torchclaims verify --backend neuron --label "your machine, driver and lab" --output results/' in text
+    assert "runs every executable claim (6; 1 of them is about neuron)" in text
     raw = (root / "_build" / "html" / "docs" / "accelerators" / "neuron.html").read_text()
     assert 'href="../topic.html#claim-kb-vendor--cpu--torch-2-13-0"' in raw  # each chip leads to the evidence of its run
     xla = html(root, "docs/accelerators/xla")

@@ -123,7 +123,7 @@ def tally(summary: Summary, name: str) -> nodes.bullet_list:
     return out
 
 
-def fill_the_column(app, backend: str, name: str, executable: int) -> nodes.section:
+def fill_the_column(app, backend: str, name: str, executable: int, about: int) -> nodes.section:
     """The one command a hardware owner runs, and what to do with its file."""
     descriptor = all_backends()[backend]
     shared = set(all_backends()[REFERENCE].packages)
@@ -135,7 +135,7 @@ def fill_the_column(app, backend: str, name: str, executable: int) -> nodes.sect
     command = f'torchclaims verify --backend {backend} --label "your machine, driver and lab" --output results/'
     section += nodes.literal_block(command, command, language="bash")
     parts = [
-        f"runs every executable claim ({executable} of them are about {backend}), each in its own process with a time limit, and writes ",
+        f"runs every executable claim ({executable}; {about} of them {'is' if about == 1 else 'are'} about {backend}), each in its own process with a time limit, and writes ",
         nodes.literal("", f"results/{backend}-torch<version>-<time>.json"), " with its figures. Commit the file and its figures folder in a pull request; ",
         nodes.literal("", "torchclaims merge FILE"), " checks a file made on another machine and copies it into results/.",
     ]
@@ -174,7 +174,8 @@ class AcceleratorDirective(SphinxDirective):
             part += nodes.title("", f"{group.title(backend)} ({len(standings)})")
             part += nodes.container("", *[standing_line(s) for s in standings], classes=["tc-standings"])
             page += part
-        page += fill_the_column(self.env.app, backend, name, len(state.claims.executable()))
+        about = len(summary.standings) - summary.count(Group.ATTRIBUTED)
+        page += fill_the_column(self.env.app, backend, name, len(state.claims.executable()), about)
         return [page]
 
 
