@@ -54,7 +54,7 @@ def verdict_lines(state: BuildState, claim: Claim) -> nodes.Node:
         ran.add(cell.backend)
         head, _, verdict, *rest = run_line(state.grid, cell)
         link = claim_ref(claim.id, verdict, anchor=evidence_anchor(claim.id, cell.backend, cell.version))
-        rows.append([paragraph(head), nodes.container("", paragraph(link, *rest), *reason(cell.entry, cell.stale)), nodes.container("", strip_placeholder(claim.id, cell.backend))])
+        rows.append([paragraph(head), nodes.container("", paragraph(link, *rest), *reason(cell.entry, cell.stale)), nodes.container("", strip_placeholder(claim.id, cell.backend, cell.entry.record.reason))])
     if rows:
         out += table(["Backend", "Newest verdict", "Across releases"], rows, ["tc-headline"], caption="The newest verdict on each backend, and its runs across releases")
     missing = [backend for backend in claim.about if backend not in ran]

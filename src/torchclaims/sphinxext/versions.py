@@ -118,8 +118,9 @@ class version_strip(nodes.General, nodes.Element):  # noqa: N801 (docutils node 
     """Where a claim section shows its strips; filled in once every run is known."""
 
 
-def strip_placeholder(claim_id: str, backend: str) -> version_strip:
-    return version_strip("", claim_id=claim_id, backend=backend)
+def strip_placeholder(claim_id: str, backend: str, said: str = "") -> version_strip:
+    """``said``: the reason the line shows already, which the sentence leaves out."""
+    return version_strip("", claim_id=claim_id, backend=backend, said=said)
 
 
 class RenderVersionStrips(SphinxPostTransform):
@@ -133,7 +134,8 @@ class RenderVersionStrips(SphinxPostTransform):
                 if series.backend != node["backend"]:
                     continue
                 steps = steps_for(state, versions, series, node["claim_id"])
-                lines.append(paragraph(nodes.strong("", f"{series.package}: "), strip_line(steps), nodes.inline("", " " + range_sentence(series, steps), classes=["tc-range-sentence"])))
+                sentence = range_sentence(series, steps, said=node["said"])
+                lines.append(paragraph(nodes.strong("", f"{series.package}: "), strip_line(steps), nodes.inline("", " " + sentence, classes=["tc-range-sentence"])))
             node.replace_self(lines or [paragraph(f"no release sweep ran on {node['backend']}")])
 
 
