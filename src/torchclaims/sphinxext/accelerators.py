@@ -139,9 +139,8 @@ def fill_the_column(app, backend: str, name: str, executable: int, about: int) -
         nodes.literal("", f"results/{backend}-torch<version>-<time>.json"), " with its figures. Commit the file and its figures folder in a pull request; ",
         nodes.literal("", "torchclaims merge FILE"), " checks a file made on another machine and copies it into results/.",
     ]
-    contributing = "docs/contributing"
-    if contributing in app.env.found_docs:
-        parts += [" ", doc_link("Contributing", contributing), " says what the file holds and how it is checked."]
+    if "docs/results-files" in app.env.found_docs:
+        parts += [" ", doc_link("Results files", "docs/results-files"), " says what the file holds and how it is checked."]
     section += paragraph(*parts)
     if "docs/check" in app.env.found_docs:
         section += paragraph("To apply this knowledge base to your own model: ", doc_link("torchclaims check", "docs/check"), ".")
