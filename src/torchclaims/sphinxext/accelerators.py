@@ -140,7 +140,7 @@ def fill_the_column(app, backend: str, name: str, executable: int, about: int) -
         nodes.literal("", "torchclaims merge FILE"), " checks a file made on another machine and copies it into results/.",
     ]
     if "docs/results-files" in app.env.found_docs:
-        parts += [" ", doc_link("Results files", "docs/results-files"), " says what the file holds and how it is checked."]
+        parts += [" ", doc_link("Results from your hardware", "docs/results-files"), " says what the file holds and how it is checked."]
     section += paragraph(*parts)
     if "docs/check" in app.env.found_docs:
         section += paragraph("To apply this knowledge base to your own model: ", doc_link("torchclaims check", "docs/check"), ".")
