@@ -1,7 +1,8 @@
 """A small site built once per test session for the browser tests, and a web server for it.
 
 Claims of two topics with every verdict, a claim about another vendor's
-hardware, an attributed claim, a value too long to show whole, a figure; then a
+hardware, an attributed claim, a value too long to show whole, a figure, a
+page for two accelerators (and their choice on the home page); then a
 results file from XLA on the CPU and one from another torch version, as a team
 with hardware and an older build would leave them. The published folder
 (``_build/site``) is what the browser reads.
@@ -15,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb import build, write_claim, write_site, xla_sweep_table
+from kb import build, write_accelerator_pages, write_claim, write_site, xla_sweep_table
 from torchclaims.records import Environment, Verdict, read_record
 from torchclaims.results import build_results, write_results
 
@@ -23,6 +24,9 @@ LONG_VALUE = "XLA_FLAGS= --xla_cpu_enable_fast_math=false " + "and-a-long-tail "
 
 INDEX = """\
 # Fixture knowledge base
+
+```{accelerator-choice}
+```
 
 ```{claims-matrix}
 ```
@@ -58,6 +62,7 @@ def build_browser_site(root: Path) -> Site:
     with (root / "conf.py").open("a") as conf:
         conf.write('html_theme = "furo"  # the theme of the real site, with its phone layout and dark mode\n')
     (root / "index.md").write_text(INDEX)
+    write_accelerator_pages(root, ("neuron", "xla"))
     (root / "docs" / "matrix.md").unlink()
     (root / "docs" / "compile.md").write_text("# Compile\n\n```{topic-claims} compile\n```\n")
     write_claim(root, "kb-holds", "holds")

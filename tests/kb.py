@@ -183,6 +183,17 @@ def write_site(root: Path) -> None:
     (root / "gallery" / "GALLERY_HEADER.rst").write_text("Scripts\n=======\n")
 
 
+def write_accelerator_pages(root: Path, backends: tuple[str, ...] = ("neuron", "xla")) -> None:
+    """A page per backend (each only the directive), an index listing them, and the index in the site's toctree."""
+    folder = root / "docs" / "accelerators"
+    folder.mkdir(parents=True, exist_ok=True)
+    for backend in backends:
+        (folder / f"{backend}.md").write_text(f"```{{accelerator}} {backend}\n```\n")
+    (folder / "index.md").write_text("# Accelerators\n\n```{accelerator-choice}\n```\n\n```{toctree}\n" + "".join(f"{b}\n" for b in backends) + "```\n")
+    index = root / "index.md"
+    index.write_text(index.read_text().replace("```{toctree}\n", "```{toctree}\ndocs/accelerators/index\n", 1))
+
+
 def build(root: Path, **env: str) -> subprocess.CompletedProcess:
     """Build the site in a separate process, as a user would."""
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]), **env)

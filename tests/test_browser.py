@@ -159,42 +159,41 @@ def screenshot(driver, name: str) -> None:
     driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
 
 
-def test_filter_refuted_on_xla_share_the_url_land_on_the_evidence_and_come_back(desktop, server):
+def test_filter_refuted_claims_about_cpu_share_the_url_land_on_the_evidence_and_come_back(desktop, server):
     driver = desktop
     driver.get(server.url)
     total = wait_for(lambda: count_text(driver), "the claim count")
     assert total.endswith("claims") and total.split()[0] == total.split()[2]
-    choose(driver, "backend", "xla")
+    choose(driver, "backend", "cpu")
     choose(driver, "verdict", "refuted")
-    wait_for(lambda: count_text(driver).startswith("1 of "), "one claim refuted on xla")
+    wait_for(lambda: count_text(driver).startswith("2 of "), "the two claims about cpu refuted somewhere")
     query = urllib.parse.parse_qs(urllib.parse.urlparse(driver.current_url).query)
-    assert query == {"backend": ["xla"], "verdict": ["refuted"]}
-    assert visible_rows(driver) == ["matrix-kb-holds"]
+    assert query == {"backend": ["cpu"], "verdict": ["refuted"]}
+    assert visible_rows(driver) == ["matrix-kb-holds", "matrix-kb-refuted"]
     topics = driver.execute_script("return Array.from(document.querySelectorAll('tr.tc-topic-row')).filter(r => !r.hidden).map(r => r.dataset.topic)")
     assert topics == ["device-switch"]  # a topic with nothing left shows no header
     columns = driver.execute_script("return Array.from(document.querySelectorAll('thead th[data-backend]')).filter(th => th.offsetParent).map(th => th.dataset.backend)")
-    assert columns == ["xla"]
-    screenshot(driver, "matrix-refuted-on-xla-desktop")
+    assert columns == ["cpu", "xla"]  # only backends with records have a column, and a filter hides none of them
+    screenshot(driver, "matrix-refuted-about-cpu-desktop")
 
     shared = driver.current_url
     driver.get(server.url)  # a fresh visit, then the shared address
     driver.get(shared)
-    wait_for(lambda: count_text(driver).startswith("1 of "), "the shared address to apply its filters")
+    wait_for(lambda: count_text(driver).startswith("2 of "), "the shared address to apply its filters")
 
     cell = driver.find_element("css selector", f'#matrix-kb-holds td[data-backend="xla"] a.tc-run:not([hidden])')
     assert "refuted" in cell.text and "outside its scope" in cell.text
-    tooltip = cell.get_attribute("title")
-    assert "XLA CPU (Test CPU)" in tooltip and "torch_xla 2.9.0" in tooltip and "xla-run.json" in tooltip
+    assert cell.get_dom_attribute("title") is None  # no tooltip: the evidence it leads to says where and how it ran
     click(driver, cell)
     wait_for(lambda: driver.current_url.endswith("#" + XLA_CELL), "the evidence page")
     landed = settled(driver, XLA_CELL)
     assert landed["open"] and 0 <= landed["top"] < landed["height"], landed
-    assert "✘ refuted" in landed["text"] and "XLA on CPU (Test CPU)" in landed["text"]
+    assert "✘ refuted" in landed["text"] and "XLA on CPU (Test CPU)" in landed["text"] and "xla-run.json" in landed["text"]
     screenshot(driver, "evidence-desktop")
 
     driver.back()
-    wait_for(lambda: "backend=xla" in driver.current_url, "the matrix again")
-    wait_for(lambda: count_text(driver).startswith("1 of "), "the filters after Back")
+    wait_for(lambda: "backend=cpu" in driver.current_url, "the matrix again")
+    wait_for(lambda: count_text(driver).startswith("2 of "), "the filters after Back")
     assert driver.execute_script("return document.querySelector('[name=verdict]').value") == "refuted"
     assert console_errors(driver) == []
 
@@ -365,7 +364,7 @@ def test_search_lands_on_claim_anchors_with_snippets(desktop, server):
 
 def test_opened_from_a_file_search_and_filters_work_without_errors(desktop, site):
     index = site.published / "index.html"
-    desktop.get(index.as_uri() + "?backend=xla&verdict=refuted")
+    desktop.get(index.as_uri() + "?backend=neuron")
     wait_for(lambda: count_text(desktop).startswith("1 of "), "filters from a file:// address")
     desktop.get((site.published / "search.html").as_uri() + "?q=kb-holds")
     block = wait_for(lambda: desktop.find_elements("css selector", ".tc-search-claims"), "claim results")[0]
@@ -444,3 +443,134 @@ def test_on_a_phone_the_coverage_page_scrolls_only_inside_its_tables(phone, serv
         assert found["scroll"] <= found["width"], found
         assert found["offenders"] == [], found
     screenshot(phone, "coverage-phone")
+
+
+# -- the answer per accelerator: home page, backend filter, accelerator pages, claim sections --------
+
+SCHEME = "Emulation.setEmulatedMedia"
+
+
+def themed(driver, scheme: str) -> None:
+    driver.execute_cdp_cmd(SCHEME, {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+
+
+HOME_LAYOUT = """
+const box = document.querySelector('.tc-matrix-scroll').getBoundingClientRect();
+const scroll = document.querySelector('.tc-matrix-scroll');
+const choice = document.querySelector('ul.tc-choice').getBoundingClientRect();
+const cells = Array.from(document.querySelectorAll('.tc-matrix a.tc-run:not([hidden])')).map(a => a.getBoundingClientRect());
+return {choiceTop: choice.top, choiceBottom: choice.bottom, boxTop: box.top, innerHeight, sideways: scroll.scrollWidth - scroll.clientWidth,
+        page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+        cut: cells.filter(r => r.right > box.right + 1 || r.left < box.left - 1).length, cells: cells.length,
+        titles: document.querySelectorAll('.tc-matrix-page [title]').length};
+"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_at_1400_px_the_home_page_shows_the_accelerator_choice_first_and_every_decided_cell_without_scrolling_sideways(desktop, server, scheme):
+    themed(desktop, scheme)
+    desktop.get(server.url)
+    wait_for(lambda: count_text(desktop), "the matrix")
+    assert desktop.execute_script("return innerWidth") == 1400
+    found = [desktop.execute_script(HOME_LAYOUT)]
+    desktop.execute_script(WIDE_TEXT)  # and with every glyph widened: the fit must not hang on a font
+    found.append(desktop.execute_script(HOME_LAYOUT))
+    desktop.execute_script("document.getElementById('tc-test-wide-text').remove()")
+    low = desktop.execute_script(CONTRAST, "ul.tc-choice *, .tc-no-record *, .tc-backend-note *")
+    screenshot(desktop, f"home-1400-{scheme}")
+    desktop.execute_cdp_cmd(SCHEME, {"features": []})
+    assert low == [], "\n".join(low)
+    for layout in found:
+        assert 0 <= layout["choiceTop"] < layout["choiceBottom"] < layout["innerHeight"], layout  # in the first screen
+        assert layout["choiceBottom"] <= layout["boxTop"], layout  # above the table
+        assert layout["sideways"] <= 0 and layout["page"] <= 0 and layout["cut"] == 0 and layout["cells"] > 0, layout
+        assert layout["titles"] == 0, layout  # no tooltip text: reasons and environments are in the evidence
+    heads = desktop.execute_script("return Array.from(document.querySelectorAll('thead th[data-backend]')).map(th => [th.dataset.backend, th.querySelector('a') && th.querySelector('a').getAttribute('href')])")
+    assert heads == [["cpu", None], ["xla", "docs/accelerators/xla.html"]]  # only backends with records; each leads to its page
+    said = desktop.find_element("css selector", ".tc-no-record")
+    assert said.is_displayed() and "neuron (AWS Trainium (TorchNeuron))" in said.text and "1 about neuron" in said.text
+    attributed = desktop.find_elements("css selector", "#matrix-kb-said td")
+    assert len(attributed) == 1 and "no public method" in attributed[0].text  # said once across the row
+    choice = [a.get_attribute("href") for a in desktop.find_elements("css selector", "ul.tc-choice a")]
+    assert choice == [server.url + "docs/accelerators/xla.html", server.url + "docs/accelerators/neuron.html"]  # one claim each: descriptor order
+    assert console_errors(desktop) == []
+
+
+def test_the_backend_filter_keeps_the_claims_about_it_and_shows_the_stand_ins_beside_them(desktop, server):
+    driver = desktop
+    driver.get(server.url + "?backend=neuron")
+    wait_for(lambda: count_text(driver).startswith("1 of "), "the one claim about neuron")
+    assert "about neuron" in count_text(driver)
+    assert visible_rows(driver) == ["matrix-kb-vendor"]
+    note = driver.find_element("css selector", '.tc-backend-note[data-backend="neuron"]')
+    assert note.is_displayed() and "never about AWS Trainium (TorchNeuron)" in note.text
+    assert note.find_element("css selector", "a").get_attribute("href") == server.url + "docs/accelerators/neuron.html"
+    assert [n for n in driver.find_elements("css selector", ".tc-backend-note") if n.is_displayed()] == [note]
+    stand_in = driver.find_element("css selector", '#matrix-kb-vendor td[data-backend="cpu"] a.tc-run:not([hidden])')
+    assert stand_in.is_displayed() and "✔ holds" in stand_in.text and "outside its scope" in stand_in.text
+    choose(driver, "backend", "xla")
+    wait_for(lambda: visible_rows(driver) == ["matrix-kb-figure"], "the claim about xla")
+    choose(driver, "backend", "")
+    wait_for(lambda: count_text(driver).split()[0] == count_text(driver).split()[2], "every claim again")
+    assert all(not n.is_displayed() for n in driver.find_elements("css selector", ".tc-backend-note"))
+    assert console_errors(driver) == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_an_accelerator_page_answers_in_its_first_screen_and_its_chips_lead_to_the_evidence(desktop, server, scheme):
+    themed(desktop, scheme)
+    desktop.get(server.url + "docs/accelerators/neuron.html")
+    tally = wait_for(lambda: desktop.find_element("css selector", "ul.tc-tally"), "the tally")
+    top = desktop.execute_script("return arguments[0].getBoundingClientRect().bottom <= innerHeight", tally)
+    assert top, "the tally is not in the first screen"
+    assert "1 claim is about AWS Trainium (TorchNeuron)." in tally.text and "0 of the 1 executable ones ran on neuron" in tally.text
+    low = desktop.execute_script(CONTRAST, ".tc-accelerator *")
+    screenshot(desktop, f"accelerator-neuron-{scheme}")
+    desktop.execute_cdp_cmd(SCHEME, {"features": []})
+    assert low == [], "\n".join(low)
+    chip = desktop.find_element("css selector", ".tc-standing a:has(> .tc-chip)")
+    assert "cpu ✔ holds" in chip.text and "outside its scope" in chip.text
+    click(desktop, chip)
+    target = "claim-kb-vendor--cpu--torch-2-13-0"
+    wait_for(lambda: desktop.current_url.endswith("#" + target), "the evidence")
+    landed = settled(desktop, target)
+    assert landed["open"] and 0 <= landed["top"] < landed["height"], landed
+    assert console_errors(desktop) == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("page", ["docs/accelerators/neuron.html", "docs/accelerators/index.html"])
+def test_on_a_phone_an_accelerator_page_never_scrolls_sideways(phone, server, page, scheme):
+    themed(phone, scheme)
+    phone.get(server.url + page)
+    wait_for(lambda: phone.find_elements("css selector", "ul.tc-tally, ul.tc-choice"), "the page")
+    results = overflow(phone)
+    low = phone.execute_script(CONTRAST, ".tc-accelerator *, ul.tc-choice *")
+    screenshot(phone, f"accelerator-phone-{page.split('/')[-1][:-5]}-{scheme}")
+    phone.execute_cdp_cmd(SCHEME, {"features": []})
+    for found in results:
+        assert found["scroll"] <= found["width"], found
+        assert found["offenders"] == [], found
+    assert low == [], "\n".join(low)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_claim_shows_one_line_per_backend_with_its_reason_in_view_and_its_evidence_folded(desktop, server, scheme):
+    themed(desktop, scheme)
+    desktop.get(server.url + "docs/topic.html")  # a fresh load: nothing opened by an earlier visit
+    section = wait_for(lambda: desktop.find_element("id", "claim-kb-unverified"), "the claim")
+    lines = section.find_elements("css selector", "table.tc-headline tbody tr")
+    assert [line.text.split(" · ")[0] for line in lines] == ["cpu", "xla"]  # the newest verdict of each backend, once
+    reason = lines[0].find_element("css selector", "p:has(> em)")
+    assert reason.is_displayed() and "no accelerator on this machine" in reason.text  # text, never a tooltip
+    evidence = section.find_element("css selector", "details.tc-evidence")
+    assert evidence.get_attribute("open") is None and not evidence.find_element("css selector", "table.tc-runs").is_displayed()
+    click(desktop, evidence.find_element("css selector", "summary"))
+    runs = wait_for(lambda: [r for r in evidence.find_elements("css selector", "table.tc-runs tbody tr") if r.is_displayed()], "the records")
+    assert len(runs) == 3  # cpu this build, the older cpu and xla: one table
+    assert section.text.count("Environment and conditions") == 1  # the environment once, then what differs
+    assert desktop.execute_script("return arguments[0].querySelectorAll('[title]:not(.headerlink)').length", section) == 0
+    low = desktop.execute_script(CONTRAST, "#claim-kb-unverified *")
+    desktop.execute_cdp_cmd(SCHEME, {"features": []})
+    assert low == [], "\n".join(low)
+    assert console_errors(desktop) == []

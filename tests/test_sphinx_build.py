@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kb import build, page_text, write_claim, write_site
+from kb import build, page_text, write_accelerator_pages, write_claim, write_site
 from torchclaims.results import build_results, write_results
 from torchclaims.records import Environment, Verdict, read_record
 
@@ -27,6 +27,7 @@ def site(tmp_path_factory):
     write_claim(root, "kb-vendor", "holds", about=("neuron",), claimed_by=("AWS",), relation="narrows")
     (root / "docs" / "figures.md").write_text(FIGURES_PAGE)
     (root / "index.md").write_text((root / "index.md").read_text().replace("docs/topic\n", "docs/topic\ndocs/figures\n"))
+    write_accelerator_pages(root)
     first = build(root)
     assert first.returncode == 0, first.stderr[-3000:]
     # A results file from another backend, as a team with hardware would send.
@@ -106,9 +107,8 @@ def test_a_vendor_is_never_shown_beside_a_verdict_on_other_hardware_without_sayi
     row = raw[raw.index('id="matrix-kb-vendor"'):]
     cpu_cell = row[row.index('data-backend="cpu"'):row.index("</td>")]
     assert "outside its scope" in cpu_cell  # in the cell itself, beside the verdict
-    assert "Outside the scope of the claim: says nothing about AWS Trainium (TorchNeuron)." in cpu_cell  # its tooltip
-    neuron_cell = row[row.index('data-backend="neuron"'):]
-    assert neuron_cell.index("◎ target") < neuron_cell.index("∅ not run") < neuron_cell.index("</td>")
+    assert "title=" not in cpu_cell  # no tooltip: the reason and environment are in the evidence the cell leads to
+    assert 'data-about="neuron"' in row[:200] and 'data-backend="neuron"' not in row[:row.index("</tr>")]  # no column of empty cells
     gallery = html(root, "docs/auto_gallery/kb_vendor")
     assert "(outside the scope of the claim: says nothing about AWS Trainium (TorchNeuron))" in gallery
 
@@ -167,13 +167,15 @@ def test_attributed_claim_never_shows_a_verdict(site):
 def test_matrix_merges_the_committed_results_file(site):
     root, _, _ = site
     text = html(root, "docs/matrix")
-    # a column for every backend the project knows, named by backend, device and version, with its totals
-    for backend in ("cpu", "cuda", "rocm", "mps", "xpu", "xla", "neuron", "tpu"):
-        assert f' data-backend="{backend}"' in (root / "_build" / "html" / "docs" / "matrix.html").read_text()
+    raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
+    # a column for every backend with a record, named by backend, device and version, with its totals
     assert re.search(r"cpu \S[^·]* torch 2\.13\.0 ✔ 2 holds", text)
     assert re.search(r"xla \S[^·]* torch_xla 2\.9\.0 ✔ 0 holds ✘ 1 refuted", text)
-    assert "neuron AWS Trainium (TorchNeuron) not run ✔ 0 holds" in text
-    raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
+    # every backend without one is named once, with how many claims are about it, instead of a column of empty cells
+    for backend in ("cuda", "rocm", "mps", "xpu", "neuron", "tpu"):
+        assert f' data-backend="{backend}"' not in raw.split('class="tc-matrix"', 1)[1]
+    assert "No record yet from cuda (NVIDIA GPUs), rocm (AMD GPUs), mps (Apple GPUs), xpu (Intel GPUs), neuron (AWS Trainium (TorchNeuron)), tpu" in text
+    assert "Claims about them: 0 about cuda, 0 about rocm, 0 about mps, 0 about xpu, 1 about neuron, 0 about tpu" in text
     # each cell links to the evidence of its run and keeps its badge
     assert '<a class="tc-run tc-source-build" href="topic.html#claim-kb-holds--cpu--torch-2-13-0" data-version="torch 2.13.0" data-verdict="holds"' in raw
     assert '<th scope="col" data-backend="xla"' in raw and '<th scope="row">' in raw and "<caption>" in raw
@@ -261,3 +263,52 @@ def test_adding_renaming_and_removing_a_claim_updates_every_page_listing_it_with
     (tmp_path / "claims" / "kb-renamed.toml").unlink()
     assert build(tmp_path).returncode == 0
     assert all("kb-renamed" not in text and "Claim kb-first" in text for text in listed().values())
+
+
+def test_an_accelerator_page_counts_the_claims_about_it_from_the_records(site):
+    root, _, _ = site
+    text = html(root, "docs/accelerators/neuron")
+    assert "1 claim is about AWS Trainium (TorchNeuron)." in text
+    assert "0 of the 1 executable ones ran on neuron: no record from AWS Trainium (TorchNeuron) yet." in text
+    assert re.search(r"1 was checked only on a stand-in: on cpu \([^)]+, torch 2\.13\.0\), 1 claim: ✔ 1 held\. "
+                     r"A stand-in.s verdict is evidence about what ran there, never about AWS Trainium \(TorchNeuron\)\.", text)
+    group = text[text.index("Held on a stand-in, not yet run on neuron (1)"):]
+    assert re.match(r"Held on a stand-in, not yet run on neuron \(1\) ¶ Claim kb-vendor cpu ✔ holds torch 2\.13\.0, \S+ this build outside its scope", group)
+    assert 'torchclaims verify --backend neuron --label "your machine, driver and lab" --output results/' in text
+    assert "runs every executable claim (6; 1 of them is about neuron)" in text
+    raw = (root / "_build" / "html" / "docs" / "accelerators" / "neuron.html").read_text()
+    assert 'href="../topic.html#claim-kb-vendor--cpu--torch-2-13-0"' in raw  # each chip leads to the evidence of its run
+    xla = html(root, "docs/accelerators/xla")
+    assert "0 claims are about torch_xla (TPUs and other PJRT devices)." in xla and "Held on" not in xla
+
+
+def test_the_accelerator_choice_lists_each_page_with_its_tally_and_the_matrix_headers_link_to_them(site):
+    root, _, _ = site
+    text = html(root, "docs/accelerators/index")
+    assert "neuron · AWS Trainium (TorchNeuron) 1 claim about it · 0 only their word · 0 ran on it · 1 only on a stand-in" in text
+    assert text.index("neuron · AWS") < text.index("xla · torch_xla")  # the backend most claims are about first
+    raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
+    assert '<span class="tc-backend"><a href="accelerators/xla.html">xla</a></span>' in raw
+    assert '<span class="tc-backend">cpu</span>' in raw  # the reference has no page
+    assert '<a href="accelerators/neuron.html">neuron</a> (AWS Trainium (TorchNeuron))' in raw  # named once, with its page
+
+
+def test_a_claim_shows_its_newest_verdict_per_backend_and_folds_every_record_into_one_table(site):
+    root, _, _ = site
+    raw = (root / "_build" / "html" / "docs" / "topic.html").read_text()
+    section = raw[raw.index('id="claim-kb-holds"'):raw.index('id="claim-kb-raise"')]
+    headline = re.search(r'<table class="[^"]*tc-headline.*?</table>', section, re.S)[0]
+    assert headline.count("<tr") == 3  # the header, cpu and xla: one line per backend
+    evidence = re.search(r'<details class="tc-evidence" id="claim-kb-holds--evidence">(.*?)</details>\s*<p>Verification script', section, re.S)[1]
+    rows = re.findall(r'<tr class="[^"]*" id="([^"]+)"', evidence) + re.findall(r'<tr id="([^"]+)"', evidence)
+    assert rows == ["claim-kb-holds--xla--torch-xla-2-9-0"]  # the first run is shown whole above the table, with its anchors
+    assert 'id="claim-kb-holds--cpu--torch-2-13-0"' in evidence and 'id="claim-kb-holds--xla"' in evidence
+    assert evidence.count("Environment and conditions") == 1  # the environment once, then only what differs
+    assert "torch_xla (absent) → 2.9.0" in page_text_of(evidence)
+    assert re.findall(r' title="(?!Link to this)', section) == []  # reasons are text, never tooltips (the theme's ¶ links aside)
+
+
+def page_text_of(fragment: str) -> str:
+    import html as html_module
+
+    return " ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())

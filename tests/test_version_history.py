@@ -117,3 +117,12 @@ def test_an_upgrade_comparison_names_packages_verdicts_and_measurements():
     assert [c.claim_id for c in comparison.regressions] == ["a"]
     assert [(m.claim_id, m.what, m.before, m.after) for m in comparison.moved["measurements"]] == [("b", "matches :: m", "0", "0.5")]
     assert (comparison.only_old, comparison.only_new, comparison.compared) == (["gone"], ["added"], 2)
+
+
+def test_a_reason_shown_beside_the_sentence_is_left_out_of_it_and_only_that_one():
+    chosen = {v: run(v, {"c": verdict}) for v, verdict in zip(TORCH.versions, ["error", "error", "unverified", "unverified"])}
+    steps = strip(TORCH, chosen, "c")
+    assert range_sentence(TORCH, steps, said="unverified for a test reason") == (
+        "unverified from torch 2.11.0; error before torch 2.11.0 (error for a test reason)"
+    )
+    assert "unverified from torch 2.11.0 (unverified for a test reason)" in range_sentence(TORCH, steps)

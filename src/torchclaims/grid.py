@@ -129,6 +129,10 @@ class Grid:
         versions = self.column(backend).versions or ("",)
         return [self.cell(claim, backend, version) for version in versions]
 
+    def newest(self, claim: Claim, backend: str) -> Cell | None:
+        """The one verdict a summary shows for a backend: the version its column shows, else the newest with a record."""
+        return next((cell for cell in self.cells(claim, backend) if cell.entry), None)
+
     def runs(self, claim: Claim) -> list[Cell]:
         """Every backend and version with a record of the claim, in matrix order."""
         return [cell for column in self.columns for cell in self.cells(claim, column.backend) if cell.entry]

@@ -109,9 +109,9 @@ def _span(package: str, versions: list[str]) -> str:
     return f"{package} {versions[0]} to {versions[-1]}"
 
 
-def _reason(steps: list[Step]) -> str:
+def _reason(steps: list[Step], said: str = "") -> str:
     reasons = sorted({s.record.reason for s in steps if s.record and s.record.reason})
-    if len(reasons) != 1:
+    if len(reasons) != 1 or reasons[0] == said:  # a reason the reader sees beside the sentence is not repeated in it
         return ""
     text = reasons[0]
     return f" ({text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 1] + '…'})"
@@ -128,8 +128,8 @@ def segments(steps: list[Step]) -> list[list[Step]]:
     return out
 
 
-def range_sentence(series: Series, steps: list[Step]) -> str:
-    """What the strip says, newest first: 'holds since torch 2.11.0; unverified before (…)'."""
+def range_sentence(series: Series, steps: list[Step], said: str = "") -> str:
+    """What the strip says, newest first: 'holds since torch 2.11.0; unverified before (…)'; ``said``: a reason shown beside it."""
     package = series.package
     groups = segments(steps)
     if not groups:
@@ -137,15 +137,15 @@ def range_sentence(series: Series, steps: list[Step]) -> str:
     newest = groups[-1]
     verdict = newest[0].kind
     if len(groups) == 1:
-        first = f"{verdict} on every {package} release with a run ({_span(package, [s.version for s in newest])}){_reason(newest)}"
+        first = f"{verdict} on every {package} release with a run ({_span(package, [s.version for s in newest])}){_reason(newest, said)}"
     else:
         word = "since" if verdict == Verdict.HOLDS.value else "from"
-        first = f"{verdict} {word} {package} {newest[0].version}{_reason(newest)}"
+        first = f"{verdict} {word} {package} {newest[0].version}{_reason(newest, said)}"
     parts = [first]
     if len(groups) == 2:
-        parts.append(f"{groups[0][0].kind} before {package} {newest[0].version}{_reason(groups[0])}")
+        parts.append(f"{groups[0][0].kind} before {package} {newest[0].version}{_reason(groups[0], said)}")
     else:
-        parts.extend(f"{g[0].kind} on {_span(package, [s.version for s in g])}{_reason(g)}" for g in reversed(groups[:-1]))
+        parts.extend(f"{g[0].kind} on {_span(package, [s.version for s in g])}{_reason(g, said)}" for g in reversed(groups[:-1]))
     missing = [s.version for s in steps if s.record is None]
     if missing:
         parts.append(f"no run of {', '.join(missing)}")

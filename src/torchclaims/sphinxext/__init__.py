@@ -15,6 +15,7 @@ from .. import __version__
 
 
 def setup(app: Sphinx) -> dict:
+    from .accelerators import setup_accelerators
     from .backends_table import setup_backends_table
     from .changes_page import setup_changes
     from .check_report import setup_check_report
@@ -41,6 +42,7 @@ def setup(app: Sphinx) -> dict:
     setup_links(app)  # links to claims, evidence anchors and matrix rows, resolved after reading
     setup_claim(app)  # claim, topic-claims, claim-verdict (evidence blocks: evidence.py)
     setup_matrix(app)  # claims-matrix: the home page
+    setup_accelerators(app)  # accelerator: a page per backend; accelerator-choice: links to them with their tallies
     setup_measure(app)  # claim-measure: figures in prose, read from records
     setup_changes(app)  # claims-changes
     setup_backends_table(app)  # backend-descriptors

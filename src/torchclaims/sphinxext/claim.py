@@ -1,15 +1,16 @@
 """The ``claim`` and ``topic-claims`` directives and the ``claim-verdict`` role.
 
 A claim renders as a section: who makes the claim, about what, in their words;
-the proposition we check and how it relates to their claim; one verdict line
-per backend and version in the matrix's order (text and symbol, never colour
-alone, with the device it ran on and whether that backend is within the claim's
-scope), each leading to its evidence, and a line for each backend the claim is
-about that has no record yet; the sources with quotes, caveats, the folded
-evidence (evidence.py), the history across versions with its downloads, and
-links to the gallery example and to the claim's row in the matrix.
-Everything about verdicts comes from the results store; no record, no verdict.
-Nothing here is smart-quoted: quotes, flags and values stay as written.
+the proposition we check and how it relates to their claim; one line per
+backend with its newest verdict (text and symbol, never colour alone, with the
+device it ran on, whether that backend is within the claim's scope, and the
+reason in words), leading to its evidence, beside its strip across releases
+(versions.py); a line for the backends the claim is about that have no record
+yet; the sources with quotes (folded: the first one is quoted above), caveats,
+and the evidence folded into one block that opens on demand (evidence.py); links to the gallery example and to the
+claim's row in the matrix. Everything about verdicts comes from the results
+store; no record, no verdict. Nothing here is smart-quoted: quotes, flags and
+values stay as written.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from ..grid import device_words
 from ..scope import about_text, and_words, claimant_scopes
 from ..store import THIS_BUILD, Entry
 from ..topics import TOPICS
-from .evidence import evidence_blocks, history, origin_text, run_line, scope_words, verdict_badge
+from .evidence import evidence, origin_text, reason, run_line, scope_words, verdict_badge
 from .links import claim_anchor, claim_ref, evidence_anchor, matrix_ref, register_label
-from .markup import badge, bullets, doc_link, join_nodes, link, paragraph
+from .markup import badge, bullets, doc_link, folded, join_nodes, link, paragraph, table
 from .state import BuildState, get_state, warn
 from .tracking import TOPIC, note_shown
 from .versions import strip_placeholder
@@ -40,23 +41,27 @@ def attributed_badge() -> nodes.inline:
     return badge("❝ attributed — no verdict", "attributed")
 
 
-def verdict_lines(state: BuildState, claim: Claim) -> nodes.container:
-    """One line per backend and version, in matrix order, each leading to its evidence."""
-    lines = nodes.container(classes=["tc-badges"])
+def verdict_lines(state: BuildState, claim: Claim) -> nodes.Node:
+    """One row per backend with a record: its newest verdict, leading to its evidence, and its strip across releases."""
     if not claim.executable:
-        lines += paragraph(attributed_badge())
-        return lines
-    runs = state.grid.runs(claim)
-    for cell in runs:
-        line = run_line(state.grid, cell)
-        line[0] = claim_ref(claim.id, line[0], anchor=evidence_anchor(claim.id, cell.backend, cell.version))
-        lines += paragraph(*line)
-    ran = {cell.backend for cell in runs}
+        return nodes.container("", paragraph(attributed_badge()), classes=["tc-badges"])
+    out = nodes.container(classes=["tc-badges"])
+    rows, ran = [], set()
+    for column in state.grid.columns:
+        cell = state.grid.newest(claim, column.backend)
+        if cell is None:
+            continue
+        ran.add(cell.backend)
+        head, _, verdict, *rest = run_line(state.grid, cell)
+        link = claim_ref(claim.id, verdict, anchor=evidence_anchor(claim.id, cell.backend, cell.version))
+        rows.append([paragraph(head), nodes.container("", paragraph(link, *rest), *reason(cell.entry, cell.stale)), nodes.container("", strip_placeholder(claim.id, cell.backend, cell.entry.record.reason))])
+    if rows:
+        out += table(["Backend", "Newest verdict", "Across releases"], rows, ["tc-headline"], caption="The newest verdict on each backend, and its runs across releases")
     missing = [backend for backend in claim.about if backend not in ran]
     if missing:
         names = and_words([state.grid.column(b).header("").removesuffix(" · not run") for b in missing])
-        lines += paragraph(verdict_badge(None), nodes.inline("", f" on {names}: the claim is about {'them' if len(missing) > 1 else 'it'}, and no record exists yet", classes=["tc-date"]))
-    return lines
+        out += paragraph(verdict_badge(None), nodes.inline("", f" on {names}: the claim is about {'them' if len(missing) > 1 else 'it'}, and no record exists yet", classes=["tc-date"]))
+    return out
 
 
 def claimant_line(claim: Claim) -> nodes.paragraph:
@@ -93,8 +98,6 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
     section += nodes.title("", claim.title)
     section.extend(claim_and_proposition(claim))
     section += verdict_lines(state, claim)
-    if claim.executable:
-        section += strip_placeholder(claim.id)  # filled in by versions.py
     section += paragraph(f"Topic: {TOPICS[claim.topic]} · id: ", nodes.literal("", claim.id), " · ", matrix_ref(claim.id, nodes.inline("", "its row in the matrix")))
     sources = []
     for source in claim.sources:
@@ -104,24 +107,19 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
         if source.note:
             parts.append(f" {source.note}")
         sources.append(paragraph(*parts))
-    section += nodes.rubric("", "Sources")
-    section += bullets(sources)
+    count = f"{len(sources)} source{'s' if len(sources) > 1 else ''}"
+    section += folded([f"Sources ({count}): each quote with its publisher and date"], [bullets(sources)], classes=["tc-sources"])
     if claim.caveats:
         section += nodes.rubric("", "Caveats")
         section += bullets([paragraph(c) for c in claim.caveats])
     if claim.executable:
-        section += nodes.rubric("", "Evidence")
-        blocks = evidence_blocks(state, claim)
-        section.extend(blocks or [paragraph("No result record exists for this claim yet, so there is no verdict.")])
+        block = evidence(state, claim, docname)
+        section += block if block is not None else paragraph("No result record exists for this claim yet, so there is no verdict.")
         left_out = state.store.rejected.get(claim.id, [])
         if left_out:
             section += nodes.rubric("", "Records left out")
             section += paragraph("These submitted records failed the checks every results file must pass, so they are not shown as verdicts:")
             section += bullets([paragraph(f"{p.path.name} [{p.field}]: {p.message}") for p in left_out])
-        table = history(state, claim, docname)
-        if table is not None:
-            section += nodes.rubric("", "History across versions")
-            section += table
         if claim.id in state.script_sha:
             section += paragraph("Verification script: ", doc_link(claim.script, state.example_docname(claim)))
         else:

@@ -1,25 +1,26 @@
-"""The evidence of a claim: one folded block per backend, what differs between runs.
+"""The evidence of a claim: one folded block, the first run whole and every other run as what differs from it.
 
-Each backend with records gets a ``<details>`` block with a stable anchor
-(``claim-<id>--<backend>``, see links.py); each version's run inside it has its
-own (``...--<version>``), which is where a matrix cell leads. The first run in
-matrix order is shown whole; every other run shows only the checks whose
-outcome or measurements differ from it and which versions and settings differ,
-so the same table is never repeated per backend. Every summary line carries the
-backend, device, version, date and origin, and says when the backend is
-outside the claim's scope.
+The block (``claim-<id>--evidence``) opens on demand. It shows the first run in
+matrix order whole (its source, reason, checks and environment), then one table
+with a row per record of the claim, by backend and version: its verdict and
+reason, and only what differs from the first run (versions and settings, checks
+whose outcome or measurements moved), with its results file to download. Each
+backend's first row carries ``claim-<id>--<backend>`` and each version's row
+``claim-<id>--<backend>--<version>`` (links.py), which is where a matrix cell
+leads; a link that lands there opens the block. Every line names the backend,
+device, version, date and origin, and says when the backend is outside the
+claim's scope.
 """
 
 from __future__ import annotations
 
 from docutils import nodes
 
-from ..changes import describe
 from ..claims import Claim
 from ..downloads import download_for
 from ..grid import Cell, Grid
 from ..records import CheckResult, ResultRecord, Verdict
-from ..scope import ran_on, scope_note
+from ..scope import scope_note
 from ..store import EARLIER_BUILD, THIS_BUILD, Entry
 from .links import evidence_anchor
 from .markup import badge, bullets, folded, link, paragraph, table, value_text
@@ -96,35 +97,16 @@ def _same(check: CheckResult, other: CheckResult | None) -> bool:
     return other is not None and (check.outcome, check.detail, check.measurements) == (other.outcome, other.detail, other.measurements)
 
 
-def checks(record: ResultRecord, reference: Cell | None, label: str) -> list[nodes.Node]:
-    """The checks table; against a reference run, only the checks that differ from it."""
-    theirs = {c.name: c for c in reference.entry.record.checks} if reference else {}
-    shown = [c for c in record.checks if not _same(c, theirs.get(c.name))]
-    rows = [[c.name, badge(f"{SYMBOLS[c.outcome]} {c.outcome.value}", c.outcome.value), _measurements(c)] for c in shown]
-    out: list[nodes.Node] = []
-    if rows:
-        caption = f"Checks of the {label} run" + (" that differ from the run above" if reference else "")
-        out.append(table(["Check", "Outcome", "Measurements"], rows, ["tc-checks"], caption=caption))
-    same = [c.name for c in record.checks if c not in shown]
-    if same:
-        where = grid_label(reference)
-        out.append(paragraph(f"{len(same)} check{'s' if len(same) > 1 else ''} with the same outcome and measurements as the {where} run: ", *_names(same)))
-    return out
-
-
 def grid_label(cell: Cell) -> str:
     return f"{cell.backend} · {cell.version}"
 
 
-def _names(names: list[str]) -> list[nodes.Node]:
-    out: list[nodes.Node] = []
-    for i, name in enumerate(names):
-        out.extend([nodes.Text("; ")] if i else [])
-        out.append(nodes.emphasis("", name))
-    return out
+def checks_table(record: ResultRecord, label: str) -> nodes.table:
+    rows = [[c.name, badge(f"{SYMBOLS[c.outcome]} {c.outcome.value}", c.outcome.value), _measurements(c)] for c in record.checks]
+    return table(["Check", "Outcome", "Measurements"], rows, ["tc-checks"], caption=f"Checks of the {label} run")
 
 
-def environment(record: ResultRecord, reference: Cell | None) -> list[nodes.Node]:
+def environment(record: ResultRecord) -> nodes.bullet_list:
     env = record.environment
     facts = [[f"{k}: ", value_text(v)] for k, v in record.conditions.items()]
     facts.append(["device: ", value_text(f"{env.device} ({env.device_name})")])
@@ -134,11 +116,41 @@ def environment(record: ResultRecord, reference: Cell | None) -> list[nodes.Node
     facts.append([f"Python {env.python} on {env.os} ({env.machine}); torchclaims {env.torchclaims}"])
     facts.extend([f"variable {k}: ", value_text(v)] for k, v in env.env_vars.items())
     facts.append([f"duration {record.duration_s:.2f} s; script {record.script.path} (sha256 ", nodes.literal("", record.script.sha256[:12]), ")"])
-    out: list[nodes.Node] = []
-    if reference is not None:
-        out.append(paragraph(nodes.emphasis("", f"Differs from the {grid_label(reference)} run: "), describe(reference.entry.record.environment, env)))
-    out.append(folded(["Environment and conditions"], [bullets([paragraph(*f) for f in facts])], classes=["tc-environment"]))
+    out = bullets([paragraph(*f) for f in facts])
+    out["classes"].append("tc-environment")
     return out
+
+
+def _value(m) -> str:
+    value = f"{m.value:.4g}" if isinstance(m.value, float) else str(m.value)
+    return value + (f" {m.unit}" if m.unit else "")
+
+
+def differences(record: ResultRecord, first: ResultRecord) -> list[nodes.Node]:
+    """What a run does not share with the first run: settings, then checks (only the measurements that moved)."""
+    settings = first.environment.differences(record.environment)
+    settings.update({f"condition {k}": (first.conditions.get(k, "(absent)"), v) for k, v in record.conditions.items() if first.conditions.get(k) != v})
+    if "packages.torch" in settings:
+        settings.pop("torch", None)  # the same version with its build tag: said once
+    out: list[nodes.Node] = []
+    if settings:
+        out.append(paragraph("; ".join(f"{k.removeprefix('packages.')} {a} → {b}" for k, (a, b) in settings.items())))
+    theirs = {c.name: c for c in first.checks}
+    for check in record.checks:
+        other = theirs.get(check.name)
+        if _same(check, other):
+            continue
+        parts: list = [nodes.emphasis("", check.name), ": "]
+        if other is None or other.outcome != check.outcome:
+            parts.append(badge(f"{SYMBOLS[check.outcome]} {check.outcome.value}", check.outcome.value))
+        before = {m.name: m for m in other.measurements} if other else {}
+        moved = [m for m in check.measurements if before.get(m.name) != m]
+        if moved:
+            parts.append(value_text(" " + "; ".join(f"{m.name} = {_value(m)}" + (f" (was {_value(before[m.name])})" if m.name in before else "") for m in moved)))
+        if check.detail and (other is None or other.detail != check.detail) and check.detail not in record.reason:  # the reason says it already
+            parts.append(f" {check.detail}")
+        out.append(paragraph(*parts))
+    return out or [paragraph("the same checks, measurements and settings")]
 
 
 def figures(state: BuildState, entry: Entry, label: str) -> list[nodes.Node]:
@@ -154,52 +166,61 @@ def figures(state: BuildState, entry: Entry, label: str) -> list[nodes.Node]:
     return out
 
 
-def run_body(state: BuildState, cell: Cell, reference: Cell | None, named: bool) -> nodes.container:
-    """One run's evidence; ``named``: it opens with its own line (when its block holds several versions)."""
-    record, label = cell.entry.record, grid_label(cell)
-    body = nodes.container(ids=[evidence_anchor(cell.claim.id, cell.backend, cell.version)], classes=["tc-run"])
-    if named:
-        body += paragraph(*run_line(state.grid, cell))
-    body += source_paragraph(cell.entry)
-    if record.reason:
-        body += paragraph(nodes.emphasis("", "Reason: "), record.reason)
-    if cell.stale:
-        body += paragraph(nodes.emphasis("", "Stale: "), cell.stale)
-    body.extend(checks(record, reference, label))
-    body.extend(environment(record, reference))
-    body.extend(figures(state, cell.entry, label))
-    if record.log_tail and record.verdict is Verdict.ERROR:
-        body += nodes.literal_block(record.log_tail, record.log_tail, classes=["tc-log"])
-    return body
+def reason(entry: Entry, stale: str = "", said: str = "") -> list[nodes.Node]:
+    """The reason a record gives (unless it is ``said`` already), and why it is stale: visible text, never a tooltip."""
+    out = [paragraph(nodes.emphasis("", "Reason: "), entry.record.reason)] if entry.record.reason and entry.record.reason != said else []
+    return out + ([paragraph(nodes.emphasis("", "Stale: "), stale)] if stale else [])
 
 
-def evidence_blocks(state: BuildState, claim: Claim) -> list[nodes.Node]:
-    """One folded block per backend with records, in matrix order."""
-    runs = state.grid.runs(claim)
-    reference = runs[0] if runs else None
-    blocks = []
-    for column in state.grid.columns:
-        mine = [cell for cell in runs if cell.backend == column.backend]
-        if not mine:
-            continue
-        line = run_line(state.grid, mine[0])
-        for other in mine[1:]:
-            line += [nodes.inline("", f" · also {other.version}: ", classes=["tc-date"]), verdict_badge(other.entry, other.stale)]
-        body = [run_body(state, cell, None if cell is reference else reference, named=len(mine) > 1) for cell in mine]
-        blocks.append(folded(line, body, ids=[evidence_anchor(claim.id, column.backend)], classes=["tc-evidence"]))
-    return blocks
+def _ordered(state: BuildState, claim: Claim) -> list[tuple[Entry, Cell | None]]:
+    """Every record of the claim in matrix order (backend, then version), each with the cell it stands for, if any."""
+    shown = {id(cell.entry): cell for cell in state.grid.runs(claim)}
+    order = {(c.backend, v): (i, j) for i, c in enumerate(state.grid.columns) for j, v in enumerate(c.versions)}
+    entries = state.store.ranked(claim.id)
+    return [(e, shown.get(id(e))) for e in sorted(entries, key=lambda e: order.get((e.backend, e.version), (len(order), 0)))]
 
 
-def history(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None:
-    """Every record of the claim, newest first, each with its results file to download."""
-    entries = state.store.history(claim.id)
-    if len(entries) < 2:
+def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None:
+    """The folded evidence of a claim: the first run whole, then a row per record."""
+    records = _ordered(state, claim)
+    if not records:
         return None
+    first_entry, first = records[0]
+    label = grid_label(first)
     root = "../" * docname.count("/")
-    rows = []
-    for e in entries:
-        download = download_for(e)
-        files = paragraph(link("JSON", root + download.json), " · ", link("CSV", root + download.csv))
-        where = paragraph(f"{e.column}, {ran_on(e.record.environment)}", *scope_words(claim, e.backend))
-        rows.append([e.record.date, where, verdict_badge(e), e.source.describe(), files])
-    return table(["Date", "Backend, version and device", "Verdict", "From", "Download"], rows, ["tc-history"], caption="Every record of this claim, newest first")
+    whole = nodes.container(ids=[evidence_anchor(claim.id, first.backend), evidence_anchor(claim.id, first.backend, first.version)], classes=["tc-run"])
+    whole += paragraph(nodes.emphasis("", "The first run, whole: "), *run_line(state.grid, first))
+    whole += source_paragraph(first_entry)
+    whole.extend(reason(first_entry, first.stale))
+    whole += checks_table(first_entry.record, label)
+    whole += paragraph(nodes.emphasis("", f"Environment and conditions of the {label} run (the table gives only what differs from it):"))
+    whole += environment(first_entry.record)
+    whole.extend(figures(state, first_entry, label))
+    if first_entry.record.log_tail and first_entry.record.verdict is Verdict.ERROR:
+        whole += nodes.literal_block(first_entry.record.log_tail, first_entry.record.log_tail, classes=["tc-log"])
+    body: list[nodes.Node] = [whole]
+    rows, ids, anchored = [], [], {first.backend}
+    for entry, cell in records:
+        download = download_for(entry)
+        where = nodes.paragraph()
+        where += nodes.strong("", state.grid.column(entry.backend).header(entry.version))
+        where += nodes.Text(f" {entry.record.date}, {origin_text(entry)}")
+        if entry.backend not in anchored:  # where a link to the backend's evidence lands
+            anchored.add(entry.backend)
+            where.insert(0, nodes.inline(ids=[evidence_anchor(claim.id, entry.backend)]))
+            where.extend(nodes.Text(n) if isinstance(n, str) else n for n in scope_words(claim, entry.backend))  # once per backend
+        if cell is None:
+            where += nodes.inline("", " (an older record of this version: the one above is shown in the matrix)", classes=["tc-date"])
+        stale, said = (cell.stale if cell else ""), ("" if entry is first_entry else first_entry.record.reason)
+        same = " the same reason as the first run" if entry.record.reason and entry.record.reason == said else ""
+        verdict = nodes.container("", paragraph(verdict_badge(entry, stale), same), *reason(entry, stale, said))
+        differs = nodes.container("", *(differences(entry.record, first_entry.record) if entry is not first_entry else [paragraph("the first run, above")]))
+        differs.extend(figures(state, entry, grid_label(cell)) if cell is not None and entry is not first_entry else [])
+        if entry.record.log_tail and entry.record.verdict is Verdict.ERROR and entry is not first_entry:
+            differs += folded(["output"], [nodes.literal_block(entry.record.log_tail, entry.record.log_tail, classes=["tc-log"])])
+        rows.append([where, verdict, differs, paragraph(link("JSON", root + download.json), " · ", link("CSV", root + download.csv))])
+        ids.append([evidence_anchor(claim.id, entry.backend, entry.version)] if cell is not None and entry is not first_entry else [])
+    body.append(table(["Run", "Verdict and reason", f"What differs from the {label} run", "Download"], rows, ["tc-runs"], caption="Every record of this claim, by backend and version", row_ids=ids))
+    backends = len({e.backend for e, _ in records})
+    summary = [f"Evidence: {len(records)} record{'s' if len(records) > 1 else ''} on {backends} backend{'s' if backends > 1 else ''}: checks, environment, what differs per release, downloads"]
+    return folded(summary, body, ids=[f"claim-{claim.id}--evidence"], classes=["tc-evidence"])

@@ -39,7 +39,7 @@ def bullets(items: list[nodes.Node]) -> nodes.bullet_list:
     return bullets
 
 
-def table(headers: list[str], rows: list[list[nodes.Node | str]], classes: list[str], caption: str = "") -> nodes.table:
+def table(headers: list[str], rows: list[list[nodes.Node | str]], classes: list[str], caption: str = "", row_ids: list[list[str]] | None = None) -> nodes.table:
     table = nodes.table(classes=classes)
     if caption:
         table += nodes.title("", caption)
@@ -52,8 +52,9 @@ def table(headers: list[str], rows: list[list[nodes.Node | str]], classes: list[
     head += _row(headers)
     body = nodes.tbody()
     group += body
-    for row in rows:
+    for i, row in enumerate(rows):
         body += _row(row)
+        body[-1]["ids"] = row_ids[i] if row_ids else []
     return table
 
 

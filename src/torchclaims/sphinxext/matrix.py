@@ -1,18 +1,22 @@
 """The ``claims-matrix`` directive: claims × backends, the home of the site.
 
-A column for every backend the project knows (grid.py), headed by the backend,
-the device its records ran on and the version shown, with that version's
-totals; a row per claim, grouped by topic. A cell shows the newest verdict of
-that version and its date, marks the backends the claim is about ("target"),
-says in the cell when a verdict is outside the claim's scope, carries the
-reason and environment in its tooltip, and links to the evidence block of that
-run. Every other version of a backend is in the page too, hidden until the
-reader picks it; a backend whose releases were swept also offers each series'
-whole range there (versions.py). Filters (topic, backend, verdict, text) and the version
-choice live in the URL (static/torchclaims.js); a legend, a "built on … with
-…" stamp and the downloads of every results file sit beside the grid. The
-markup is written here rather than as a docutils table so that cells can carry
-scopes, data attributes and tooltips; all text in it is escaped.
+A column for every backend with a record (grid.py), headed by the backend (a
+link to its accelerator page), the device its records ran on, the version
+shown and that version's totals; a backend with no record at all is named once
+above the table instead of filling a column with empty cells. A row per claim,
+grouped by topic. A cell shows the newest verdict of that version, its date and
+source (said once in the header when every cell of the version shares it),
+marks the backends the claim is about ("target"), says in the cell when a
+verdict is outside the claim's scope, and links to the evidence of that run,
+where the reason and the environment are. An attributed claim says once across
+its row that it has no verdict. Every other version of a backend is in the page
+too, hidden until the reader picks it; a backend whose releases were swept also
+offers each series' whole range there (versions.py). Filters (topic, the
+backend a claim is about, verdict, text) and the version choice live in the URL
+(static/torchclaims.js); a legend, a "built on … with …" stamp and the
+downloads of every results file sit beside the grid. The markup is written here
+rather than as a docutils table so that cells can carry scopes and data
+attributes; all text in it is escaped.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from sphinx.util.docutils import SphinxDirective
 from ..claims import Claim
 from ..downloads import download_for
 from ..grid import ATTRIBUTED, KINDS, NOT_RUN, Cell, Column, Grid, device_words
-from ..scope import about_text, and_words, ran_on, scope_note
+from ..scope import about_text, and_words
 from ..store import EARLIER_BUILD
 from ..topics import TOPICS
+from .accelerators import accelerator_backends, page_docname
 from .evidence import SYMBOLS, origin_text
 from .links import evidence_anchor, href_marker, matrix_anchor, raw_html, register_label
 from .markup import esc
@@ -37,45 +42,37 @@ WORDS = {**{v.value: (s, v.value) for v, s in SYMBOLS.items()}, NOT_RUN: ("∅",
 TOTALED = KINDS[:-1]  # attributed claims have no verdict on any backend: not counted per column
 
 
-def _tooltip(grid: Grid, cell: Cell) -> str:
-    """Reason and environment of a cell, in words (the title attribute)."""
-    if cell.kind == ATTRIBUTED:
-        return "Attributed claim: testimony or a figure without a public method, so there is no verdict."
-    if cell.entry is None:
-        about = " The claim is about this backend." if cell.target else ""
-        return f"No record of this claim on {grid.column(cell.backend).header('')}.{about}"
-    record, env = cell.entry.record, cell.entry.record.environment
-    symbol, word = WORDS[cell.kind]
-    parts = [f"{symbol} {word}" + (f", {record.note}" if record.note else ""), f"on {ran_on(env)}, {cell.version}, torch {env.torch}, Python {env.python}, {env.os}"]
-    parts.append(f"{record.date}, from {origin_text(cell.entry)} ({cell.entry.source.mark})")
-    if record.reason:
-        parts.append("reason: " + (record.reason if len(record.reason) <= 300 else record.reason[:300] + "…"))
-    if cell.stale:
-        parts.append("stale: " + cell.stale)
-    note = scope_note(cell.claim, cell.backend)
-    return ". ".join(parts + ([note[0].upper() + note[1:]] if note else [])) + "."
+def shared_marks(grid: Grid, column: Column) -> dict[str, str]:
+    """version -> the source mark every record of that version shares (said once, in the header)."""
+    out = {}
+    for version in column.versions:
+        marks = {cell.entry.source.mark for claim in grid.claims.executable() for cell in [grid.cell(claim, column.backend, version)] if cell.entry}
+        if len(marks) == 1:
+            out[version] = marks.pop()
+    return out
 
 
-def _run(grid: Grid, cell: Cell, shown: bool) -> str:
+def _run(cell: Cell, shown: bool, shared_mark: str) -> str:
     symbol, word = WORDS[cell.kind]
     note = f", {cell.entry.record.note}" if cell.entry and cell.entry.record.note else ""
     inner = f'<span class="tc-badge tc-{cell.kind}">{symbol} {esc(word + note)}</span>'
     if cell.entry is not None:
         inner += f' <span class="tc-date">{esc(cell.entry.record.date)}</span>'
-        inner += f' <span class="tc-badge tc-source">{esc(cell.entry.source.mark)}</span>'
+        if cell.entry.source.mark != shared_mark:
+            inner += f' <span class="tc-badge tc-source">{esc(cell.entry.source.mark)}</span>'
         inner += ' <span class="tc-badge tc-stale">stale</span>' if cell.stale else ""
         inner += "" if cell.target else ' <span class="tc-scope">outside its scope</span>'
-    attributes = f'data-version="{esc(cell.version)}" data-verdict="{cell.kind}" title="{esc(_tooltip(grid, cell))}"' + ("" if shown else " hidden")
+    attributes = f'data-version="{esc(cell.version)}" data-verdict="{cell.kind}"' + ("" if shown else " hidden")
     if cell.entry is None:
         return f'<span class="tc-run" {attributes}>{inner}</span>'
     href = href_marker(cell.claim.id, evidence_anchor(cell.claim.id, cell.backend, cell.version))
     return f'<a class="tc-run {cell.entry.source.css_class}" href="{href}" {attributes}>{inner}</a>'
 
 
-def _cell(grid: Grid, claim: Claim, column: Column, ranges: list[RangeView]) -> str:
+def _cell(grid: Grid, claim: Claim, column: Column, ranges: list[RangeView], marks: dict[str, str]) -> str:
     target = claim.covers(column.backend)
     mark = '<span class="tc-target-mark">◎ target</span>' if target else ""
-    runs = "".join(_run(grid, cell, i == 0) for i, cell in enumerate(grid.cells(claim, column.backend)))
+    runs = "".join(_run(cell, i == 0, marks.get(cell.version, "")) for i, cell in enumerate(grid.cells(claim, column.backend)))
     runs += "".join(view.run_html(claim.id) for view in ranges if claim.executable)  # hidden until picked (versions.py)
     classes = ' class="tc-target"' if target else ""
     return f'<td data-backend="{esc(column.backend)}"{classes}>{mark}{runs}</td>'
@@ -86,7 +83,7 @@ def _totals(grid: Grid, column: Column) -> str:
     for i, version in enumerate(column.versions or ("",)):
         counts = grid.totals(column.backend, version)
         items = "".join(
-            f'<span class="tc-total tc-total-{kind}" title="{counts[kind]} {WORDS[kind][1]}">{WORDS[kind][0]}&#8239;{counts[kind]}'
+            f'<span class="tc-total tc-total-{kind}">{WORDS[kind][0]}&#8239;{counts[kind]}'
             f'<span class="tc-sr"> {WORDS[kind][1]}</span></span>'
             for kind in TOTALED
         )
@@ -94,31 +91,70 @@ def _totals(grid: Grid, column: Column) -> str:
     return "".join(out)
 
 
-def _header(grid: Grid, column: Column, ranges: list[RangeView]) -> str:
+def _header(grid: Grid, column: Column, ranges: list[RangeView], marks: dict[str, str], pages: dict[str, str]) -> str:
     backend = esc(column.backend)
     devices = "".join(
-        f'<span class="tc-device" data-version="{esc(v)}"{"" if i == 0 else " hidden"}>{esc(" / ".join(column.devices.get(v, ())))}</span>'
+        f'<span class="tc-device" data-version="{esc(v)}"{"" if i == 0 else " hidden"}>{esc(" / ".join(column.devices.get(v, ())))}'
+        + (f'<span class="tc-badge tc-source">{esc(marks[v])}</span>' if v in marks else "") + "</span>"
         for i, v in enumerate(column.versions)
-    ) or f'<span class="tc-device">{esc(column.reader_name)}</span>'
+    )
     picks = [(v, v) for v in column.versions] + [(view.value, view.label) for view in ranges]
     if len(picks) > 1:
         options = "".join(f'<option value="{esc(v)}">{esc(label)}</option>' for v, label in picks)
         version = f'<label class="tc-version"><span class="tc-sr">version shown for {backend}</span><select data-tc-version="{backend}">{options}</select></label>'
     else:
-        version = f'<span class="tc-version">{esc(column.shown or "not run")}</span>'
-    title = esc(column.header())
-    return f'<th scope="col" data-backend="{backend}" title="{title}"><span class="tc-backend">{backend}</span>{devices}{version}{_totals(grid, column)}</th>'
+        version = f'<span class="tc-version">{esc(column.shown)}</span>'
+    name = f'<a href="{esc(pages[column.backend])}">{backend}</a>' if column.backend in pages else backend
+    return f'<th scope="col" data-backend="{backend}"><span class="tc-backend">{name}</span>{devices}{version}{_totals(grid, column)}</th>'
 
 
-def _row(grid: Grid, claim: Claim, ranges: dict[str, list[RangeView]]) -> str:
+def _attributed(claim: Claim, span: int) -> str:
+    """One cell across the row of a claim that has no verdict anywhere."""
+    words = f"❝ {and_words(claim.claimed_by)}'s word, no public method: no verdict on any backend"
+    return f'<td class="tc-attributed-row" colspan="{span}"><span class="tc-run" data-verdict="{ATTRIBUTED}"><span class="tc-badge tc-attributed">{esc(words)}</span></span></td>'
+
+
+def _row(grid: Grid, claim: Claim, columns: list[Column], ranges: dict[str, list[RangeView]], marks: dict[str, dict[str, str]]) -> str:
     words = [claim.title, claim.id, " ".join(claim.claimed_by), " ".join(claim.about), about_text(claim), TOPICS[claim.topic], claim.proposition]
     about = f'<span class="tc-about">{esc("about " + and_words(claim.about))}</span>'
     head = f'<th scope="row"><a href="{href_marker(claim.id)}">{esc(claim.title)}</a>{about}</th>'
-    cells = "".join(_cell(grid, claim, column, ranges.get(column.backend, [])) for column in grid.columns)
+    if claim.executable:
+        cells = "".join(_cell(grid, claim, column, ranges.get(column.backend, []), marks[column.backend]) for column in columns)
+    else:
+        cells = _attributed(claim, len(columns))
     return (
-        f'<tr class="tc-claim-row" id="{matrix_anchor(claim.id)}" data-topic="{esc(claim.topic)}" '
+        f'<tr class="tc-claim-row" id="{matrix_anchor(claim.id)}" data-topic="{esc(claim.topic)}" data-about="{esc(" ".join(claim.about))}" '
         f'data-text="{esc(" ".join(words).lower())}">{head}{cells}</tr>'
     )
+
+
+def _no_record(grid: Grid, empty: list[Column], pages: dict[str, str]) -> str:
+    """The backends with no record at all, named once instead of a column of empty cells each."""
+    if not empty:
+        return ""
+    names = [
+        (f'<a href="{esc(pages[c.backend])}">{esc(c.backend)}</a>' if c.backend in pages else esc(c.backend)) + f" ({esc(c.reader_name)})"
+        for c in empty
+    ]
+    about = {c.backend: sum(1 for claim in grid.claims.claims.values() if claim.covers(c.backend)) for c in empty}
+    counts = ", ".join(f"{n} about {esc(b)}" for b, n in about.items())
+    return (
+        f'<p class="tc-no-record">No record yet from {", ".join(names)}: no claim ran there, so they have no column. '
+        f"Claims about them: {counts}; each page lists them with what ran on stand-ins.</p>"
+    )
+
+
+def _backend_notes(grid: Grid, pages: dict[str, str]) -> str:
+    """Shown when the reader filters by a backend: what the columns beside its claims are."""
+    notes = []
+    for column in grid.columns:
+        name = esc(column.reader_name)
+        where = "its column shows what ran there, and the other columns what ran on stand-ins" if column.versions else (
+            "no claim ran there yet, so every column shows a stand-in: evidence about what ran there, never about " + name
+        )
+        page = f' <a href="{esc(pages[column.backend])}">What is known about {name}</a>.' if column.backend in pages else ""
+        notes.append(f'<p class="tc-backend-note" data-backend="{esc(column.backend)}" hidden>Claims about {esc(column.backend)} ({name}): {where}.{page}</p>')
+    return "".join(notes)
 
 
 def _filters(grid: Grid, total: int) -> str:
@@ -127,11 +163,11 @@ def _filters(grid: Grid, total: int) -> str:
         return f'<label>{label} <select name="{name}">{options}</select></label>'
 
     topics = [("", "all topics")] + list(TOPICS.items())
-    backends = [("", "all backends")] + [(c.backend, c.backend) for c in grid.columns]
+    backends = [("", "any backend")] + [(c.backend, c.backend) for c in grid.columns]
     verdicts = [("", "any verdict")] + [(k, f"{WORDS[k][0]} {WORDS[k][1] if k != ATTRIBUTED else 'attributed'}") for k in KINDS]
     return (
         '<form class="tc-filters" role="search" aria-label="Filter the claims">'
-        + select("topic", "Topic", topics) + select("backend", "Backend", backends) + select("verdict", "Verdict", verdicts)
+        + select("topic", "Topic", topics) + select("backend", "About", backends) + select("verdict", "Verdict", verdicts)
         + '<label>Text <input type="search" name="q" placeholder="title, id, who claims" autocomplete="off"></label>'
         + '<button type="reset">Show all</button>'
         + f'<p class="tc-count" role="status" aria-live="polite">{total} of {total} claims</p>'
@@ -148,7 +184,7 @@ def _legend(state: BuildState, root: str) -> str:
         "evidence about what ran there, never about the vendor's hardware</li>"
         + '<li><span class="tc-badge tc-stale">stale</span> made by an older script, or older than the age limit</li>'
         + "<li>Dates are UTC. A header's counts are for the version it shows; pick another version in the header. "
-        "Hover a cell for its reason and environment, click it for the evidence.</li></ul>"
+        "Click a cell for its evidence: the reason, the checks and the environment of that run.</li></ul>"
         + f'<p class="tc-stamp">{esc(stamp(state))}</p>' + _downloads(state, root) + "</aside>"
     )
 
@@ -190,7 +226,7 @@ def _downloads(state: BuildState, root: str) -> str:
 
 
 class ClaimsMatrixDirective(SphinxDirective):
-    """``{claims-matrix}``: every claim against every backend."""
+    """``{claims-matrix}``: every claim against every backend with a record."""
 
     def run(self) -> list[nodes.Node]:
         state = get_state(self.env.app)
@@ -199,24 +235,28 @@ class ClaimsMatrixDirective(SphinxDirective):
         note_shown(self.env, list(claims.claims), state.digest(list(claims.claims)), key=ALL_CLAIMS)
         if not claims.claims:
             return [nodes.paragraph("", "There are no claims yet.")]
+        columns = [column for column in grid.columns if column.versions]
+        empty = [column for column in grid.columns if not column.versions]
+        pages = {b: self.env.app.builder.get_relative_uri(self.env.docname, d) for b in accelerator_backends() if (d := page_docname(self.env.app, b))}
+        marks = {column.backend: shared_marks(grid, column) for column in columns}
         rows = []
         for topic, topic_claims in claims.by_topic().items():
             if topic_claims:
                 rows.append(
-                    f'<tr class="tc-topic-row" data-topic="{esc(topic)}"><th scope="rowgroup" colspan="{len(grid.columns) + 1}">'
+                    f'<tr class="tc-topic-row" data-topic="{esc(topic)}"><th scope="rowgroup" colspan="{len(columns) + 1}">'
                     f"<span>{esc(TOPICS[topic])}</span></th></tr>"
                 )
             for claim in topic_claims:
                 register_label(self.env, matrix_anchor(claim.id), claim.title)
-                rows.append(_row(grid, claim, ranges))
+                rows.append(_row(grid, claim, columns, ranges, marks))
         total = len(claims.claims)
         caption = (
-            f"{total} claims × {len(grid.columns)} backends. Each cell: the newest verdict of the claim on the backend, "
+            f"{total} claims × {len(columns)} backends with records. Each cell: the newest verdict of the claim on the backend, "
             "for the version its header names; ∅ where no record exists."
         )
-        heads = "".join(_header(grid, column, ranges.get(column.backend, [])) for column in grid.columns)
+        heads = "".join(_header(grid, column, ranges.get(column.backend, []), marks[column.backend], pages) for column in columns)
         markup = (
-            f'<div class="tc-matrix-page">{_filters(grid, total)}<div class="tc-matrix-layout">'
+            f'<div class="tc-matrix-page">{_filters(grid, total)}{_backend_notes(grid, pages)}{_no_record(grid, empty, pages)}<div class="tc-matrix-layout">'
             '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends (scrolls inside)">'
             f'<table class="tc-matrix"><caption>{esc(caption)}</caption><thead><tr><th scope="col" class="tc-corner">Claim</th>{heads}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>'

@@ -2,9 +2,10 @@
 
 The data side (which runs stand for which release, the sentence a strip says)
 is torchclaims.version_history; this module only reads it and draws it. A
-claim section holds a ``version_strip`` placeholder (claim.py adds it); a
-post-transform replaces it with one row per series that has runs: a badge per
-release, oldest first, and the inferred sentence. The matrix asks
+claim section's line for a backend holds a ``version_strip`` placeholder
+(claim.py adds it); a post-transform replaces it with each of that backend's
+series that has runs: a badge per release, oldest first, and the inferred
+sentence. The matrix asks
 :func:`range_views` for each backend's ranges: its version picker offers them
 beside the single versions (``?v.cpu=range:torch`` in the URL), and each cell
 holds a hidden slice with the strip and the sentence; every value in that raw
@@ -26,7 +27,7 @@ from ..freshness import stale_reason
 from ..releases import CONSTRAINTS_FILE, RELEASES_FILE, Releases, Series, load_releases
 from ..version_history import Run, Step, range_sentence, runs, series_runs, strip
 from .evidence import SYMBOLS
-from .markup import badge, esc, paragraph, table
+from .markup import badge, esc, paragraph
 from .state import BuildState, get_state, warn
 from .tracking import shown
 
@@ -117,8 +118,9 @@ class version_strip(nodes.General, nodes.Element):  # noqa: N801 (docutils node 
     """Where a claim section shows its strips; filled in once every run is known."""
 
 
-def strip_placeholder(claim_id: str) -> version_strip:
-    return version_strip("", claim_id=claim_id)
+def strip_placeholder(claim_id: str, backend: str, said: str = "") -> version_strip:
+    """``said``: the reason the line shows already, which the sentence leaves out."""
+    return version_strip("", claim_id=claim_id, backend=backend, said=said)
 
 
 class RenderVersionStrips(SphinxPostTransform):
@@ -127,18 +129,14 @@ class RenderVersionStrips(SphinxPostTransform):
     def run(self, **kwargs) -> None:
         state, versions = get_state(self.app), get_versions(self.app)
         for node in list(self.document.findall(version_strip)):
-            rows = []
+            lines = []
             for series in versions.shown_series():
+                if series.backend != node["backend"]:
+                    continue
                 steps = steps_for(state, versions, series, node["claim_id"])
-                rows.append([f"{series.backend} · {series.package}", strip_line(steps), range_sentence(series, steps)])
-            if not rows:
-                node.replace_self([])
-                continue
-            intro = paragraph(
-                "One run per release, each with every other package held at one version (",
-                nodes.literal("", "sweep/constraints.txt"), "); the sentence says only what these runs show.",
-            )
-            node.replace_self([nodes.rubric("", "Across releases"), intro, table(["Backend · package", "Releases, oldest first", "What the runs say"], rows, ["tc-strips"])])
+                sentence = range_sentence(series, steps, said=node["said"])
+                lines.append(paragraph(nodes.strong("", f"{series.package}: "), strip_line(steps), nodes.inline("", " " + sentence, classes=["tc-range-sentence"])))
+            node.replace_self(lines or [paragraph(f"no release sweep ran on {node['backend']}")])
 
 
 @dataclass(frozen=True)
@@ -167,7 +165,7 @@ class RangeView:
         kind = newest[-1].kind if newest else "notrun"
         sentence = esc(range_sentence(self.series, steps))
         return (
-            f'<span class="tc-run tc-range" data-version="{esc(self.value)}" data-verdict="{esc(kind)}" title="{sentence}" hidden>'
+            f'<span class="tc-run tc-range" data-version="{esc(self.value)}" data-verdict="{esc(kind)}" hidden>'
             f'<span class="tc-strip">{badges}</span><span class="tc-range-sentence">{sentence}</span></span>'
         )
 

@@ -67,14 +67,16 @@ const tcMatrix = (root) => {
     showVersions();
     const topic = field("topic").value, backend = field("backend").value, verdict = field("verdict").value;
     const words = field("q").value.toLowerCase().split(/\s+/).filter(Boolean);
+    // A backend keeps the claims about it; every column stays: beside them, what the stand-ins found.
     table.querySelectorAll("[data-backend]").forEach((cell) => {
-      cell.classList.toggle("tc-hidden", backend !== "" && cell.dataset.backend !== backend);
+      cell.classList.toggle("tc-chosen", backend !== "" && cell.dataset.backend === backend);
     });
+    root.querySelectorAll(".tc-backend-note").forEach((note) => { note.hidden = note.dataset.backend !== backend; });
     let shown = 0;
     for (const row of rows) {
-      const cells = Array.from(row.querySelectorAll("td[data-backend]")).filter((c) => backend === "" || c.dataset.backend === backend);
-      const verdicts = cells.map((c) => c.querySelector(".tc-run:not([hidden])")).filter(Boolean).map((r) => r.dataset.verdict);
+      const verdicts = Array.from(row.querySelectorAll(".tc-run:not([hidden])")).map((r) => r.dataset.verdict);
       const match = (topic === "" || row.dataset.topic === topic)
+        && (backend === "" || row.dataset.about.split(" ").includes(backend))
         && (verdict === "" || verdicts.includes(verdict))
         && words.every((w) => row.dataset.text.includes(w));
       row.hidden = !match;
@@ -83,9 +85,7 @@ const tcMatrix = (root) => {
     table.querySelectorAll("tr.tc-topic-row").forEach((head) => {
       head.hidden = !rows.some((r) => !r.hidden && r.dataset.topic === head.dataset.topic);
     });
-    const colspan = backend === "" ? table.querySelectorAll("thead th").length : 2;
-    table.querySelectorAll("tr.tc-topic-row th").forEach((th) => th.setAttribute("colspan", colspan));
-    count.textContent = `${shown} of ${rows.length} claims`;
+    count.textContent = `${shown} of ${rows.length} claims` + (backend ? ` (those about ${backend})` : "");
     none.hidden = shown > 0;
     table.classList.toggle("tc-empty", shown === 0);
   };

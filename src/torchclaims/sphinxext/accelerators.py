@@ -1,0 +1,215 @@
+"""The ``accelerator`` directive: what is known about moving PyTorch code to one backend, on one screen.
+
+A page per backend (``docs/accelerators/<backend>.md`` holds only the
+directive) opens with a tally computed from the records
+(torchclaims.backend_summary): the claims about the backend, those that are
+only their claimants' word, those checked on the backend itself (when, with
+which versions, from which source) and those checked only on a stand-in and
+what the stand-ins showed. Then the claims in the groups a reader acts on, one
+line each with its verdict chips leading to the evidence, and the command a
+hardware owner runs to fill the column. ``accelerator-choice`` lists the pages
+with their tallies (the home page); ``accelerator-groups`` lists the groups in
+words (the page that explains them). Every number here is counted from the
+records at build time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+from ..backend_summary import ON_HARDWARE, ON_STAND_IN, Group, Standing, Summary, summarize
+from ..backends import all_backends
+from ..grid import Cell
+from ..scope import and_words, reader_name
+from .evidence import SYMBOLS
+from .links import claim_ref, evidence_anchor
+from .markup import badge, bullets, doc_link, paragraph
+from .state import get_state, warn
+from .tracking import ALL_CLAIMS, note_shown
+
+REFERENCE = "cpu"  # the reference every other backend is compared with: it gets no page of its own
+WORDS = {"holds": "held", "refuted": "refuted", "unverified": "unverified", "error": "error"}
+
+
+def accelerator_backends() -> list[str]:
+    """The backends that get a page: every descriptor but the CPU reference."""
+    return [name for name in all_backends() if name != REFERENCE]
+
+
+def page_docname(app, backend: str) -> str | None:
+    """The accelerator page of a backend, when the site has one."""
+    docname = f"{app.config.torchclaims_accelerator_pages}/{backend}"
+    return docname if docname in app.env.found_docs else None
+
+
+def _plural(n: int, word: str, many: str = "") -> str:
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def _counts(verdicts: Counter) -> str:
+    """'✔ 20 held, ✘ 2 refuted, ? 9 unverified' (verdicts absent from the counter are left out)."""
+    parts = [f"{SYMBOLS[v]} {verdicts[v.value]} {WORDS[v.value]}" for v in SYMBOLS if verdicts[v.value]]
+    return ", ".join(parts)
+
+
+def chip(cell: Cell) -> nodes.Node:
+    """'cpu ✔ holds · torch 2.13.0', its source and scope, leading to that run's evidence."""
+    record = cell.entry.record
+    out = nodes.inline(classes=["tc-chip", cell.entry.source.css_class])
+    out += badge(f"{cell.backend} {SYMBOLS[record.verdict]} {record.verdict.value}", record.verdict.value)
+    out += nodes.inline("", f" {cell.version}, {record.date}", classes=["tc-date"])
+    out += badge(cell.entry.source.mark, "source")
+    if cell.stale:
+        out += badge("stale", "stale")
+    if not cell.target:
+        out += nodes.inline("", " outside its scope", classes=["tc-scope"])
+    return claim_ref(cell.claim.id, out, anchor=evidence_anchor(cell.claim.id, cell.backend, cell.version))
+
+
+def standing_line(standing: Standing) -> nodes.paragraph:
+    claim = standing.claim
+    line = paragraph(claim_ref(claim.id, nodes.inline("", claim.title)))
+    line["classes"].append("tc-standing")
+    if standing.group is Group.ATTRIBUTED:
+        source = claim.sources[0]
+        line += nodes.Text(" ")
+        line += badge(f"❝ {and_words(claim.claimed_by)}'s word, {source.date}", "attributed")
+        return line
+    for cell in ([standing.here] if standing.here else []) + list(standing.stand_ins):
+        line += nodes.Text(" ")
+        line += chip(cell)
+    return line
+
+
+def tally(summary: Summary, name: str) -> nodes.bullet_list:
+    """The head of the page: every figure counted from the records."""
+    about = len(summary.standings)
+    executable = about - summary.count(Group.ATTRIBUTED)
+    items = [paragraph(nodes.strong("", str(about)), f" {'claim is' if about == 1 else 'claims are'} about {name}.")]
+    attributed = summary.count(Group.ATTRIBUTED)
+    if attributed:
+        who = ", ".join(f"{k} in {n}" for k, n in summary.attributed_by.most_common())
+        items.append(paragraph(nodes.strong("", str(attributed)), f" {'is' if attributed == 1 else 'are'} only their claimants' word (claimed by {who}): attributed, no public method to check."))
+    ran = summary.count(*ON_HARDWARE)
+    if ran:
+        first, last = summary.dates()
+        when = first if first == last else f"between {first} and {last}"
+        sources = ", ".join(f"{mark} {n}" for mark, n in summary.sources().most_common())
+        verdicts = _counts(Counter(cell.kind for cell in summary.hardware_runs))
+        items.append(paragraph(
+            nodes.strong("", str(ran)), f" of the {executable} executable ones ran on {summary.backend} ({and_words(summary.devices())}), "
+            f"with {and_words(summary.versions())}, {when}: {verdicts}. From: {sources}.",
+        ))
+    else:
+        items.append(paragraph(nodes.strong("", "0"), f" of the {executable} executable ones ran on {summary.backend}: no record from {name} yet."))
+    only = summary.count(*ON_STAND_IN)
+    if only:
+        shown = [
+            f"on {s.backend} ({and_words(list(s.devices))}, {and_words(list(s.versions))}), {_plural(sum(s.verdicts.values()), 'claim')}: {_counts(s.verdicts)}"
+            for s in summary.stand_ins()
+        ]
+        items.append(paragraph(
+            nodes.strong("", str(only)), f" {'was' if only == 1 else 'were'} checked only on a stand-in: {'; '.join(shown)}. "
+            f"A stand-in's verdict is evidence about what ran there, never about {name}.",
+        ))
+    unchecked = summary.count(Group.UNCHECKED)
+    if unchecked:
+        items.append(paragraph(nodes.strong("", str(unchecked)), f" {'is' if unchecked == 1 else 'are'} not yet checked anywhere."))
+    out = bullets(items)
+    out["classes"].append("tc-tally")
+    return out
+
+
+def fill_the_column(app, backend: str, name: str, executable: int, about: int) -> nodes.section:
+    """The one command a hardware owner runs, and what to do with its file."""
+    descriptor = all_backends()[backend]
+    shared = set(all_backends()[REFERENCE].packages)
+    packages = [p for p in descriptor.packages if p not in shared]
+    section = nodes.section(ids=[f"fill-{backend}"])
+    section += nodes.title("", f"Fill the {backend} column")
+    needs = f", with {and_words(packages)}" if packages else ""
+    section += paragraph(f"On a machine with {name}, the torch build for it installed{needs}, in a clone of this repository:")
+    command = f'torchclaims verify --backend {backend} --label "your machine, driver and lab" --output results/'
+    section += nodes.literal_block(command, command, language="bash")
+    parts = [
+        f"runs every executable claim ({executable}; {about} of them {'is' if about == 1 else 'are'} about {backend}), each in its own process with a time limit, and writes ",
+        nodes.literal("", f"results/{backend}-torch<version>-<time>.json"), " with its figures. Commit the file and its figures folder in a pull request; ",
+        nodes.literal("", "torchclaims merge FILE"), " checks a file made on another machine and copies it into results/.",
+    ]
+    if "docs/results-files" in app.env.found_docs:
+        parts += [" ", doc_link("Results from your hardware", "docs/results-files"), " says what the file holds and how it is checked."]
+    section += paragraph(*parts)
+    if "docs/check" in app.env.found_docs:
+        section += paragraph("To apply this knowledge base to your own model: ", doc_link("torchclaims check", "docs/check"), ".")
+    return section
+
+
+class AcceleratorDirective(SphinxDirective):
+    """``{accelerator} <backend>``: the page of one backend."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        state = get_state(self.env.app)
+        backend = self.arguments[0]
+        if backend not in all_backends():
+            warn(f"unknown backend {backend!r}; expected one of {', '.join(all_backends())}", "directive", location=self.get_location())
+            return []
+        note_shown(self.env, list(state.claims.claims), state.digest(list(state.claims.claims)), key=ALL_CLAIMS)
+        name = reader_name(backend)
+        summary = summarize(state.grid, backend)
+        page = nodes.section(ids=[f"accelerator-{backend}"], classes=["tc-accelerator"])
+        page += nodes.title("", f"Moving PyTorch code to {name}")
+        page += paragraph(all_backends()[backend].description)
+        page += tally(summary, name)
+        for group in Group:
+            standings = summary.group(group)
+            if not standings:
+                continue
+            part = nodes.section(ids=[f"{backend}-{group.name.lower().replace('_', '-')}"], classes=["tc-group"])
+            part += nodes.title("", f"{group.title(backend)} ({len(standings)})")
+            part += nodes.container("", *[standing_line(s) for s in standings], classes=["tc-standings"])
+            page += part
+        about = len(summary.standings) - summary.count(Group.ATTRIBUTED)
+        page += fill_the_column(self.env.app, backend, name, len(state.claims.executable()), about)
+        return [page]
+
+
+class AcceleratorChoiceDirective(SphinxDirective):
+    """``{accelerator-choice}``: a link to every accelerator page, with its tally in one line."""
+
+    def run(self) -> list[nodes.Node]:
+        state = get_state(self.env.app)
+        note_shown(self.env, list(state.claims.claims), state.digest(list(state.claims.claims)), key=ALL_CLAIMS)
+        items = []
+        summaries = [summarize(state.grid, b) for b in accelerator_backends() if page_docname(self.env.app, b)]
+        for summary in sorted(summaries, key=lambda s: -len(s.standings)):
+            ran, only = summary.count(*ON_HARDWARE), summary.count(*ON_STAND_IN)
+            facts = (
+                f"{_plural(len(summary.standings), 'claim')} about it · {summary.count(Group.ATTRIBUTED)} only their word · "
+                f"{ran} ran on it · {only} only on a stand-in"
+            )
+            link = doc_link(f"{summary.backend} · {reader_name(summary.backend)}", page_docname(self.env.app, summary.backend))
+            items.append(paragraph(link, nodes.inline("", facts, classes=["tc-choice-facts"])))
+        if not items:
+            return []
+        out = bullets(items)
+        out["classes"].append("tc-choice")
+        return [out]
+
+
+class AcceleratorGroupsDirective(SphinxDirective):
+    """``{accelerator-groups}``: the groups an accelerator page sorts claims into, in its order."""
+
+    def run(self) -> list[nodes.Node]:
+        return [nodes.enumerated_list("", *[nodes.list_item("", paragraph(g.title("the backend"))) for g in Group])]
+
+
+def setup_accelerators(app) -> None:
+    app.add_config_value("torchclaims_accelerator_pages", "docs/accelerators", "env", str)
+    app.add_directive("accelerator", AcceleratorDirective)
+    app.add_directive("accelerator-choice", AcceleratorChoiceDirective)
+    app.add_directive("accelerator-groups", AcceleratorGroupsDirective)
