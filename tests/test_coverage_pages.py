@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 
 from kb import build, page_text, write_claim, write_site, xla_sweep_table
 from torchclaims.records import Environment, read_record
 from torchclaims.results import build_results, write_results
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
@@ -42,26 +45,73 @@ def test_each_backend_gets_counts_with_their_denominator_and_a_plot(site):
     assert "<title>CPU fallback: 1 of 3 (33.3%)</title>" in raw
 
 
-def test_downloads_and_data_files_hold_every_cell(site):
+def data_runs(raw: str) -> list[dict]:
+    return json.loads(html.unescape(raw.split("data-runs='")[1].split("'")[0]))
+
+
+def data_of(script: str, name: str) -> dict:
+    """The payload of a data script (sphinxext/page_data.py)."""
+    prefix = f'(window.tcPageData = window.tcPageData || {{}})["{name}"] = '
+    assert script.startswith(prefix) and script.endswith(";\n")
+    return json.loads(script[len(prefix):-2])
+
+
+def test_each_run_ships_once_as_a_data_script_and_a_csv(site):
     raw = (site / "_build" / "html" / "docs" / "coverage.html").read_text()
-    runs = json.loads(__import__("html").unescape(raw.split("data-runs='")[1].split("'")[0]))
+    runs = data_runs(raw)
     assert sorted(r["label"].split(" — ")[0].split(" · ")[0] for r in runs) == ["cpu", "xla"]
     xla = next(r for r in runs if r["label"].startswith("xla"))
     data_dir = site / "_build" / "html" / "_static" / "coverage"
-    stem = xla["src"].rsplit("/", 1)[1].removesuffix(".js")
-    data = json.loads((data_dir / f"{stem}.json").read_text())
+    assert (site / "_build" / "html" / "docs" / xla["src"]).resolve() == (data_dir / f"{xla['name']}.js").resolve()
+    data = data_of((data_dir / f"{xla['name']}.js").read_text(), xla["name"])
     assert data["environment"]["backend"] == "xla" and data["table"]["columns"][0]["codes"] == "NFM"
-    assert (data_dir / f"{stem}.csv").read_text().splitlines()[2] == "histc,float32,CPU fallback,,CPU fallback: aten::histc"
-    script = (data_dir / f"{stem}.js").read_text()
-    assert script.startswith(f'(window.tcSweeps = window.tcSweeps || {{}})["{stem}"] = ')
-    assert (site / "_build" / "html" / "docs" / xla["src"]).resolve() == (data_dir / f"{stem}.js").resolve()
+    assert (data_dir / f"{xla['name']}.csv").read_text().splitlines()[2] == "histc,float32,CPU fallback,,CPU fallback: aten::histc"
+    # One copy of each table: a script and a CSV per run, no JSON beside them.
+    assert sorted(p.suffix for p in data_dir.iterdir()) == [".csv", ".csv", ".js", ".js"]
 
 
-def test_the_page_stays_small_and_loads_the_table_script(site):
-    path = site / "_build" / "html" / "docs" / "coverage.html"
-    assert path.stat().st_size < 1_000_000
-    assert "torchclaims-sweep.js" in path.read_text()
-    assert (site / "_build" / "html" / "_static" / "torchclaims-sweep.js").is_file()
+def test_the_json_download_is_the_results_file_that_holds_the_record(site):
+    raw = (site / "_build" / "html" / "docs" / "coverage.html").read_text()
+    links = re.findall(r'href="([^"]+)">results file \(JSON\)', raw)
+    assert sorted(links) == ["../downloads/results/xla-run.json", "../downloads/torchclaims-results.json"]
+    published = json.loads((site / "_build" / "html" / "downloads" / "results" / "xla-run.json").read_text())
+    assert [r["tables"][0]["columns"][0]["codes"] for r in published["records"]] == ["NFM"]
+
+
+def test_the_searchable_table_comes_before_the_summaries(site):
+    raw = (site / "_build" / "html" / "docs" / "coverage.html").read_text()
+    assert raw.index('class="tc-sweep"') < raw.index("tc-sweep-run") < raw.index("tc-sweep-plot")
+
+
+def test_the_site_search_lists_every_row_name_with_its_anchor(site):
+    index = (site / "_build" / "html" / "searchindex.js").read_text()
+    data = json.loads(index[index.index("(") + 1:index.rindex(")")])
+    page = data["docnames"].index("docs/coverage")
+    objects = {(prefix + "." if prefix else "") + entry[4]: entry for prefix, entries in data["objects"].items() for entry in entries}
+    for name in ("add", "histc", "norm"):
+        doc, kind, priority, anchor, _ = objects[name]
+        assert doc == page and priority == 1
+        assert data["objnames"][str(kind)][2] == "operator"
+        assert anchor == f"row-{name}"
+
+
+def test_a_second_table_on_one_page_is_refused_with_a_warning(tmp_path):
+    write_site(tmp_path)
+    write_claim(tmp_path, "kb-sweep", "sweep", topic="op-coverage")
+    (tmp_path / "docs" / "coverage.md").write_text("# Coverage\n\n```{coverage-table} kb-sweep\n```\n\n```{coverage-table} kb-sweep\n```\n")
+    index = tmp_path / "index.md"
+    index.write_text(index.read_text().replace("docs/topic\n", "docs/topic\ndocs/coverage\n"))
+    result = build(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "coverage.md" in result.stderr and "a page holds one coverage table" in result.stderr
+    assert (tmp_path / "_build" / "html" / "docs" / "coverage.html").read_text().count('class="tc-sweep"') == 1
+
+
+def test_the_table_script_is_only_on_pages_with_a_table(site):
+    html_dir = site / "_build" / "html"
+    assert "torchclaims-sweep.js" in (html_dir / "docs" / "coverage.html").read_text()
+    assert "torchclaims-sweep.js" not in (html_dir / "index.html").read_text()
+    assert "torchclaims-sweep.js" not in (html_dir / "docs" / "topic.html").read_text()
 
 
 def test_a_data_file_removed_from_the_output_comes_back_with_the_next_build(site):

@@ -20,6 +20,7 @@ def setup(app: Sphinx) -> dict:
     from .changes_page import setup_changes
     from .check_report import setup_check_report
     from .claim import setup_claim
+    from .coverage_index import setup_coverage_index
     from .coverage_tables import setup_coverage_tables
     from .figures import setup_figures
     from .gallery import setup_gallery
@@ -48,6 +49,7 @@ def setup(app: Sphinx) -> dict:
     setup_backends_table(app)  # backend-descriptors
     setup_figures(app)  # build-speed, measured, limits-table: figures and limits from their source
     setup_coverage_tables(app)  # coverage-table: sweep tables per backend, searchable, with downloads
+    setup_coverage_index(app)  # their rows' names in the site search
     setup_check_report(app)  # check-report: a torchclaims check report of an example, made at build time
     setup_gallery(app)  # gallery cards with verdicts, script pages that lead back to their claim
     setup_gallery_process(app)  # this process runs no script: sphinx-gallery's matplotlib import is skipped
@@ -74,5 +76,4 @@ def _add_static(app: Sphinx) -> None:
         return
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))  # favicon.svg rides along (publishing.py)
     app.add_css_file("torchclaims.css")
-    app.add_js_file("torchclaims.js")
-    app.add_js_file("torchclaims-sweep.js")
+    app.add_js_file("torchclaims.js")  # torchclaims-sweep.js only where a coverage table is (coverage_tables.py)

@@ -3,18 +3,22 @@
 ``{coverage-table} <claim-id>`` renders, for every run (result record) of the
 claim that carries a coverage table:
 
-* for the newest run of each backend column: the outcome counts of every
+* first, one interactive table for all runs (``torchclaims-sweep.js``): pick a
+  run, search by name, filter by column and outcome, and compare two runs row
+  by row (what became native, what started to mismatch). What it shows lives in
+  the URL, so a finding can be linked; ``#row-<name>`` opens that row, which is
+  where the site search sends a row's name (coverage_index.py). Its data are
+  loaded per run from ``_static/coverage/<run>.js`` only when picked
+  (page_data.py), so the page stays small however large the tables are;
+* then, for the newest run of each backend column: the outcome counts of every
   column with their shares and the denominator, a stacked-bar plot (inline
-  SVG: no script, no image file), and CSV and JSON downloads;
-* one interactive table for all runs (``torchclaims-sweep.js``): search by
-  name, filter by column and outcome, and compare two runs row by row (what
-  became native, what started to mismatch). Its data are loaded per run from
-  ``_static/coverage/<run>.js`` only when picked, so the page itself stays small
-  however large the tables are, and it works from ``file://``.
+  SVG: no script, no image file), a CSV download of the table and a link to
+  the results file that holds the record.
 
 The data files are written at ``build-finished`` from the results store, the
 same store the directive read, so a page never shows a run whose file is
-missing.
+missing. Each run's table is shipped once: the JSON a reader downloads is the
+results file the site publishes anyway (downloads.py).
 """
 
 from __future__ import annotations
@@ -26,18 +30,21 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ..downloads import table_csv
+from ..coverage.table import SweepTable
+from ..downloads import download_for, table_csv
 from ..memo import code_digest
 from ..records import made_from, write_if_changed
 from ..store import Entry
-from ..coverage.table import SweepTable
+from .coverage_index import CoverageDomain
 from .links import claim_ref, evidence_anchor, slug
 from .markup import esc, table
+from .page_data import write_data_script
 from .state import get_state, warn
 from .tracking import note_shown
 
 DATA_DIR = "_static/coverage"  # in the html output
 DATA_KEY = "torchclaims-coverage.key"  # in the doctrees folder: what the data files were made of
+SCRIPT = "torchclaims-sweep.js"  # added only to pages that hold a table
 
 
 def run_name(claim_id: str, entry: Entry) -> str:
@@ -68,7 +75,7 @@ def payload(claim_id: str, entry: Entry, sweep: SweepTable) -> dict:
 
 
 def write_data(app, exception) -> None:
-    """build-finished: the JSON, CSV and script file of every run shown."""
+    """build-finished: the data script and CSV of every run shown; files of runs no longer shown go."""
     if exception is not None or app.builder.format != "html":
         return
     state = get_state(app)
@@ -76,24 +83,28 @@ def write_data(app, exception) -> None:
     with_tables = [c for c in state.claims.claims if runs_with_tables(state.store, c)]
     # What the files are made of: the runs shown and the code writing them. A
     # build that shows the same runs leaves the files alone without rebuilding them.
-    key = state.store.digest(with_tables) + code_digest("sphinxext/coverage_tables.py", "downloads.py")
+    key = state.store.digest(with_tables) + code_digest("sphinxext/coverage_tables.py", "sphinxext/page_data.py", "downloads.py")
     key_file = Path(app.doctreedir) / DATA_KEY
     names = [run_name(claim_id, entry) for claim_id in with_tables for entry, _ in runs_with_tables(state.store, claim_id)]
-    files = [out / f"{name}{suffix}" for name in names for suffix in (".json", ".csv", ".js")]
+    files = [out / f"{name}{suffix}" for name in names for suffix in (".csv", ".js")]
     if made_from(key_file, key, files):
         return
     out.mkdir(parents=True, exist_ok=True)
     for claim_id in with_tables:
         for entry, sweep in runs_with_tables(state.store, claim_id):
             name = run_name(claim_id, entry)
-            data = json.dumps(payload(claim_id, entry, sweep), separators=(",", ":"), sort_keys=True)
-            # Rewritten only when changed: the published copy is updated by what changed (torchclaims.site).
-            write_if_changed(out / f"{name}.json", data + "\n")
+            write_data_script(out / f"{name}.js", name, payload(claim_id, entry, sweep))
             write_if_changed(out / f"{name}.csv", table_csv(sweep))
-            # A script, not a fetch: browsers refuse fetch() on file:// pages.
-            script = f"(window.tcSweeps = window.tcSweeps || {{}})[{json.dumps(name)}] = {data};\n"
-            write_if_changed(out / f"{name}.js", script)
+    for stale in {path for path in out.iterdir() if path.is_file()} - set(files):
+        stale.unlink()
     write_if_changed(key_file, key)
+
+
+def _add_script(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """html-page-context: the table's script on the pages that hold a table, and nowhere else."""
+    domain = app.env.get_domain(CoverageDomain.name)
+    if domain.has_table(pagename):
+        app.add_js_file(SCRIPT)
 
 
 def _bar_svg(sweep: SweepTable) -> str:
@@ -152,44 +163,49 @@ class CoverageTableDirective(SphinxDirective):
         if claim_id not in state.claims.claims:
             warn(f"unknown claim id {claim_id!r}", "directive", location=self.get_location())
             return []
+        domain = self.env.get_domain(CoverageDomain.name)
+        if domain.has_table(self.env.docname):  # the table's state is the page's URL: one table a page
+            warn("a page holds one coverage table; put this one on a page of its own", "directive", location=self.get_location())
+            return []
         note_shown(self.env, [claim_id], state.digest([claim_id]), key=f"coverage:{claim_id}")
         runs = runs_with_tables(state.store, claim_id)
         if not runs:
             return [nodes.paragraph("", "No result record of this claim carries a coverage table yet.")]
+        item = runs[0][1].item
+        domain.note_rows(self.env.docname, item, (row for _, sweep in runs for row in sweep.rows))
         base = posixpath.dirname(self.env.docname)
-        link = lambda name, ext: posixpath.relpath(f"{DATA_DIR}/{name}.{ext}", base)  # noqa: E731
-        out: list[nodes.Node] = []
+        relative = lambda path: posixpath.relpath(path, base)  # noqa: E731
+        options = [{"name": run_name(claim_id, e), "label": run_label(e), "src": relative(f"{DATA_DIR}/{run_name(claim_id, e)}.js")}
+                   for e, _ in runs]
+        markup = (
+            f'<div class="tc-sweep" data-item="{esc(item)}" '
+            f"data-runs='{esc(json.dumps(options))}'>"
+            "<noscript>The searchable table needs JavaScript; the CSV downloads below hold every cell.</noscript>"
+            "</div>"
+        )
+        out: list[nodes.Node] = [nodes.raw("", markup, format="html")]
         newest: dict[str, tuple[Entry, SweepTable]] = {}
         for entry, sweep in runs:
             newest.setdefault(entry.column, (entry, sweep))
         for entry, sweep in newest.values():
-            name = run_name(claim_id, entry)
             section = nodes.container(classes=["tc-sweep-run"])
             head = nodes.paragraph()
             head += nodes.strong("", entry.column)
             head += nodes.Text(f" — {entry.record.date}, {len(sweep.rows)} {sweep.item}s ({entry.origin}) · ")
             anchor = evidence_anchor(claim_id, entry.backend, entry.version)
             head += claim_ref(claim_id, nodes.inline("", "verdict and environment"), anchor=anchor)
-            head += nodes.Text(" · download ")
-            head += nodes.reference("", "CSV", refuri=link(name, "csv"))
-            head += nodes.Text(" · ")
-            head += nodes.reference("", "JSON", refuri=link(name, "json"))
+            head += nodes.Text(" · download the table (")
+            head += nodes.reference("", "CSV", refuri=relative(f"{DATA_DIR}/{run_name(claim_id, entry)}.csv"))
+            head += nodes.Text(") or the ")
+            head += nodes.reference("", "results file (JSON)", refuri=relative(download_for(entry).json))
             section += head
             section += _summary(sweep)
             section += nodes.raw("", _bar_svg(sweep), format="html")
             out.append(section)
-        options = [{"name": run_name(claim_id, e), "label": run_label(e), "src": link(run_name(claim_id, e), "js")}
-                   for e, _ in runs]
-        markup = (
-            f'<div class="tc-sweep" data-item="{esc(runs[0][1].item)}" '
-            f"data-runs='{esc(json.dumps(options))}'>"
-            "<noscript>The searchable table needs JavaScript; the CSV and JSON downloads above hold every cell.</noscript>"
-            "</div>"
-        )
-        out.append(nodes.raw("", markup, format="html"))
         return out
 
 
 def setup_coverage_tables(app) -> None:
     app.add_directive("coverage-table", CoverageTableDirective)
+    app.connect("html-page-context", _add_script)
     app.connect("build-finished", write_data, priority=400)  # before publishing copies the site

@@ -1,9 +1,12 @@
 // Coverage tables: search, filter and compare two runs of a sweep, row by row.
-// Each run's data is a small script (_static/coverage/<run>.js) loaded when the
-// run is picked, so the page stays light and works from file:// too.
+// What the controls show lives in the URL (?run=…&vs=…&q=…&column=…&outcome=…&show=…),
+// so a finding can be linked and Back restores it; #row-<name> opens that row
+// (the site search links there: sphinxext/coverage_index.py). Each run's data
+// is loaded when picked (tcLoadData, torchclaims.js), so the page stays light.
 (function () {
   "use strict";
   const PAGE = 200; // rows rendered at a time: keeps phones responsive
+  const ROW = "row-"; // a row's anchor: row-<name>
   const slug = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
   const el = (tag, attrs, ...children) => {
     const node = document.createElement(tag);
@@ -13,17 +16,6 @@
     children.forEach((child) => node.append(child));
     return node;
   };
-
-  function load(run) {
-    const cache = (window.tcSweeps = window.tcSweeps || {});
-    if (cache[run.name]) return Promise.resolve(cache[run.name]);
-    return new Promise((resolve, reject) => {
-      const script = el("script", { src: run.src });
-      script.onload = () => (cache[run.name] ? resolve(cache[run.name]) : reject(new Error(run.src + " holds no data")));
-      script.onerror = () => reject(new Error("cannot load " + run.src));
-      document.head.append(script);
-    });
-  }
 
   // One row per item: {name, cells: {column: {outcome, detail, samples}}}
   function rowsOf(data) {
@@ -48,35 +40,70 @@
     "started to raise": (a, b) => b === "raises" && a !== "raises",
   };
 
+  // The row a fragment names, or null (a malformed %-escape names none).
+  const targetName = () => {
+    try {
+      const id = decodeURIComponent(location.hash.slice(1));
+      return id.startsWith(ROW) ? id.slice(ROW.length) : null;
+    } catch (error) {
+      return null;
+    }
+  };
+
   function setup(root) {
     const runs = JSON.parse(root.dataset.runs);
+    const byName = new Map(runs.map((r) => [r.name, r]));
     const item = root.dataset.item;
     const option = (value, label) => el("option", { value, text: label });
-    const runSelect = el("select", {}, ...runs.map((r, i) => option(String(i), r.label)));
-    const compareSelect = el("select", {}, option("", "no comparison"), ...runs.map((r, i) => option(String(i), r.label)));
-    const search = el("input", { type: "search", placeholder: `${item} name contains…`, "aria-label": "search" });
-    search.value = new URLSearchParams(location.search).get("row") || ""; // ?row=NAME: torchclaims check links to a row
-    const columnSelect = el("select", {}, option("", "every column"));
-    const outcomeSelect = el("select", {}, option("", "any outcome"));
-    const changeSelect = el("select", {}, option("", "every row"), ...Object.keys(CHANGES).map((k) => option(k, k)));
+    const runSelect = el("select", { name: "run" }, ...runs.map((r) => option(r.name, r.label)));
+    const compareSelect = el("select", { name: "vs" }, option("", "no comparison"), ...runs.map((r) => option(r.name, r.label)));
+    const search = el("input", { type: "search", name: "q", placeholder: `${item} name contains…`, autocomplete: "off" });
+    const columnSelect = el("select", { name: "column" }, option("", "every column"));
+    const outcomeSelect = el("select", { name: "outcome" }, option("", "any outcome"));
+    const changeSelect = el("select", { name: "show" }, option("", "every row"), ...Object.keys(CHANGES).map((k) => option(k, k)));
     const label = (text, control) => el("label", {}, text + " ", control);
-    const controls = el("form", { class: "tc-sweep-controls", onsubmit: "return false" },
+    // autocomplete=off: the browser never restores the controls on its own after Back; the URL does.
+    const controls = el("form", { class: "tc-sweep-controls", role: "search", autocomplete: "off", onsubmit: "return false" },
       label("Run", runSelect), label("Compare with", compareSelect), label("Search", search),
       label("Column", columnSelect), label("Outcome", outcomeSelect), label("Show", changeSelect));
     const status = el("p", { class: "tc-sweep-status", "aria-live": "polite" });
-    const wrapper = el("div", { class: "tc-sweep-scroll" });
+    const wrapper = el("div", { class: "tc-sweep-scroll", tabindex: "0", role: "region", "aria-label": `${item}s of the run` });
     const more = el("button", { type: "button", class: "tc-sweep-more", text: "show more" });
     root.append(controls, status, wrapper, more);
-    let a = null, b = null, shown = PAGE;
+    let a = null, b = null, shown = PAGE, loads = 0, note = "";
+    let wanted = { column: "", outcome: "" }; // known only once a run's columns are in
+    const opened = new Set(); // rows whose details are open
+
+    // The URL decides what the controls show: on load, after Back, from a shared link.
+    function read() {
+      const params = new URLSearchParams(location.search);
+      const run = params.get("run"), vs = params.get("vs"), show = params.get("show");
+      runSelect.value = byName.has(run) ? run : runs[0].name;
+      note = run && !byName.has(run) ? `The linked run is not on this page (any more); showing ${runs[0].label}. ` : "";
+      compareSelect.value = byName.has(vs) ? vs : "";
+      search.value = params.get("q") || "";
+      changeSelect.value = show && Object.hasOwn(CHANGES, show) ? show : "";
+      wanted = { column: params.get("column") || "", outcome: params.get("outcome") || "" };
+    }
+    function write() {
+      const params = new URLSearchParams({ run: runSelect.value });
+      for (const [key, control] of [["vs", compareSelect], ["q", search], ["column", columnSelect], ["outcome", outcomeSelect], ["show", changeSelect]]) {
+        if (control.value) params.set(key, control.value);
+      }
+      try {
+        history.replaceState(null, "", `${location.pathname}?${params}${location.hash}`);
+      } catch (error) {
+        // Some browsers refuse to change a file:// URL: the table still works.
+      }
+    }
 
     function fillSelects(data) {
       const columns = data.table.columns.map((c) => c.name);
-      const keepColumn = columnSelect.value, keepOutcome = outcomeSelect.value;
       columnSelect.replaceChildren(option("", "every column"), ...columns.map((c) => option(c, c)));
       const outcomes = [...new Set(data.table.columns.flatMap((c) => Object.values(c.legend)))];
       outcomeSelect.replaceChildren(option("", "any outcome"), ...outcomes.map((o) => option(o, o)));
-      columnSelect.value = columns.includes(keepColumn) ? keepColumn : "";
-      outcomeSelect.value = outcomes.includes(keepOutcome) ? keepOutcome : "";
+      columnSelect.value = columns.includes(wanted.column) ? wanted.column : "";
+      outcomeSelect.value = outcomes.includes(wanted.outcome) ? wanted.outcome : "";
     }
 
     // One cell of run A, or (comparing) "A → B" where the outcome moved.
@@ -89,18 +116,20 @@
       return td;
     }
 
-    function render() {
-      if (!a) return;
-      const data = a.data, columns = data.table.columns.map((c) => c.name);
-      const only = columnSelect.value, wanted = outcomeSelect.value, change = changeSelect.value;
+    function visibleColumns() {
+      return columnSelect.value ? [columnSelect.value] : a.data.table.columns.map((c) => c.name);
+    }
+
+    function matching() {
+      const wantedOutcome = outcomeSelect.value, change = changeSelect.value;
       const term = search.value.trim().toLowerCase();
       const bRows = b ? new Map(b.rows.map((r) => [r.name, r])) : null;
-      const visibleColumns = only ? [only] : columns;
-      const matches = a.rows.filter((row) => {
+      const columns = visibleColumns();
+      return a.rows.filter((row) => {
         if (term && !row.name.toLowerCase().includes(term)) return false;
         const other = bRows ? bRows.get(row.name) : null;
-        const judged = visibleColumns.filter((c) => row.cells[c] || (other && other.cells[c]));
-        if (wanted && !judged.some((c) => (row.cells[c] || {}).outcome === wanted || (other && (other.cells[c] || {}).outcome === wanted))) return false;
+        const judged = columns.filter((c) => row.cells[c] || (other && other.cells[c]));
+        if (wantedOutcome && !judged.some((c) => (row.cells[c] || {}).outcome === wantedOutcome || (other && (other.cells[c] || {}).outcome === wantedOutcome))) return false;
         if (bRows && change) {
           return judged.some((c) => {
             const x = (row.cells[c] || {}).outcome, y = (other && other.cells[c] || {}).outcome;
@@ -108,25 +137,27 @@
           });
         }
         return true;
-      });
-      const head = el("tr", {}, el("th", { text: item }), ...visibleColumns.map((c) => el("th", { text: c })));
+      }).map((row) => ({ row, other: bRows ? bRows.get(row.name) : null }));
+    }
+
+    function render() {
+      if (!a) return;
+      const columns = visibleColumns(), matches = matching();
+      const head = el("tr", {}, el("th", { text: item, scope: "col" }), ...columns.map((c) => el("th", { text: c, scope: "col" })));
       const body = el("tbody");
-      for (const row of matches.slice(0, shown)) {
-        const other = bRows ? bRows.get(row.name) : null;
-        const tr = el("tr", { tabindex: "0" }, el("th", { text: row.name, scope: "row" }),
-          ...visibleColumns.map((c) => cell(row.cells[c], other && other.cells[c], Boolean(bRows))));
-        tr.addEventListener("click", () => toggleDetails(tr, row, other, visibleColumns));
+      for (const { row, other } of matches.slice(0, shown)) {
+        const tr = el("tr", { tabindex: "0", id: ROW + row.name, "data-name": row.name, "aria-expanded": "false" },
+          el("th", { text: row.name, scope: "row" }), ...columns.map((c) => cell(row.cells[c], other && other.cells[c], Boolean(b))));
         body.append(tr);
+        if (opened.has(row.name)) showDetails(tr, row, other, columns);
       }
       wrapper.replaceChildren(el("table", { class: "tc-sweep-table" }, el("thead", {}, head), body));
-      status.textContent = `${Math.min(shown, matches.length)} of ${matches.length} matching ${item}s shown` +
-        ` (${a.rows.length} in the run)` + (b ? `; compared with ${b.data.run}` : "") + ". Tap a row for details.";
+      status.textContent = note + `${Math.min(shown, matches.length)} of ${matches.length} matching ${item}s shown` +
+        ` (${a.rows.length} in the run)` + (b ? `; compared with ${b.data.run}` : "") + ". Tap a row, or press Enter on it, for details.";
       more.hidden = matches.length <= shown;
     }
 
-    function toggleDetails(tr, row, other, columns) {
-      const next = tr.nextElementSibling;
-      if (next && next.classList.contains("tc-sweep-details")) { next.remove(); return; }
+    function showDetails(tr, row, other, columns) {
       const lines = el("ul");
       for (const c of columns) {
         for (const [run, cellData] of [[a.data.run, row.cells[c]], [b ? b.data.run : null, other && other.cells[c]]]) {
@@ -135,33 +166,107 @@
           lines.append(el("li", { text: `${c} · ${run}: ${cellData.outcome}${cellData.detail ? " — " + cellData.detail : ""}${samples}` }));
         }
       }
-      const td = el("td", { colspan: String(columns.length + 1) }, lines);
-      tr.after(el("tr", { class: "tc-sweep-details" }, td));
+      tr.after(el("tr", { class: "tc-sweep-details" }, el("td", { colspan: String(columns.length + 1) }, lines)));
+      tr.setAttribute("aria-expanded", "true");
+    }
+
+    // Open or close a row's details; an open row is named in the URL, so the link shows it.
+    function toggle(tr) {
+      const name = tr.dataset.name;
+      const next = tr.nextElementSibling;
+      if (next && next.classList.contains("tc-sweep-details")) {
+        next.remove();
+        opened.delete(name);
+        tr.setAttribute("aria-expanded", "false");
+        if (targetName() === name) setHash("");
+        return;
+      }
+      const row = a.rows.find((r) => r.name === name);
+      const other = b ? b.rows.find((r) => r.name === name) : null;
+      opened.add(name);
+      showDetails(tr, row, other, visibleColumns());
+      setHash(ROW + name);
+    }
+    function setHash(id) {
+      try {
+        history.replaceState(null, "", location.pathname + location.search + (id ? "#" + encodeURIComponent(id) : ""));
+      } catch (error) {
+        // file:// in some browsers: the row still opens
+      }
+    }
+    const rowElement = (name) => Array.from(wrapper.querySelectorAll("tr[data-name]")).find((tr) => tr.dataset.name === name);
+
+    // #row-<name>: show that row (searching for it if the filters hide it), open it and bring it into view.
+    function openTarget() {
+      const name = targetName();
+      if (name === null || !a) return;
+      if (!a.rows.some((r) => r.name === name)) {
+        status.textContent = `${item} ${name} is not in the run ${a.data.run}; pick another run. ` + status.textContent;
+        return;
+      }
+      let tr = rowElement(name);
+      if (!tr) {
+        search.value = name;
+        columnSelect.value = outcomeSelect.value = changeSelect.value = "";
+        wanted = { column: "", outcome: "" };
+        write();
+        render();
+        tr = rowElement(name);
+      }
+      if (!tr) return;
+      opened.add(name);
+      if (tr.getAttribute("aria-expanded") !== "true") showDetails(tr, a.rows.find((r) => r.name === name), b ? b.rows.find((r) => r.name === name) : null, visibleColumns());
+      wrapper.querySelectorAll(".tc-sweep-target").forEach((t) => t.classList.remove("tc-sweep-target"));
+      tr.classList.add("tc-sweep-target");
+      tr.scrollIntoView({ block: "center" });
+      tr.focus({ preventScroll: true });
     }
 
     async function pick() {
+      const mine = ++loads; // a later pick wins over one still loading
       status.textContent = "loading…";
       try {
-        const first = runs[Number(runSelect.value)];
-        const data = await load(first);
-        a = { data, rows: rowsOf(data) };
-        fillSelects(data);
-        const second = compareSelect.value === "" ? null : runs[Number(compareSelect.value)];
-        b = second ? { data: await load(second), rows: null } : null;
-        if (b) b.rows = rowsOf(b.data);
+        const first = byName.get(runSelect.value);
+        const second = byName.get(compareSelect.value);
+        const [dataA, dataB] = await Promise.all([tcLoadData(first.name, first.src), second ? tcLoadData(second.name, second.src) : null]);
+        if (mine !== loads) return;
+        a = { data: dataA, rows: rowsOf(dataA) };
+        b = dataB ? { data: dataB, rows: rowsOf(dataB) } : null;
+        fillSelects(dataA);
         shown = PAGE;
         render();
+        openTarget();
       } catch (error) {
-        status.textContent = error.message;
+        if (mine === loads) status.textContent = error.message;
       }
     }
 
-    runSelect.addEventListener("change", pick);
-    compareSelect.addEventListener("change", pick);
+    runSelect.addEventListener("change", () => { note = ""; write(); pick(); });
+    compareSelect.addEventListener("change", () => { write(); pick(); });
     for (const control of [search, columnSelect, outcomeSelect, changeSelect]) {
-      control.addEventListener(control === search ? "input" : "change", () => { shown = PAGE; render(); });
+      control.addEventListener(control === search ? "input" : "change", () => {
+        wanted = { column: columnSelect.value, outcome: outcomeSelect.value };
+        shown = PAGE;
+        write();
+        render();
+      });
     }
     more.addEventListener("click", () => { shown += PAGE; render(); });
+    wrapper.addEventListener("click", (event) => {
+      const tr = event.target.closest("tr[data-name]");
+      if (tr) toggle(tr);
+    });
+    wrapper.addEventListener("keydown", (event) => {
+      const tr = event.target.closest("tr[data-name]");
+      if (!tr || event.target !== tr || (event.key !== "Enter" && event.key !== " ")) return;
+      event.preventDefault(); // Space would scroll the page
+      toggle(tr);
+    });
+    // Back or Forward into this page, from the cache or the history: the URL decides again.
+    window.addEventListener("pageshow", (event) => { if (event.persisted) { read(); pick(); } });
+    window.addEventListener("popstate", () => { read(); pick(); });
+    window.addEventListener("hashchange", openTarget);
+    read();
     pick();
   }
 

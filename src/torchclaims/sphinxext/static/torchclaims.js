@@ -120,6 +120,20 @@ const tcOpenTarget = () => {
   target.scrollIntoView({ block: "start", behavior: "instant" });
 };
 
+// Data a page loads when it needs it (sphinxext/page_data.py): a script that
+// files its payload under its name in window.tcPageData. Loaded once a page.
+const tcLoadData = (name, src) => {
+  const data = (window.tcPageData = window.tcPageData || {});
+  if (data[name]) return Promise.resolve(data[name]);
+  return new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = src;
+    script.onload = () => (data[name] ? resolve(data[name]) : reject(new Error(`${src} holds no data named ${name}`)));
+    script.onerror = () => reject(new Error(`cannot load ${src}`));
+    document.head.append(script);
+  });
+};
+
 const tcEscape = (text) => text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 
 // The search page: claims whose words match come first, each landing on its
