@@ -11,6 +11,7 @@ with hardware and an older build would leave them. The published folder
 from __future__ import annotations
 
 import functools
+import gzip
 import http.server
 import threading
 from dataclasses import dataclass
@@ -104,10 +105,11 @@ def _results_file(root: Path, name: str, records: list, backend: str, torch: str
 
 
 class Server:
-    """The published folder over HTTP on the loopback address, as a reader would get it."""
+    """The published folder over HTTP on the loopback address, as a reader would get it;
+    ``compress``: text gzip-compressed to a client that accepts it, as a static host serves it."""
 
-    def __init__(self, folder: Path) -> None:
-        handler = functools.partial(_QuietHandler, directory=str(folder))
+    def __init__(self, folder: Path, compress: bool = False) -> None:
+        handler = functools.partial(_GzipHandler if compress else _QuietHandler, directory=str(folder))
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
@@ -122,3 +124,25 @@ class Server:
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args) -> None:  # noqa: A002 (the base class's name)
         pass
+
+
+class _GzipHandler(_QuietHandler):
+    """Pages, scripts, styles and data gzip-compressed; anything else as the base class sends it."""
+
+    COMPRESSED = (".html", ".js", ".css", ".json", ".svg", ".txt", ".csv")
+
+    def do_GET(self) -> None:
+        path = Path(self.translate_path(self.path))
+        if path.is_dir() and self.path.split("?")[0].endswith("/"):
+            path = path / "index.html"
+        if "gzip" not in self.headers.get("Accept-Encoding", "") or path.suffix not in self.COMPRESSED or not path.is_file():
+            super().do_GET()
+            return
+        body = gzip.compress(path.read_bytes(), compresslevel=6)
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Vary", "Accept-Encoding")
+        self.end_headers()
+        self.wfile.write(body)
