@@ -146,8 +146,10 @@
       const head = el("tr", {}, el("th", { text: item, scope: "col" }), ...columns.map((c) => el("th", { text: c, scope: "col" })));
       const body = el("tbody");
       for (const { row, other } of matches.slice(0, shown)) {
-        const tr = el("tr", { tabindex: "0", id: ROW + row.name, "data-name": row.name, "aria-expanded": "false" },
-          el("th", { text: row.name, scope: "row" }), ...columns.map((c) => cell(row.cells[c], other && other.cells[c], Boolean(b))));
+        // The name is a button: Tab reaches it, Enter or Space opens the row, and it says whether the row is open.
+        const name = el("button", { type: "button", class: "tc-sweep-open", "aria-expanded": "false", text: row.name });
+        const tr = el("tr", { id: ROW + row.name, "data-name": row.name },
+          el("th", { scope: "row" }, name), ...columns.map((c) => cell(row.cells[c], other && other.cells[c], Boolean(b))));
         body.append(tr);
         if (opened.has(row.name)) showDetails(tr, row, other, columns);
       }
@@ -167,7 +169,7 @@
         }
       }
       tr.after(el("tr", { class: "tc-sweep-details" }, el("td", { colspan: String(columns.length + 1) }, lines)));
-      tr.setAttribute("aria-expanded", "true");
+      tr.querySelector(".tc-sweep-open").setAttribute("aria-expanded", "true");
     }
 
     // Open or close a row's details; an open row is named in the URL, so the link shows it.
@@ -177,7 +179,7 @@
       if (next && next.classList.contains("tc-sweep-details")) {
         next.remove();
         opened.delete(name);
-        tr.setAttribute("aria-expanded", "false");
+        tr.querySelector(".tc-sweep-open").setAttribute("aria-expanded", "false");
         if (targetName() === name) setHash("");
         return;
       }
@@ -215,11 +217,11 @@
       }
       if (!tr) return;
       opened.add(name);
-      if (tr.getAttribute("aria-expanded") !== "true") showDetails(tr, a.rows.find((r) => r.name === name), b ? b.rows.find((r) => r.name === name) : null, visibleColumns());
+      if (!tr.nextElementSibling || !tr.nextElementSibling.classList.contains("tc-sweep-details")) showDetails(tr, a.rows.find((r) => r.name === name), b ? b.rows.find((r) => r.name === name) : null, visibleColumns());
       wrapper.querySelectorAll(".tc-sweep-target").forEach((t) => t.classList.remove("tc-sweep-target"));
       tr.classList.add("tc-sweep-target");
       tr.scrollIntoView({ block: "center" });
-      tr.focus({ preventScroll: true });
+      tr.querySelector(".tc-sweep-open").focus({ preventScroll: true });
     }
 
     async function pick() {
@@ -252,15 +254,9 @@
       });
     }
     more.addEventListener("click", () => { shown += PAGE; render(); });
-    wrapper.addEventListener("click", (event) => {
+    wrapper.addEventListener("click", (event) => { // a click anywhere on a row, or Enter on its name
       const tr = event.target.closest("tr[data-name]");
       if (tr) toggle(tr);
-    });
-    wrapper.addEventListener("keydown", (event) => {
-      const tr = event.target.closest("tr[data-name]");
-      if (!tr || event.target !== tr || (event.key !== "Enter" && event.key !== " ")) return;
-      event.preventDefault(); // Space would scroll the page
-      toggle(tr);
     });
     // Back or Forward into this page, from the cache or the history: the URL decides again.
     window.addEventListener("pageshow", (event) => { if (event.persisted) { read(); pick(); } });
