@@ -574,3 +574,162 @@ def test_a_claim_shows_one_line_per_backend_with_its_reason_in_view_and_its_evid
     desktop.execute_cdp_cmd(SCHEME, {"features": []})
     assert low == [], "\n".join(low)
     assert console_errors(desktop) == []
+
+# -- coverage tables that can be shared ---------------------------------------------------
+
+
+@pytest.fixture(params=["desktop", "phone"])
+def width(request, browser):
+    """The browser at desktop width, then at a phone's."""
+    return request.getfixturevalue(request.param)
+
+
+def sweep_state(driver) -> dict:
+    """What the controls show, the URL's query, and the first column of the table."""
+    return driver.execute_script(
+        """const form = document.querySelector('form.tc-sweep-controls');
+        const value = (name) => form.elements.namedItem(name).value;
+        return {run: value('run'), vs: value('vs'), q: value('q'), show: value('show'),
+                query: Object.fromEntries(new URLSearchParams(location.search)),
+                rows: Array.from(document.querySelectorAll('table.tc-sweep-table tbody tr[data-name]')).map(r => r.dataset.name),
+                status: document.querySelector('.tc-sweep-status').textContent};"""
+    )
+
+
+def run_named(driver, starts: str) -> str:
+    return next(o.get_attribute("value") for o in sweep_select(driver, "Run").options if o.text.startswith(starts))
+
+
+def test_coverage_state_is_in_the_url_and_back_restores_controls_and_table(width, server):
+    driver = width
+    driver.get(server.url + "docs/coverage.html")
+    wait_for(lambda: len(sweep_rows(driver)) == 3, "the table")
+    cpu = next(o for o in sweep_select(driver, "Run").options if "(this build)" in o.text)
+    sweep_select(driver, "Run").select_by_value(cpu.get_attribute("value"))
+    xla = run_named(driver, "xla")
+    sweep_select(driver, "Compare with").select_by_value(xla)
+    sweep_select(driver, "Show").select_by_value("started to mismatch")
+    wait_for(lambda: sweep_state(driver)["rows"] == ["norm"], "norm, which started to mismatch")
+    state = sweep_state(driver)
+    assert state["query"] == {"run": cpu.get_attribute("value"), "vs": xla, "show": "started to mismatch"}
+    shared = driver.current_url
+
+    # Away to the evidence and Back: the controls and the table show the same run and comparison.
+    click(driver, driver.find_element("link text", "verdict and environment"))
+    wait_for(lambda: "docs/compile.html" in driver.current_url, "the evidence page")
+    driver.back()
+    wait_for(lambda: sweep_state(driver)["rows"] == ["norm"], "the table after Back")
+    after = sweep_state(driver)
+    assert (after["run"], after["vs"], after["show"]) == (cpu.get_attribute("value"), xla, "started to mismatch")
+    assert sweep_rows(driver)[0][1] == "excluded by OpInfo → mismatch"  # the table is the comparison the controls name
+
+    # The shared address, opened afresh, shows the same.
+    driver.get(server.url)
+    driver.get(shared)
+    wait_for(lambda: sweep_state(driver)["rows"] == ["norm"], "the shared address")
+    assert sweep_state(driver)["vs"] == xla and "compared with xla" in sweep_state(driver)["status"]
+    assert console_errors(driver) == []
+
+
+def test_a_linked_run_that_is_gone_shows_the_newest_and_says_so(desktop, server):
+    desktop.get(server.url + "docs/coverage.html?run=no-such-run&q=hist")
+    wait_for(lambda: sweep_state(desktop)["rows"] == ["histc"], "the search from the URL")
+    state = sweep_state(desktop)
+    assert state["run"] == sweep_select(desktop, "Run").options[0].get_attribute("value")
+    assert "The linked run is not on this page" in state["status"]
+
+
+def test_enter_opens_and_closes_a_focused_row_and_the_url_names_it(width, server):
+    from selenium.webdriver.common.keys import Keys
+
+    driver = width
+    driver.get(server.url + "docs/coverage.html")
+    wait_for(lambda: len(sweep_rows(driver)) == 3, "the table")
+    # Tab from the last control reaches the first row; Tab again the next one.
+    driver.execute_script("document.querySelector('.tc-sweep-controls [name=show]').focus()")
+    for _ in range(6):  # the controls' last field, the scroll box, then the rows' names
+        driver.switch_to.active_element.send_keys(Keys.TAB)
+        if driver.execute_script("return document.activeElement.closest('tr[data-name]') !== null"):
+            break
+    assert driver.execute_script("return document.activeElement.closest('tr').dataset.name") == "add"
+    driver.switch_to.active_element.send_keys(Keys.TAB)
+    opener = driver.switch_to.active_element
+    assert driver.execute_script("return document.activeElement.closest('tr').dataset.name") == "histc"
+    opener.send_keys(Keys.ENTER)
+    details = wait_for(lambda: driver.find_elements("css selector", ".tc-sweep-details"), "the row's details")
+    assert "float32" in details[0].text and opener.get_attribute("aria-expanded") == "true"
+    assert driver.current_url.endswith("#row-histc")
+    opener.send_keys(Keys.ENTER)
+    wait_for(lambda: not driver.find_elements("css selector", ".tc-sweep-details"), "the details to close")
+    assert "#" not in driver.current_url and opener.get_attribute("aria-expanded") == "false"
+
+
+def test_a_row_link_opens_that_row_in_view(width, server):
+    driver = width
+    driver.get(server.url + "docs/coverage.html?run=no-such-run&q=add#row-norm")
+    wait_for(lambda: driver.find_elements("css selector", ".tc-sweep-details"), "the linked row's details")
+    state = driver.execute_script(
+        """const row = document.getElementById('row-norm'); const r = row.getBoundingClientRect();
+        return {focused: document.activeElement.closest('tr') === row, top: r.top, bottom: r.bottom, height: innerHeight,
+                open: row.nextElementSibling.className, search: document.querySelector('.tc-sweep-controls [name=q]').value};"""
+    )
+    assert state["focused"] and state["open"] == "tc-sweep-details", state
+    assert 0 <= state["top"] and state["bottom"] <= state["height"], state
+    assert state["search"] == "norm"  # the search that hid it gave way to the row's name
+
+
+def test_the_site_search_lists_an_operator_and_leads_to_its_row(desktop, server):
+    desktop.get(server.url + "search.html?q=histc")
+    link = wait_for(lambda: [a for a in desktop.find_elements("css selector", "#search-results a") if "#row-" in a.get_attribute("href")],
+                    "an operator result")[0]
+    assert link.get_attribute("href").endswith("docs/coverage.html#row-histc") and link.text == "histc"
+    click(desktop, link)
+    wait_for(lambda: desktop.find_elements("css selector", ".tc-sweep-details"), "the operator's row, open")
+    assert desktop.execute_script("return document.activeElement.closest('tr').dataset.name") == "histc"
+    assert console_errors(desktop) == []
+
+
+def test_the_run_picker_and_search_come_before_the_summaries(width, server):
+    width.get(server.url + "docs/coverage.html")
+    wait_for(lambda: len(sweep_rows(width)) == 3, "the table")
+    tops = width.execute_script(
+        """const top = (el) => el.getBoundingClientRect().top + scrollY;
+        return {run: top(document.querySelector('.tc-sweep-controls [name=run]')), search: top(document.querySelector('.tc-sweep-controls [name=q]')),
+                summary: top(document.querySelector('.tc-sweep-run'))};"""
+    )
+    assert tops["run"] < tops["summary"] and tops["search"] < tops["summary"], tops
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_coverage_cells_meet_wcag_aa_contrast(width, server, scheme):
+    driver = width
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+    try:
+        driver.get(server.url + "docs/coverage.html")
+        wait_for(lambda: len(sweep_rows(driver)) == 3, "the table")
+        theme = driver.execute_script("return getComputedStyle(document.body).backgroundColor")
+        assert (theme == "rgb(255, 255, 255)") == (scheme == "light"), theme  # the theme followed the scheme
+        low = driver.execute_script(CONTRAST, ".tc-sweep *, .tc-sweep-run *")
+        sweep_select(driver, "Compare with").select_by_value(run_named(driver, "xla"))
+        wait_for(lambda: "compared with" in sweep_state(driver)["status"], "the comparison")
+        low += driver.execute_script(CONTRAST, ".tc-sweep *")
+        cells = driver.execute_script("return document.querySelectorAll('table.tc-sweep-table td.tc-o').length")
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    assert cells >= 3
+    assert low == [], "\n".join(low)
+
+
+def test_on_a_phone_the_coverage_controls_fit_whatever_the_width_of_their_text(phone, server):
+    """Every option given a label far wider than a phone, as a wide font would make it: the controls still fit."""
+    phone.get(server.url + "docs/coverage.html")
+    wait_for(lambda: len(sweep_rows(phone)) == 3, "the table")
+    found = phone.execute_script(
+        """document.querySelectorAll('.tc-sweep-controls option').forEach(o => o.textContent += ' ' + 'W'.repeat(120));
+        document.querySelector('.tc-sweep-controls input').placeholder += 'W'.repeat(120);
+        const width = document.documentElement.clientWidth;
+        const wide = Array.from(document.querySelectorAll('.tc-sweep-controls select, .tc-sweep-controls input'))
+          .filter(c => c.getBoundingClientRect().right > width + 1).map(c => `${c.name} ${Math.round(c.getBoundingClientRect().right)}px`);
+        return {width, wide, scroll: document.documentElement.scrollWidth};"""
+    )
+    assert found["wide"] == [] and found["scroll"] <= found["width"], found
