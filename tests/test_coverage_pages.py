@@ -121,3 +121,12 @@ def test_a_data_file_removed_from_the_output_comes_back_with_the_next_build(site
     removed.unlink()
     assert build(site).returncode == 0  # nothing else changed: the data files are otherwise left alone
     assert removed.read_text() == text
+
+
+def test_a_row_anchor_is_a_safe_fragment_whatever_the_name():
+    from torchclaims.sphinxext.coverage_index import row_anchor
+
+    assert row_anchor("nn.functional.pixel_shuffle") == "row-nn.functional.pixel_shuffle"
+    hostile = row_anchor('x" onmouseover="alert(1)#<b> é')
+    assert hostile == "row-x%22%20onmouseover%3D%22alert%281%29%23%3Cb%3E%20%C3%A9"
+    assert re.fullmatch(r"[A-Za-z0-9._~%-]+", hostile)
