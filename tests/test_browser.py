@@ -733,3 +733,12 @@ def test_on_a_phone_the_coverage_controls_fit_whatever_the_width_of_their_text(p
         return {width, wide, scroll: document.documentElement.scrollWidth};"""
     )
     assert found["wide"] == [] and found["scroll"] <= found["width"], found
+
+
+def test_a_row_named_in_the_query_opens_as_a_row_link_does(desktop, server):
+    """?row=<name>, as torchclaims check links to a row, opens it; the fragment names it from then on."""
+    desktop.get(server.url + "docs/coverage.html?row=norm")
+    wait_for(lambda: desktop.find_elements("css selector", ".tc-sweep-details"), "the row's details")
+    assert desktop.execute_script("return document.activeElement.closest('tr').dataset.name") == "norm"
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(desktop.current_url).query)
+    assert "row" not in query and desktop.current_url.endswith("#row-norm"), desktop.current_url

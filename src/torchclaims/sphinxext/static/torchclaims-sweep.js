@@ -1,8 +1,9 @@
 // Coverage tables: search, filter and compare two runs of a sweep, row by row.
 // What the controls show lives in the URL (?run=…&vs=…&q=…&column=…&outcome=…&show=…),
-// so a finding can be linked and Back restores it; #row-<name> opens that row
-// (the site search links there: sphinxext/coverage_index.py). Each run's data
-// is loaded when picked (tcLoadData, torchclaims.js), so the page stays light.
+// so a finding can be linked and Back restores it; #row-<name> (where the site
+// search links: sphinxext/coverage_index.py) or ?row=<name> opens that row.
+// Each run's data is loaded when picked (tcLoadData, torchclaims.js), so the
+// page stays light.
 (function () {
   "use strict";
   const PAGE = 200; // rows rendered at a time: keeps phones responsive
@@ -40,14 +41,15 @@
     "started to raise": (a, b) => b === "raises" && a !== "raises",
   };
 
-  // The row a fragment names, or null (a malformed %-escape names none).
+  // The row the address names: #row-<name>, or ?row=<name> (the links torchclaims check writes); else null.
   const targetName = () => {
     try {
       const id = decodeURIComponent(location.hash.slice(1));
-      return id.startsWith(ROW) ? id.slice(ROW.length) : null;
+      if (id.startsWith(ROW)) return id.slice(ROW.length);
     } catch (error) {
-      return null;
+      // a malformed %-escape names no row
     }
+    return new URLSearchParams(location.search).get("row");
   };
 
   function setup(root) {
@@ -190,8 +192,10 @@
       setHash(ROW + name);
     }
     function setHash(id) {
+      const params = new URLSearchParams(location.search);
+      params.delete("row"); // the fragment names the open row from now on
       try {
-        history.replaceState(null, "", location.pathname + location.search + (id ? "#" + encodeURIComponent(id) : ""));
+        history.replaceState(null, "", location.pathname + (params.size ? `?${params}` : "") + (id ? "#" + encodeURIComponent(id) : ""));
       } catch (error) {
         // file:// in some browsers: the row still opens
       }
@@ -218,6 +222,7 @@
       if (!tr) return;
       opened.add(name);
       if (!tr.nextElementSibling || !tr.nextElementSibling.classList.contains("tc-sweep-details")) showDetails(tr, a.rows.find((r) => r.name === name), b ? b.rows.find((r) => r.name === name) : null, visibleColumns());
+      if (!location.hash) setHash(ROW + name); // ?row=<name> becomes #row-<name>
       wrapper.querySelectorAll(".tc-sweep-target").forEach((t) => t.classList.remove("tc-sweep-target"));
       tr.classList.add("tc-sweep-target");
       tr.scrollIntoView({ block: "center" });
