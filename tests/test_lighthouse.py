@@ -74,7 +74,7 @@ def _largest(pages: list[Path]) -> Path | None:
 
 PAGES = {
     "home": lambda site: site / "index.html",
-    "accelerator": lambda site: _largest(sorted((site / "docs" / "accelerators").glob("*.html"))),
+    "accelerator": lambda site: _largest([p for p in (site / "docs" / "accelerators").glob("*.html") if p.name != "index.html"]),
     "largest topic": lambda site: _largest(sorted((site / "docs" / "topics").glob("*.html"))),
     "operator table": lambda site: site / "docs" / "coverage" / "operators.html",
 }
