@@ -80,6 +80,13 @@ class CompilerCaches(str, Enum):
     COLD = "cold"  # empty for each run: the claim times compiling or counts compilations
 
 
+class Network(str, Enum):
+    """What network a claim's script may use (torchclaims.sandbox)."""
+
+    NONE = "none"
+    LOOPBACK = "loopback"  # a process group of its own processes on 127.0.0.1
+
+
 class Source(BaseModel):
     """Where the claim was made, with a short verbatim quote."""
 
@@ -183,6 +190,10 @@ class Claim(BaseModel):
     compiler_caches: CompilerCaches = Field(
         CompilerCaches.SHARED,
         description="cold: the script times compiling or counts compilations, so each run starts from empty compiler caches",
+    )
+
+    network: Network = Field(
+        Network.NONE, description="loopback: the script starts processes that talk over 127.0.0.1 (a process group); no other network either way"
     )
 
     @field_validator("topic")
