@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
 
-from . import _child, limits
+from . import _child, limits, sandbox
 from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, shared_cache_links
 from .errors import InvalidFileError, TorchclaimsError
 from .fileio import locked
@@ -104,6 +104,7 @@ class Runner:
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload([PRELOAD])
         self.threads = max(1, (os.cpu_count() or 1) // self.parallel)
+        self.unconfined, self.sandbox_required = sandbox.turned_off(), sandbox.required()
         # Helpers already running belong to someone else in this process.
         self._own_forkserver = forkserver._forkserver._forkserver_pid is None
         self._own_tracker = getattr(resource_tracker._resource_tracker, "_pid", None) is None
@@ -212,6 +213,8 @@ class Runner:
             page_output_bytes=limits.LIMITS.page_output_bytes,
             record_bytes=limits.LIMITS.record_file_bytes,
             loopback=job.loopback,
+            unconfined=self.unconfined,
+            sandbox_required=self.sandbox_required,
             gallery=job.gallery,
         )
         child_job = dataclasses.replace(

@@ -37,6 +37,7 @@ import sys
 LINUX = sys.platform.startswith("linux")
 WITHOUT = "ran without sandbox"  # how a record that ran unconfined begins its sandbox field
 REQUIRED_ENV = "CI"  # where CI=true, a script never runs unconfined
+SWITCH_ENV = "TORCHCLAIMS_SANDBOX"  # "off": run scripts unconfined (their records say so)
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
@@ -188,3 +189,8 @@ def description(abi: int, loopback: bool) -> str:
 def required() -> bool:
     """Whether a script must not run without the sandbox here (CI=true)."""
     return os.environ.get(REQUIRED_ENV, "").lower() == "true"
+
+
+def turned_off() -> str | None:
+    """Why the sandbox is off (TORCHCLAIMS_SANDBOX=off, to debug a script), or None."""
+    return f"turned off ({SWITCH_ENV}=off)" if os.environ.get(SWITCH_ENV, "").lower() == "off" else None
