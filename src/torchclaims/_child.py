@@ -58,6 +58,7 @@ class ChildJob:
     env: dict[str, str]
     run_dir: str  # the claim's folder in the run's: the supervisor's files, and the script's own folder
     tmp_links: dict[str, str]  # name in tmp_dir -> shared directory it links to (torch's caches)
+    shared_dirs: tuple[str, ...]  # folders outside its own the script may write: the compiler caches it shares
     threads: int
     log_bytes: int  # the end of the output kept for the record
     log_lines: int
@@ -219,8 +220,9 @@ def run(job: ChildJob) -> None:
         processes.become_subreaper()
         processes.die_with_parent(signal.SIGTERM)  # the fork server is gone: clean up and leave
         os.makedirs(job.tmp_dir, mode=0o700, exist_ok=True)
+        for folder in job.shared_dirs:
+            os.makedirs(folder, exist_ok=True)  # a sandbox rule needs the folder to exist
         for name, target in job.tmp_links.items():
-            os.makedirs(target, exist_ok=True)
             os.symlink(target, os.path.join(job.tmp_dir, name))
         unconfined = job.unconfined or sandbox.isolate_processes()  # the script's process is init of its own PID namespace
         read_fd, write_fd = os.pipe()
@@ -286,7 +288,7 @@ def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None
         if job.loopback:
             unconfined = sandbox.loopback_up()
     if unconfined is None:
-        unconfined = sandbox.confine([job.work_dir, *job.tmp_links.values()], job.loopback)
+        unconfined = sandbox.confine([job.work_dir, *job.shared_dirs], job.loopback)
     state = sandbox.description(sandbox.landlock_abi(), job.loopback) if unconfined is None else f"{sandbox.WITHOUT}: {unconfined}"
     os.write(state_fd, state.encode("utf-8")[:4000])
     os.close(state_fd)

@@ -38,7 +38,7 @@ from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
 
 from . import _child, limits, sandbox
-from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, shared_cache_links
+from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, kept_when_cold, shared_cache_links
 from .errors import InvalidFileError, TorchclaimsError
 from .fileio import locked
 from .judging import judgement_problems
@@ -200,13 +200,15 @@ class Runner:
         run_dir = scratch / job.claim_id
         run_dir.mkdir()
         cold = job.cold_caches or not self.shortcuts
+        links = {} if cold else shared_cache_links()
         child_job = _child.ChildJob(
             claim_id=job.claim_id,
             script=str(job.script),
             cwd=str(job.script.parent),
             env={},
             run_dir=str(run_dir),
-            tmp_links={} if cold else shared_cache_links(),
+            tmp_links=links,
+            shared_dirs=tuple(kept_when_cold() if cold else links.values()),
             threads=self.threads,
             log_bytes=limits.LIMITS.log_tail_bytes,
             log_lines=limits.LIMITS.log_tail_lines,
