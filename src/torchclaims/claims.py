@@ -257,6 +257,13 @@ class Claim(BaseModel):
             raise ValueError("an attributed claim runs nothing, so it has no compiler caches to keep cold")
         return caches
 
+    @field_validator("network")
+    @classmethod
+    def _network_needs_a_script(cls, network: Network, info: ValidationInfo) -> Network:
+        if network is Network.LOOPBACK and info.data.get("kind") is ClaimKind.ATTRIBUTED:
+            raise ValueError("an attributed claim runs nothing, so it needs no network")
+        return network
+
     @property
     def executable(self) -> bool:
         return self.kind is ClaimKind.EXECUTABLE
