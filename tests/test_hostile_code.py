@@ -415,3 +415,34 @@ def test_a_ctrl_c_of_a_run_whose_script_holds_semaphores_prints_one_line(tmp_pat
         end(tagged(tag))
     assert process.returncode == 130
     assert "leaked semaphore" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_gallery_page_planted_for_another_script_never_reaches_the_site(tmp_path):
+    """A script's page is staged in its own folder and moved into place by the
+    build, by name: a page, image or link it leaves for another script stays behind."""
+    from hostile import PAYLOAD, active_markup
+    from kb import build, write_site
+
+    write_site(tmp_path)
+    write_claim(tmp_path, "kb-victim", "holds")
+    planter = f"""
+import os
+staged = os.path.join(os.path.dirname(os.environ["TMPDIR"]), "page", "docs", "auto_gallery")
+os.makedirs(os.path.join(staged, "images"), exist_ok=True)
+with open(os.path.join(staged, "kb_victim.rst"), "w") as handle:
+    handle.write(".. raw:: html\\n\\n   {PAYLOAD}\\n")
+with open(os.path.join(staged, "images", "sphx_glr_kb_victim_001.png"), "w") as handle:
+    handle.write("not a figure")
+os.symlink("/etc/hostname", os.path.join(staged, "kb_planter.txt"))
+with v.check("runs") as check:
+    check.expect(True, "")
+v.finish()
+"""
+    write_claim(tmp_path, "kb-planter", planter)
+    result = build(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    gallery = tmp_path / "docs" / "auto_gallery"
+    assert "raw::" not in (gallery / "kb_victim.rst").read_text()
+    assert not (gallery / "images" / "sphx_glr_kb_victim_001.png").exists() and not (gallery / "kb_planter.txt").exists()
+    assert (gallery / "kb_planter.rst").is_file()  # its own page did arrive
+    assert active_markup(tmp_path / "_build" / "html") == []

@@ -282,13 +282,14 @@ def _sandbox_state(state_fd: int, unconfined: str | None) -> str:
 
 def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None:
     """Confine this process (and all it will start); say how, on a pipe closed
-    before the script runs. Where CI=true requires the sandbox, stop without it."""
+    before the script runs. Where CI=true requires the sandbox, stop without it.
+    Without namespaces, Landlock still confines what it can."""
     if unconfined is None:
         sandbox.private_mounts()
         if job.loopback:
             unconfined = sandbox.loopback_up()
-    if unconfined is None:
-        unconfined = sandbox.confine([job.work_dir, *job.shared_dirs], job.loopback)
+    if job.unconfined is None:  # not turned off
+        unconfined = sandbox.confine([job.work_dir, *job.shared_dirs], job.loopback) or unconfined
     state = sandbox.description(sandbox.landlock_abi(), job.loopback) if unconfined is None else f"{sandbox.WITHOUT}: {unconfined}"
     os.write(state_fd, state.encode("utf-8")[:4000])
     os.close(state_fd)

@@ -7,7 +7,10 @@ runs in a child of it. On Linux the supervisor is a *child subreaper*
 than to init, so walking ``/proc`` down from the supervisor finds everything
 the script started, whatever session or process group it moved to. The tree
 is frozen (SIGSTOP, so nothing forks while it is walked) and then killed.
-Elsewhere (macOS) only the script's process group can be ended.
+Elsewhere (macOS) only the script's process group can be ended. Where the
+sandbox is available (torchclaims.sandbox), the script's process is also the
+init of its own PID namespace, so the kernel ends every process the script
+left when it ends, even when the supervisor itself was killed.
 
 The supervisor also keeps the end of the script's output (bounded, whatever
 the script prints) and stops early when asked (SIGTERM: timeout or Ctrl-C in
