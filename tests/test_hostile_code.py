@@ -430,7 +430,7 @@ import os
 staged = os.path.join(os.path.dirname(os.environ["TMPDIR"]), "page", "docs", "auto_gallery")
 os.makedirs(os.path.join(staged, "images"), exist_ok=True)
 with open(os.path.join(staged, "kb_victim.rst"), "w") as handle:
-    handle.write(".. raw:: html\\n\\n   {PAYLOAD}\\n")
+    handle.write(".. raw:: html\\n\\n   " + {PAYLOAD!r} + "\\n")
 with open(os.path.join(staged, "images", "sphx_glr_kb_victim_001.png"), "w") as handle:
     handle.write("not a figure")
 os.symlink("/etc/hostname", os.path.join(staged, "kb_planter.txt"))
@@ -441,6 +441,8 @@ v.finish()
     write_claim(tmp_path, "kb-planter", planter)
     result = build(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
+    planted = read_record(tmp_path / "_build" / "records" / "cpu" / "kb-planter.json")
+    assert planted.verdict is Verdict.HOLDS, (planted.reason, planted.log_tail)
     gallery = tmp_path / "docs" / "auto_gallery"
     assert "raw::" not in (gallery / "kb_victim.rst").read_text()
     assert not (gallery / "images" / "sphx_glr_kb_victim_001.png").exists() and not (gallery / "kb_planter.txt").exists()
