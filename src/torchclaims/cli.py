@@ -139,7 +139,7 @@ class FiguresKept:
         if self.settings.backend == "auto":
             return []
         try:
-            record = read_record(record_path(self.settings, self.settings.backend, claim.id))
+            record = read_own_record(record_path(self.settings, self.settings.backend, claim.id))
         except InvalidFileError:
             return []  # absent or unreadable: it runs anyway
         return [NO_FIGURES] if self.lost(claim, record) else []
