@@ -2,7 +2,8 @@
 
 1. in one process, one after the other (no isolation; sphinx-gallery's default);
 2. each as its own ``python`` process (isolation by paying a torch import each);
-3. through torchclaims' runner (a fork server with torch imported, N children).
+3. through torchclaims' runner (a fork server with torch imported, N children),
+   with each script sandboxed (torchclaims.sandbox), and with the sandbox off.
 
 Prints wall-clock figures; it asserts nothing. Usage:
 
@@ -26,6 +27,7 @@ from kb import write_claim  # noqa: E402
 
 from torchclaims.claims import load_claims  # noqa: E402
 from torchclaims.execution import Settings, verify  # noqa: E402
+from torchclaims.sandbox import SWITCH_ENV  # noqa: E402
 
 
 def main(count: int) -> None:
@@ -47,15 +49,21 @@ def main(count: int) -> None:
         per_process = time.perf_counter() - start
 
         claims = load_claims(root / "claims").executable()
-        start = time.perf_counter()
-        outcome = verify(claims, Settings(root=root, force=True), log=lambda m: None)
-        runner = time.perf_counter() - start
-        assert all(r.verdict.value == "holds" for r in outcome.records.values())
+        runner = {}
+        for sandbox in ("on", "off"):
+            os.environ[SWITCH_ENV] = sandbox
+            start = time.perf_counter()
+            outcome = verify(claims, Settings(root=root, force=True), log=lambda m: None)
+            runner[sandbox] = time.perf_counter() - start
+            assert all(r.verdict.value == "holds" for r in outcome.records.values())
+            assert all(r.unconfined == (sandbox == "off") for r in outcome.records.values())
+        os.environ.pop(SWITCH_ENV)
 
     print(f"{count} tiny torch claims on {os.cpu_count()} cores")
     print(f"  one process, no isolation        {in_process:6.1f} s")
     print(f"  one python process per claim     {per_process:6.1f} s")
-    print(f"  torchclaims runner (fork server) {runner:6.1f} s  (includes fork-server start and the environment probe)")
+    print(f"  torchclaims runner (fork server) {runner['on']:6.1f} s  (includes fork-server start and the environment probe)")
+    print(f"  the same, sandbox off            {runner['off']:6.1f} s")
 
 
 if __name__ == "__main__":

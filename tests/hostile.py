@@ -150,3 +150,48 @@ def run_claims(root: Path, **settings):
     claims = load_claims(root / "claims")
     assert not claims.problems, claims.problems
     return verify(claims.executable(), Settings(root=root, parallel=2, **settings), log=lambda m: None, warn=lambda m: None)
+
+
+def tagged(tag: str) -> set[int]:
+    """Live processes anywhere on this machine whose command line holds ``tag``.
+
+    A claim's processes are found this way, wherever they went: the pids a
+    script sees are those of its own PID namespace, not this process's."""
+    needle = tag.encode()
+    found = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                if needle in handle.read():
+                    found.add(int(entry.name))
+        except OSError:
+            continue
+    return {pid for pid in found if alive(pid)}
+
+
+class Sightings:
+    """Every process with ``tag`` in its command line seen while the block runs
+    (polled from a thread: a claim's processes live only as long as it does)."""
+
+    def __init__(self, tag: str, every: float = 0.05):
+        import threading
+
+        self.tag, self.every, self.seen = tag, every, set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.seen |= tagged(self.tag)
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> Sightings:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.seen |= tagged(self.tag)

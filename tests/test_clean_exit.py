@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from build_watch import install_hook, run
-from hostile import SRC, end
+from hostile import SRC, Sightings, end, tagged
 from kb import write_claim, write_site
-from test_hostile_scripts import leaver, recorded_pids
+from test_hostile_scripts import leaver, new_tag
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="processes are found through /proc")
 
@@ -31,25 +31,27 @@ def sphinx(root: Path) -> list[str]:
 
 
 def test_a_site_build_and_a_verify_leave_no_process_however_their_scripts_end(tmp_path):
-    root, pidfile = tmp_path / "kb", tmp_path / "pids"
+    root, tag = tmp_path / "kb", new_tag()
     root.mkdir()
     write_site(root)
     write_claim(root, "kb-holds", "holds")
-    write_claim(root, "kb-leaver", leaver(pidfile, "finish"))
-    write_claim(root, "kb-crash", leaver(pidfile, "segfault"))
-    write_claim(root, "kb-hang", leaver(pidfile, "hang"))
+    write_claim(root, "kb-leaver", leaver(f"{tag}-finish", "finish"))
+    write_claim(root, "kb-crash", leaver(f"{tag}-segfault", "segfault"))
+    write_claim(root, "kb-hang", leaver(f"{tag}-hang", "hang"))
     hooks = install_hook(tmp_path / "hooks")
     try:
-        built = run(sphinx(root), root, environment(TORCHCLAIMS_TIMEOUT="15"), hooks, timeout=900)
+        with Sightings(tag) as seen:
+            built = run(sphinx(root), root, environment(TORCHCLAIMS_TIMEOUT="15"), hooks, timeout=900)
         assert built.returncode == 0, built.output[-3000:]
-        assert len(recorded_pids(pidfile)) == 9, "each script started three processes"
-        assert built.left_behind == []
-        verified = run([sys.executable, "-m", "torchclaims", "verify", "--root", str(root), "--jobs", "2", "--force", "--timeout", "15"], root, environment(), hooks, timeout=900)
+        assert len(seen.seen) == 9, "each script started three processes"
+        assert built.left_behind == [] and tagged(tag) == set()
+        with Sightings(tag) as seen:
+            verified = run([sys.executable, "-m", "torchclaims", "verify", "--root", str(root), "--jobs", "2", "--force", "--timeout", "15"], root, environment(), hooks, timeout=900)
         assert verified.returncode == 1, verified.output[-3000:]  # two claims errored, on purpose
-        assert len(recorded_pids(pidfile)) == 18
-        assert verified.left_behind == []
+        assert len(seen.seen) == 9
+        assert verified.left_behind == [] and tagged(tag) == set()
     finally:
-        end(recorded_pids(pidfile))
+        end(tagged(tag))
     assert "timed out" in built.output and "SIGSEGV" in built.output
 
 

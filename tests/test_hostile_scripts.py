@@ -10,10 +10,11 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
-from hostile import SRC, assert_clean_exit, cli, descendants, end, ready_for_ctrl_c, run_claims, wait_until, wait_until_gone
+from hostile import SRC, Sightings, assert_clean_exit, cli, descendants, end, ready_for_ctrl_c, run_claims, tagged, wait_until, wait_until_gone
 from kb import build, write_claim, write_site
 
 from torchclaims import limits, stopping
@@ -24,24 +25,35 @@ from torchclaims.runner import Runner
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process trees are read from /proc")
 
 
-def leaver(pidfile: Path, ending: str) -> str:
-    """A script that starts a child, a setsid child and a double-forked daemon,
-    writes their pids, then ends as ``ending`` says."""
+def leaver(tag: str, ending: str) -> str:
+    """A script that starts a child, a setsid child and a double-forked daemon
+    (each with ``tag`` in its command line), waits until all three run, then
+    ends as ``ending`` says. The test finds them by the tag (hostile.tagged):
+    a script can write nothing outside its own folder, and sees the pids of
+    its own PID namespace."""
     start = f"""
-import os, subprocess, time
-pids = [subprocess.Popen(["sleep", "300"]).pid, subprocess.Popen(["setsid", "sleep", "301"]).pid]
-r, w = os.pipe()
+import os, shutil, subprocess, time
+sleep = shutil.which("sleep")
+subprocess.Popen(["{tag}-child", "300"], executable=sleep)
+subprocess.Popen(["{tag}-setsid", "301"], executable=sleep, start_new_session=True)
 if os.fork() == 0:
     os.setsid()
-    daemon = os.fork()
-    if daemon == 0:
-        time.sleep(302)
-        os._exit(0)
-    os.write(w, str(daemon).encode())
+    if os.fork() == 0:
+        os.execv(sleep, ["{tag}-daemon", "302"])
     os._exit(0)
-pids.append(int(os.read(r, 32)))
-with open({str(pidfile)!r}, "a") as handle:
-    handle.write(" ".join(map(str, pids)) + "\\n")
+
+def running():
+    found = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            found += open(f"/proc/{{pid}}/cmdline", "rb").read().startswith(b"{tag}-")
+        except OSError:
+            pass
+    return found
+
+while running() < 3:
+    time.sleep(0.05)
+time.sleep(1.0)  # time for the test to see them
 """
     endings = {
         "finish": 'with v.check("runs") as check:\n    check.expect(True, "")\nv.finish()\n',
@@ -53,23 +65,24 @@ with open({str(pidfile)!r}, "a") as handle:
     return start + endings[ending]
 
 
-def recorded_pids(pidfile: Path) -> list[int]:
-    return [int(pid) for pid in pidfile.read_text().split()] if pidfile.exists() else []
+def new_tag() -> str:
+    return f"tc-left-{uuid.uuid4().hex[:12]}"
 
 
 def test_nothing_a_script_starts_outlives_its_run_however_it_ends(tmp_path):
-    pidfile = tmp_path / "pids"
+    tag = new_tag()
     for ending in ("finish", "raise", "os_exit", "segfault", "hang"):
-        write_claim(tmp_path, f"kb-{ending.replace('_', '-')}", leaver(pidfile, ending))
+        write_claim(tmp_path, f"kb-{ending.replace('_', '-')}", leaver(f"{tag}-{ending}", ending))
     before = descendants(os.getpid())
     try:
-        outcome = run_claims(tmp_path, timeout=30)  # the hanging script's limit: time enough for the others on a loaded machine
-        started = recorded_pids(pidfile)
-        assert len(started) == 15, "each script started three processes"
-        assert wait_until_gone(started, 60) == []
+        with Sightings(tag) as seen:
+            outcome = run_claims(tmp_path, timeout=30)  # the hanging script's limit: time enough for the others on a loaded machine
+        assert len(seen.seen) == 15, "each script started three processes"
+        assert wait_until_gone(seen.seen, 60) == []
+        assert tagged(tag) == set()
         assert descendants(os.getpid()) - before == set(), "the fork server, the resource tracker and every claim process have ended"
     finally:
-        end(recorded_pids(pidfile))
+        end(tagged(tag))
     verdicts = {claim_id: record.verdict for claim_id, record in outcome.records.items()}
     assert verdicts == {"kb-finish": Verdict.HOLDS, **{f"kb-{e}": Verdict.ERROR for e in ("raise", "os-exit", "segfault", "hang")}}
     assert "timed out" in outcome.records["kb-hang"].reason
@@ -80,14 +93,15 @@ def test_a_claim_process_too_slow_to_end_its_script_is_ended_with_all_below_it(t
     within the grace period: the run then ends the whole tree itself, the
     processes that left the claim's session included."""
     monkeypatch.setattr(stopping, "GRACE_S", 0.0)  # no time to end them itself
-    pidfile = tmp_path / "pids"
-    write_claim(tmp_path, "kb-hang", leaver(pidfile, "hang"))
+    tag = new_tag()
+    write_claim(tmp_path, "kb-hang", leaver(tag, "hang"))
     try:
-        (record,) = run_claims(tmp_path, timeout=30).records.values()
-        assert len(recorded_pids(pidfile)) == 3, "the script started its processes"
-        assert wait_until_gone(recorded_pids(pidfile), 60) == []
+        with Sightings(tag) as seen:
+            (record,) = run_claims(tmp_path, timeout=30).records.values()
+        assert len(seen.seen) == 3, "the script started its processes"
+        assert wait_until_gone(seen.seen, 60) == []
     finally:
-        end(recorded_pids(pidfile))
+        end(tagged(tag))
     assert "timed out" in record.reason
 
 
@@ -135,26 +149,26 @@ STOP_WITHIN_S = 300
 HANG_LIMIT = "1800"
 
 
-def hanging_script_started(pidfile: Path, process: subprocess.Popen, ctrl_c: bool) -> list[int]:
-    """Wait until the hanging script has written its processes' pids (the whole
-    line) and, before a Ctrl-C, until every process of the run's group is
-    ready for it; then the pids the run must end: the script's, and every
-    process below the run (claim processes, fork server, resource tracker)."""
-    wait_until(lambda: pidfile.exists() and pidfile.read_text().endswith("\n"), "the hanging script started its processes", process)
+def hanging_script_started(tag: str, process: subprocess.Popen, ctrl_c: bool) -> list[int]:
+    """Wait until the hanging script's three processes run and, before a
+    Ctrl-C, until every process of the run's group is ready for it; then the
+    pids the run must end: the script's, and every process below the run
+    (claim processes, fork server, resource tracker)."""
+    wait_until(lambda: len(tagged(tag)) == 3, "the hanging script started its processes", process)
     if ctrl_c:
         wait_until(lambda: ready_for_ctrl_c(process.pid), "every process of the run's group set up its handling of Ctrl-C", process)
-    return recorded_pids(pidfile) + sorted(descendants(process.pid))
+    return sorted(tagged(tag)) + sorted(descendants(process.pid))
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
 def test_an_interrupted_or_killed_verify_leaves_no_process(tmp_path, how):
-    pidfile = tmp_path / "pids"
-    write_claim(tmp_path, "kb-hang", leaver(pidfile, "hang"))
+    tag = new_tag()
+    write_claim(tmp_path, "kb-hang", leaver(tag, "hang"))
     write_claim(tmp_path, "kb-holds", "holds")
     process = start_verify(tmp_path, "--timeout", HANG_LIMIT)
     started = []
     try:
-        started = hanging_script_started(pidfile, process, ctrl_c=how == "ctrl-c")
+        started = hanging_script_started(tag, process, ctrl_c=how == "ctrl-c")
         if how == "ctrl-c":
             os.killpg(process.pid, signal.SIGINT)  # what a terminal sends to the foreground group
         else:
@@ -262,15 +276,15 @@ def test_verifying_one_claim_keeps_the_records_of_the_others(tmp_path):
 
 
 def test_ctrl_c_stops_a_site_build_with_no_traceback_and_no_process_left(tmp_path):
-    pidfile = tmp_path / "pids"
+    tag = new_tag()
     write_site(tmp_path)
-    write_claim(tmp_path, "kb-hang", leaver(pidfile, "hang"))
+    write_claim(tmp_path, "kb-hang", leaver(tag, "hang"))
     env = dict(os.environ, PYTHONPATH=str(SRC), TORCHCLAIMS_TIMEOUT=HANG_LIMIT)
     command = [sys.executable, "-m", "sphinx", "-b", "html", str(tmp_path), str(tmp_path / "_build" / "html")]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     started = []
     try:
-        started = hanging_script_started(pidfile, process, ctrl_c=True)
+        started = hanging_script_started(tag, process, ctrl_c=True)
         os.killpg(process.pid, signal.SIGINT)
         out, err = process.communicate(timeout=STOP_WITHIN_S)  # not the hanging claim's time limit
         assert wait_until_gone(started, 60) == []

@@ -2,14 +2,18 @@
 
 Kept small and importable so the fork server can preload it together with torch.
 The claim's process leads a new session and supervises: it forks the script's
-process, keeps the end of its output (file descriptors 1 and 2, C++ output
-too) within a byte limit, and when the script ends, times out, is interrupted
-or the run's parent process is gone, it ends every process the script started
-(torchclaims.processes) and removes the script's own temporary directory.
-The script's process runs the script (through sphinx-gallery when a page is
-wanted) with ``TMPDIR`` pointing at that directory, and tells the supervisor
-how the script ended through a small status file. The result record itself
-is written by the verification API.
+process into the sandbox's namespaces (torchclaims.sandbox), keeps the end of
+its output (file descriptors 1 and 2, C++ output too) within a byte limit,
+receives its result record over a pipe, and when the script ends, times out,
+is interrupted or the run's parent process is gone, it ends every process the
+script started (torchclaims.processes) and removes the script's own temporary
+directory. The supervisor writes the log, the record and the status files,
+in the run's folder, which the script cannot write to.
+
+The script's process confines itself (Landlock) and then runs the script
+(through sphinx-gallery when a page is wanted) with ``TMPDIR`` pointing at
+its own directory, the only place it can write: its figures and its page go
+there too, and the runner takes them from there (torchclaims.runner).
 """
 
 from __future__ import annotations
@@ -26,13 +30,14 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import processes
+from . import processes, sandbox
 
 # The environment of every script (the fork server's too: see preload). Scripts
 # draw figures off-screen and never reach the Hugging Face Hub. Inductor
 # compiles in the script's process itself: a pool of compile workers would
 # outlive the script's hard exit and leak its semaphores.
 SCRIPT_ENVIRONMENT = {"MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+RECORD_FD_ENV = "TORCHCLAIMS_RECORD_FD"  # the pipe on which the verification API hands the record to the supervisor
 
 
 @dataclass(frozen=True)
@@ -51,16 +56,52 @@ class ChildJob:
     script: str  # absolute path
     cwd: str
     env: dict[str, str]
-    log_path: str
-    status_path: str
-    figures_dir: str  # where figures left open by a plain run are saved
-    tmp_dir: str  # the script's own TMPDIR, removed when the claim ends
+    run_dir: str  # the claim's folder in the run's: the supervisor's files, and the script's own folder
     tmp_links: dict[str, str]  # name in tmp_dir -> shared directory it links to (torch's caches)
+    shared_dirs: tuple[str, ...]  # folders outside its own the script may write: the compiler caches it shares
     threads: int
     log_bytes: int  # the end of the output kept for the record
     log_lines: int
     page_output_bytes: int  # what the script's page may show of its output
+    record_bytes: int  # the largest record the supervisor accepts
+    loopback: bool = False  # the claim needs the loopback interface (a process group on 127.0.0.1)
+    unconfined: str | None = None  # why the sandbox is off for this run (None: it is on)
+    sandbox_required: bool = False  # CI=true: a script the sandbox cannot confine does not run
     gallery: GalleryTarget | None = None
+
+    # Written by the supervisor only:
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.run_dir, "log")
+
+    @property
+    def status_path(self) -> str:
+        return os.path.join(self.run_dir, "status.json")
+
+    @property
+    def record_path(self) -> str:
+        return os.path.join(self.run_dir, "record.json")
+
+    # The script's own folder, the only place it can write:
+    @property
+    def work_dir(self) -> str:
+        return os.path.join(self.run_dir, "work")
+
+    @property
+    def tmp_dir(self) -> str:  # its TMPDIR, removed when the claim ends
+        return os.path.join(self.work_dir, "tmp")
+
+    @property
+    def figures_dir(self) -> str:  # figures left open by a plain run
+        return os.path.join(self.work_dir, "figures")
+
+    @property
+    def page_dir(self) -> str:  # the gallery page, staged for the runner to move into place
+        return os.path.join(self.work_dir, "page")
+
+    @property
+    def ended_path(self) -> str:  # how the script ended, in the script's words
+        return os.path.join(self.work_dir, "ended.json")
 
 
 def _redirect_output(fd: int) -> None:
@@ -120,20 +161,34 @@ def _bound_page_output(limit: int) -> None:
     gen_rst._get_last_repr = text_repr
 
 
+def staged_target(job: ChildJob) -> tuple[str, str]:
+    """(source folder, gallery output folder) as the script's process sees them:
+    the same layout beneath its page folder, so the page's links come out as
+    they would in the real source folder."""
+    target = job.gallery
+    relative = os.path.relpath(target.target_dir, target.gallery_conf["src_dir"])
+    return job.page_dir, os.path.join(job.page_dir, relative)
+
+
 def _run_gallery(job: ChildJob) -> None:
-    """Let sphinx-gallery execute the script block by block and write its page."""
+    """Let sphinx-gallery execute the script block by block and write its page
+    (into the script's own folder: the runner moves it into place)."""
     from sphinx_gallery.gen_rst import generate_file_rst
     from sphinx_gallery.utils import get_md5sum
 
     target = job.gallery
     _bound_page_output(job.page_output_bytes)
+    src_dir, target_dir = staged_target(job)
+    os.makedirs(target_dir, exist_ok=True)
     # The parent decided this script must run: execute it even if sphinx-gallery's
     # own checksum says the page is current.
-    conf = dict(target.gallery_conf, filename_pattern=".*", plot_gallery=True, run_stale_examples=True, abort_on_example_error=False)
-    _, _, _, out_vars = generate_file_rst(target.fname, target.target_dir, target.src_dir, conf)
+    conf = dict(
+        target.gallery_conf, src_dir=src_dir, filename_pattern=".*", plot_gallery=True, run_stale_examples=True, abort_on_example_error=False
+    )
+    _, _, _, out_vars = generate_file_rst(target.fname, target_dir, target.src_dir, conf)
     # sphinx-gallery skips the checksum when a block raised; write it anyway so the
     # page (with its traceback) is kept: re-running is torchclaims' decision.
-    target_file = Path(target.target_dir, target.fname)
+    target_file = Path(target_dir, target.fname)
     Path(f"{target_file}.md5").write_text(get_md5sum(target_file, mode="t"))
     if out_vars.get("formatted_exception"):
         lines = out_vars["formatted_exception"].strip().splitlines()
@@ -165,27 +220,43 @@ def run(job: ChildJob) -> None:
         processes.become_subreaper()
         processes.die_with_parent(signal.SIGTERM)  # the fork server is gone: clean up and leave
         os.makedirs(job.tmp_dir, mode=0o700, exist_ok=True)
+        for folder in job.shared_dirs:
+            os.makedirs(folder, exist_ok=True)  # a sandbox rule needs the folder to exist
         for name, target in job.tmp_links.items():
-            os.makedirs(target, exist_ok=True)
             os.symlink(target, os.path.join(job.tmp_dir, name))
+        unconfined = job.unconfined or sandbox.isolate_processes()  # the script's process is init of its own PID namespace
         read_fd, write_fd = os.pipe()
+        record_r, record_w = os.pipe()
+        state_r, state_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.close(read_fd)
-            _script(job, write_fd)  # never returns
-        os.close(write_fd)
+            for fd in (read_fd, record_r, state_r):
+                os.close(fd)
+            _script(job, write_fd, record_w, state_w, unconfined)  # never returns
+        for fd in (write_fd, record_w, state_w):
+            os.close(fd)
         parent = multiprocessing.parent_process()
-        tail = processes.OutputTail(job.log_bytes)
-        ended = processes.supervise(pid, read_fd, parent.sentinel if parent else None, tail)
+        tail, record = processes.OutputTail(job.log_bytes), processes.Received(job.record_bytes)
+        ended = processes.supervise(pid, read_fd, parent.sentinel if parent else None, tail, {record_r: record})
         left = processes.end_tree(os.getpid(), group=None if processes.LINUX else pid)
         processes.drain(read_fd, tail)
+        processes.drain(record_r, record)
         Path(job.log_path).write_text(tail.text(job.log_lines), encoding="utf-8")
+        if record.data:
+            Path(job.record_path).write_bytes(record.data)
         shutil.rmtree(job.tmp_dir, ignore_errors=True)
         try:
-            status = json.loads(Path(job.status_path).read_text())
+            with open(job.ended_path, "rb") as handle:  # the script's own words: bounded, and only ever a cause of error
+                said = json.loads(handle.read(8192))
         except (OSError, ValueError):
-            status = {}
-        status = {"ended": str(status.get("ended", ""))[:2000], "exit_code": ended.exit_code, "stopped": ended.stopped, "left": left}
+            said = {}
+        status = {
+            "ended": str(said.get("ended", "") if isinstance(said, dict) else "")[:2000],
+            "exit_code": ended.exit_code,
+            "stopped": ended.stopped,
+            "left": left,
+            "sandbox": _sandbox_state(state_r, unconfined),
+        }
         Path(job.status_path).write_text(json.dumps(status))
         code = 0
     except BaseException as exc:  # never leave the script's processes behind, nor an empty status
@@ -195,23 +266,62 @@ def run(job: ChildJob) -> None:
         os._exit(code)
 
 
-def _script(job: ChildJob, output_fd: int) -> None:
-    """The script's process: run it, report how it ended, exit without cleanup."""
+def _sandbox_state(state_fd: int, unconfined: str | None) -> str:
+    """What the script's process said of its confinement before the script ran
+    (it closed that pipe first, so the script cannot write to it)."""
+    os.set_blocking(state_fd, False)
+    try:
+        said = os.read(state_fd, 4096).decode("utf-8", "replace")
+    except OSError:
+        said = ""
+    os.close(state_fd)
+    if unconfined is not None:
+        return f"{sandbox.WITHOUT}: {unconfined}"
+    return said or f"{sandbox.WITHOUT}: the script's process ended before it was confined"
+
+
+def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None:
+    """Confine this process (and all it will start); say how, on a pipe closed
+    before the script runs. Where CI=true requires the sandbox, stop without it.
+    Without namespaces, Landlock still confines what it can."""
+    if unconfined is None:
+        sandbox.private_mounts()
+        if job.loopback:
+            unconfined = sandbox.loopback_up()
+    if job.unconfined is None:  # not turned off
+        unconfined = sandbox.confine([job.work_dir, *job.shared_dirs], job.loopback) or unconfined
+    state = sandbox.description(sandbox.landlock_abi(), job.loopback) if unconfined is None else f"{sandbox.WITHOUT}: {unconfined}"
+    os.write(state_fd, state.encode("utf-8")[:4000])
+    os.close(state_fd)
+    if unconfined is not None and job.sandbox_required:
+        raise SandboxMissing(f"the sandbox is required here ({sandbox.REQUIRED_ENV}=true) but {unconfined}")
+
+
+class SandboxMissing(Exception):
+    """CI=true and the script could not be confined: it must not run."""
+
+
+def _script(job: ChildJob, output_fd: int, record_fd: int, state_fd: int, unconfined: str | None) -> None:
+    """The script's process: confine it, run the script, say how it ended, exit without cleanup."""
     code = 1
+    status: dict[str, str] = {}
     try:
         processes.die_with_parent()
         if not processes.LINUX:
             os.setpgid(0, 0)  # the supervisor can end this group, at least
         _redirect_output(output_fd)
         os.environ.update(job.env, TMPDIR=job.tmp_dir, TEMP=job.tmp_dir, TMP=job.tmp_dir)
+        os.environ[RECORD_FD_ENV] = str(record_fd)
         tempfile.tempdir = None  # the fork server may have looked the old one up already
+        _own_resource_tracker()
+        sys.dont_write_bytecode = True  # the project is read-only to the script
+        _enter_sandbox(job, state_fd, unconfined)
         os.chdir(job.cwd)
         sys.path.insert(0, str(Path(job.script).parent))
         sys.argv = [job.script]
         import torch
 
         torch.set_num_threads(job.threads)
-        status: dict[str, str] = {}
         code = 0
         try:
             if job.gallery is not None:
@@ -229,11 +339,29 @@ def _script(job: ChildJob, output_fd: int) -> None:
             traceback.print_exc()
             status["ended"] = f"the script raised {type(exc).__name__}: {exc}"
             code = 1
-        Path(job.status_path).write_text(json.dumps(status))
+    except SandboxMissing as exc:
+        status["ended"] = str(exc)
+        code = 1
     finally:
+        try:
+            Path(job.ended_path).write_text(json.dumps(status))
+        except OSError:
+            pass  # the script removed its own folder: the exit code still says how it ended
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)  # skip atexit handlers and threads the script left behind
+
+
+def _own_resource_tracker() -> None:
+    """Semaphores the script makes are tracked by a tracker of its own, inside
+    its sandbox: one left by a killed script then never reaches the run's
+    tracker, which would report it as leaked on the build's terminal."""
+    from multiprocessing import resource_tracker
+
+    tracker = resource_tracker._resource_tracker
+    if getattr(tracker, "_fd", None) is not None:
+        os.close(tracker._fd)
+    tracker._fd = tracker._pid = None
 
 
 def probe(backend_name: str, env: dict[str, str], conn) -> None:

@@ -2,7 +2,7 @@
 
 Schema validation (torchclaims.results) says a file is well formed; this module
 says whether what it states can be true: every verdict follows from its checks
-(recomputed with :func:`torchclaims.records.combine`, the one rule), the
+and every check that holds from its measurements (torchclaims.judging), the
 environment fits the backend it names, no date lies in the future, and each
 record belongs to a known claim and ran a known version of its script. Every
 identifier that later names a file, a page or a column is checked against its
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -26,12 +26,11 @@ from .backends import all_backends
 from .claims import Claim
 from .errors import Problem
 from .fileio import leaves
-from .records import Environment, ResultRecord, combine
+from .judging import CLOCK_SKEW, judgement_problems
+from .records import Environment, ResultRecord
 from .results import ResultsFile
 from .script_history import ScriptHistory
 
-# Clocks of the machines that ran a file may be a little ahead of ours.
-CLOCK_SKEW = timedelta(minutes=15)
 UNAVAILABLE = "(unavailable)"  # what the fingerprint records for an unusable backend
 DISTRIBUTION = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")  # a distribution name (PEP 508)
 TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")  # runtimes ("hip" = "6.2.41133-dd7f95766"), Python
@@ -46,11 +45,6 @@ class Admitted:
     records: list[ResultRecord]  # those that passed
     problems: list[Problem]  # one per failure, file-level ones included
     rejected: dict[str, list[Problem]]  # claim id -> why its record was left out
-
-
-def expected_verdict(record: ResultRecord):
-    """The verdict a record's checks give (a record without checks is an error)."""
-    return combine([check.outcome for check in record.checks])
 
 
 def is_version(text: str) -> bool:
@@ -158,15 +152,11 @@ class Admission:
         return admitted
 
     def _record_problems(self, record: ResultRecord, results: ResultsFile, folder: Path) -> list[tuple[str, str]]:
-        found = []
+        found = judgement_problems(record)
         for index, figure in enumerate(record.figures):  # a page publishes the figure: it must lie in the file's folder
             outside = leaves(folder / figure, folder)
             if outside:
                 found.append((f"figures.{index}", f"{figure} {outside}"))
-        expected = expected_verdict(record)
-        if record.verdict is not expected:
-            checks = ", ".join(c.outcome.value for c in record.checks) or "none"
-            found.append(("verdict", f"says {record.verdict.value}, but its checks ({checks}) give {expected.value}"))
         if not record.environment.same_configuration(results.environment):
             moved = ", ".join(record.environment.differences(results.environment))
             found.append(("environment", f"differs from the file's environment ({moved})"))

@@ -80,6 +80,13 @@ class CompilerCaches(str, Enum):
     COLD = "cold"  # empty for each run: the claim times compiling or counts compilations
 
 
+class Network(str, Enum):
+    """What network a claim's script may use (torchclaims.sandbox)."""
+
+    NONE = "none"
+    LOOPBACK = "loopback"  # a process group of its own processes on 127.0.0.1
+
+
 class Source(BaseModel):
     """Where the claim was made, with a short verbatim quote."""
 
@@ -185,6 +192,10 @@ class Claim(BaseModel):
         description="cold: the script times compiling or counts compilations, so each run starts from empty compiler caches",
     )
 
+    network: Network = Field(
+        Network.NONE, description="loopback: the script starts processes that talk over 127.0.0.1 (a process group); no other network either way"
+    )
+
     @field_validator("topic")
     @classmethod
     def _known_topic(cls, topic: str) -> str:
@@ -245,6 +256,13 @@ class Claim(BaseModel):
         if caches is CompilerCaches.COLD and info.data.get("kind") is ClaimKind.ATTRIBUTED:
             raise ValueError("an attributed claim runs nothing, so it has no compiler caches to keep cold")
         return caches
+
+    @field_validator("network")
+    @classmethod
+    def _network_needs_a_script(cls, network: Network, info: ValidationInfo) -> Network:
+        if network is Network.LOOPBACK and info.data.get("kind") is ClaimKind.ATTRIBUTED:
+            raise ValueError("an attributed claim runs nothing, so it needs no network")
+        return network
 
     @property
     def executable(self) -> bool:

@@ -23,7 +23,8 @@ from .changes import describe
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, Problem, TorchclaimsError, UsageError
 from .provenance import from_github_actions
-from .records import Verdict, read_record
+from .judging import read_own_record
+from .records import Verdict
 from .results import ResultsFile, build_results, read_results
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ class FiguresKept:
         if self.settings.backend == "auto":
             return []
         try:
-            record = read_record(record_path(self.settings, self.settings.backend, claim.id))
+            record = read_own_record(record_path(self.settings, self.settings.backend, claim.id))
         except InvalidFileError:
             return []  # absent or unreadable: it runs anyway
         return [NO_FIGURES] if self.lost(claim, record) else []
@@ -261,7 +262,7 @@ def _local_records(records_root: Path) -> list:
     records = []
     for path in sorted(records_root.glob("*/*.json")):
         try:
-            records.append(read_record(path))
+            records.append(read_own_record(path))
         except InvalidFileError as exc:
             print(f"skipping: {exc}", file=sys.stderr)
     return records

@@ -28,17 +28,26 @@ COLD_CONDITION = (
 CONDITION_NAME = "compiler caches"
 
 
-def shared_cache_links() -> dict[str, str]:
-    """Caches torch keeps under the system temporary directory, linked from each
-    script's own one: inductor finds its compiled kernels and headers where it
-    always does, and removing the script's directory removes only the links."""
+def _inductor_dir() -> str:
+    """Inductor's default cache folder (torch._inductor.runtime.cache_dir_utils)."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = f"uid_{os.getuid()}"
-    system = tempfile.gettempdir()
-    names = ("torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user), "cache")
-    return {name: os.path.join(system, name) for name in names}
+    return os.path.join(tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user))
+
+
+def shared_cache_links() -> dict[str, str]:
+    """Caches torch keeps under the system temporary directory, linked from each
+    script's own one: inductor finds its compiled kernels and headers where it
+    always does, and removing the script's directory removes only the links."""
+    return {os.path.basename(path): path for path in (_inductor_dir(), os.path.join(tempfile.gettempdir(), "cache"))}
+
+
+def kept_when_cold() -> list[str]:
+    """What a cold run still shares, and so may write (see COLD_CONDITION): the
+    precompiled C++ headers, whose folder inductor fixes when the fork server imports it."""
+    return [os.path.join(_inductor_dir(), "precompiled_headers")]
 
 
 def cold_cache_env(tmp_dir: str) -> dict[str, str]:

@@ -19,12 +19,13 @@ from pathlib import Path
 
 from . import limits
 from .cache import InputScanner, Staleness, cache_key, staleness
-from .claims import Claim, CompilerCaches
+from .claims import Claim, CompilerCaches, Network
 from .errors import InvalidFileError, UsageError
 from .fileio import decode_utf8, leaves, read_bytes
 from .memo import ContentMemo
 from .probe_cache import cache_path, key_parts, recall, remember
-from .records import ResultRecord, Verdict, now, read_record, write_record
+from .judging import read_own_record
+from .records import ResultRecord, Verdict, now, write_record
 from .runner import Job, Probe, Runner, error_record, unverified_record
 from .scheduling import longest_first
 from ._child import GalleryTarget
@@ -76,7 +77,7 @@ def previous_record(path: Path, warn: Callable[[str], None]) -> ResultRecord | N
     if not path.exists():
         return None
     try:
-        return read_record(path)
+        return read_own_record(path)
     except InvalidFileError as exc:
         warn(f"ignoring an unreadable earlier record, the claim will re-run: {exc}")
         return None
@@ -189,7 +190,8 @@ def _plan(claims, settings: Settings, probe: Probe, scanner: InputScanner, galle
         if cold:  # switching a claim's caches re-runs it
             inputs["compiler caches"] = CompilerCaches.COLD.value
         key = cache_key(inputs, environment)
-        job = Job(claim.id, script, claim.script, path, key, inputs, settings.timeout, job.gallery, cold, scanner.uses[script])
+        loopback = claim.network is Network.LOOPBACK
+        job = Job(claim.id, script, claim.script, path, key, inputs, settings.timeout, job.gallery, cold, scanner.uses[script], loopback)
         previous = previous_record(path, warn)
         state = staleness(previous, inputs, environment, job.cache_key)
         reasons = list(state.reasons) + extra_reasons(claim) + (["--force"] if settings.force else [])

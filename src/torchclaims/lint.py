@@ -67,6 +67,79 @@ def _device_literals(tree: ast.AST) -> list[tuple[str, int]]:
     return found
 
 
+_API = "torchclaims"  # the package whose objects a script must use, never change
+_SETTERS = ("setattr", "delattr", "__setattr__", "__delattr__", "patch", "object")  # builtins, object.__setattr__, mock.patch(.object)
+
+
+def _names_api(node: ast.AST) -> bool:
+    """A string literal naming the package or one of its modules ("torchclaims.verify")."""
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(".")[0] == _API
+
+
+def _reaches_api(node: ast.AST, names: set[str]) -> bool:
+    """Whether an expression is (an attribute of) the verification API: a name
+    bound to it, ``sys.modules["torchclaims..."]``, ``import_module("torchclaims...")``."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id in names
+        if isinstance(node, ast.Subscript) and _names_api(node.slice):
+            return True
+        if isinstance(node, ast.Call) and node.args and _names_api(node.args[0]):
+            return True
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return False
+
+
+def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+    """(target, value) pairs a statement binds (with ... as: the context manager)."""
+    if isinstance(node, ast.Assign):
+        return [(target, node.value) for target in node.targets]
+    if isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+        return [(node.target, node.value)]
+    if isinstance(node, ast.withitem) and node.optional_vars is not None:
+        return [(node.optional_vars, node.context_expr)]
+    return []
+
+
+def api_patches(tree: ast.AST) -> list[tuple[str, int]]:
+    """(message, line) for each change a script or helper makes to the verification
+    API: assigning or deleting its attributes (``Check.expect = ...``, ``v.finish =
+    ...``), setattr or mock.patch on it, reaching into its private state. The runner
+    judges every record again from its measurements (torchclaims.judging), but code
+    that changes how checks judge must not get past review."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == _API:
+            names |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name.split(".")[0] == _API}
+    grew = True
+    while grew:  # what the API returns: v = verification(...), with v.check(...) as check
+        before = len(names)
+        for node in ast.walk(tree):
+            for target, value in _bindings(node):
+                if isinstance(target, ast.Name) and _reaches_api(value, names):
+                    names.add(target.id)
+        grew = len(names) > before
+    found = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            if isinstance(target, (ast.Attribute, ast.Subscript)) and _reaches_api(target.value, names):
+                found.append((f"changes the verification API ({ast.unparse(target)}); a script must use it as it is", target.lineno))
+        if isinstance(node, ast.Call) and node.args:
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name in _SETTERS and (_reaches_api(node.args[0], names) or _names_api(node.args[0])):
+                found.append((f"changes the verification API ({ast.unparse(node)[:80]}); a script must use it as it is", node.lineno))
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") and _reaches_api(node.value, names):
+            found.append((f"reaches into the verification API's private state ({ast.unparse(node)}); use its public methods", node.lineno))
+    return sorted(set(found), key=lambda item: item[1])
+
+
 def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], list[Problem]]:
     """Problems inside one gallery script, and the claim ids it verifies."""
     try:
@@ -122,7 +195,19 @@ def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], li
             )
         )
     problems.extend(Problem(Path(rel), "", message, line) for message, line in fixed_judgements(tree))
+    problems.extend(Problem(Path(rel), "", message, line) for message, line in api_patches(tree))
     return calls, problems
+
+
+def check_helper(path: Path, rel: str) -> list[Problem]:
+    """Problems in a gallery helper module (gallery/_*.py): what it does to the verification API."""
+    try:
+        tree = ast.parse(decode_utf8(Path(rel), read_bytes(path, limits.LIMITS.script_bytes, "script")), filename=str(path))
+    except InvalidFileError as exc:
+        return [Problem(Path(rel), p.field, p.message, p.line) for p in exc.problems]
+    except SyntaxError as exc:
+        return [Problem(Path(rel), "", f"syntax error: {exc.msg}", exc.lineno)]
+    return [Problem(Path(rel), "", message, line) for message, line in api_patches(tree)]
 
 
 def _placeholders(path: Path, claim) -> list[Problem]:
@@ -218,9 +303,10 @@ def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -
                 problems.append(Problem(path, "see_also", f"no claim with id {other!r}"))
     gallery = root / "gallery"
     for script in sorted(gallery.glob("*.py")) if gallery.is_dir() else []:
-        if script.name.startswith("_"):
-            continue  # helper modules shared by scripts
         rel = script.relative_to(root).as_posix()
+        if script.name.startswith("_"):  # a helper module shared by scripts
+            problems.extend(check_helper(script, rel))
+            continue
         ids, script_problems, title = _script_facts(script, rel, memo)
         problems.extend(script_problems)
         for claim_id, line in ids:

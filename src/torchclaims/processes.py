@@ -7,7 +7,10 @@ runs in a child of it. On Linux the supervisor is a *child subreaper*
 than to init, so walking ``/proc`` down from the supervisor finds everything
 the script started, whatever session or process group it moved to. The tree
 is frozen (SIGSTOP, so nothing forks while it is walked) and then killed.
-Elsewhere (macOS) only the script's process group can be ended.
+Elsewhere (macOS) only the script's process group can be ended. Where the
+sandbox is available (torchclaims.sandbox), the script's process is also the
+init of its own PID namespace, so the kernel ends every process the script
+left when it ends, even when the supervisor itself was killed.
 
 The supervisor also keeps the end of the script's output (bounded, whatever
 the script prints) and stops early when asked (SIGTERM: timeout or Ctrl-C in
@@ -174,15 +177,30 @@ class OutputTail:
         return f"[… {dropped:,} earlier bytes of output not kept]\n" + cut.decode("utf-8", "ignore").rstrip("\n")
 
 
+class Received:
+    """The first ``max_bytes`` + 1 bytes of a stream (one more tells the reader it was too long)."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.data = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        room = self.max_bytes + 1 - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+
 @dataclass(frozen=True)
 class Ended:
     exit_code: int | None  # the script process's (negative: killed by that signal); None when stopped
     stopped: str = ""  # why it was stopped early: "terminated" or "parent gone"
 
 
-def supervise(script_pid: int, output_fd: int, parent_sentinel: int | None, tail: OutputTail) -> Ended:
-    """Wait for the script to end, keeping the tail of its output; stop on SIGTERM
-    or when ``parent_sentinel`` (the starting process) is gone."""
+def supervise(script_pid: int, output_fd: int, parent_sentinel: int | None, tail: OutputTail, more: dict | None = None) -> Ended:
+    """Wait for the script to end, keeping the tail of its output (and reading
+    each pipe of ``more`` into its buffer); stop on SIGTERM or when
+    ``parent_sentinel`` (the starting process) is gone."""
+    readers = {output_fd: tail, **(more or {})}
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -190,11 +208,12 @@ def supervise(script_pid: int, output_fd: int, parent_sentinel: int | None, tail
     signal.signal(signal.SIGTERM, lambda signum, frame: requests.append(signum))
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_w)
-    watched = [wake_r, output_fd] + ([parent_sentinel] if parent_sentinel is not None else [])
+    watched = [wake_r, *readers] + ([parent_sentinel] if parent_sentinel is not None else [])
     while True:
         ended = reap_children()  # also collects orphans re-parented to us
         if script_pid in ended:
-            drain(output_fd, tail)
+            for fd, buffer in readers.items():
+                drain(fd, buffer)
             return Ended(ended[script_pid])
         if requests:
             return Ended(None, "terminated")
@@ -203,11 +222,12 @@ def supervise(script_pid: int, output_fd: int, parent_sentinel: int | None, tail
             return Ended(None, "parent gone")
         if wake_r in ready:
             drain(wake_r, None)
-        if output_fd in ready and not _read_into(output_fd, tail):
-            watched.remove(output_fd)  # every writer closed it
+        for fd in [fd for fd in ready if fd in readers]:
+            if not _read_into(fd, readers[fd]):
+                watched.remove(fd)  # every writer closed it
 
 
-def _read_into(fd: int, tail: OutputTail | None) -> bool:
+def _read_into(fd: int, tail) -> bool:
     """Read one chunk; False at the end of the stream."""
     try:
         chunk = os.read(fd, 1 << 16)
@@ -220,7 +240,7 @@ def _read_into(fd: int, tail: OutputTail | None) -> bool:
     return bool(chunk)
 
 
-def drain(fd: int, tail: OutputTail | None, seconds: float = 1.0) -> None:
+def drain(fd: int, tail, seconds: float = 1.0) -> None:
     """Read what is there without waiting (descendants may still hold the pipe,
     and may still be writing: stop after ``seconds`` whatever comes)."""
     os.set_blocking(fd, False)

@@ -177,6 +177,14 @@ class ResultRecord(BaseModel):
     )
     # Coverage sweeps keep their whole table here (see torchclaims.coverage.table).
     tables: list[SweepTable] = Field(default_factory=list, max_length=4)
+    # How the script was confined (torchclaims.sandbox), as its supervisor learnt it
+    # before the script ran; "" in records of runs made before the sandbox existed.
+    sandbox: RecordText = ""
+
+    @property
+    def unconfined(self) -> bool:
+        """The script ran without the sandbox (the record says why)."""
+        return self.sandbox.startswith("ran without sandbox")
 
     @property
     def note(self) -> str:

@@ -11,15 +11,22 @@ Nothing a run starts outlives it: each claim's process ends everything its
 script started (torchclaims._child), a timeout or Ctrl-C asks it to do so
 (SIGTERM, then SIGKILL for its session), and closing the runner stops the fork
 server and the multiprocessing resource tracker it started.
+
+The script runs sandboxed (torchclaims.sandbox) and writes only its own
+folder: its record comes to the claim's supervisor over a pipe, and this
+process judges it again from its measurements (torchclaims.judging) and
+writes every record file, and moves the script's figures and page into place.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import multiprocessing
 import multiprocessing.connection
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -30,10 +37,11 @@ from dataclasses import dataclass
 from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
 
-from . import _child, limits
-from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, shared_cache_links
+from . import _child, limits, sandbox
+from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, kept_when_cold, shared_cache_links
 from .errors import InvalidFileError, TorchclaimsError
 from .fileio import locked
+from .judging import judgement_problems
 from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resource_tracker
 from .records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
 
@@ -60,6 +68,7 @@ class Job:
     gallery: _child.GalleryTarget | None = None
     cold_caches: bool = False  # the claim measures compiling: empty compiler caches (compiler_caches.py)
     uses: frozenset[str] = frozenset()  # modules the script and its project helpers import (cache.InputScanner)
+    loopback: bool = False  # the claim's record says it needs the loopback interface
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,7 @@ class Runner:
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload([PRELOAD])
         self.threads = max(1, (os.cpu_count() or 1) // self.parallel)
+        self.unconfined, self.sandbox_required = sandbox.turned_off(), sandbox.required()
         # Helpers already running belong to someone else in this process.
         self._own_forkserver = forkserver._forkserver._forkserver_pid is None
         self._own_tracker = getattr(resource_tracker._resource_tracker, "_pid", None) is None
@@ -187,29 +197,36 @@ class Runner:
         return results
 
     def _start(self, job: Job, scratch: Path) -> _Running:
-        stem = scratch / job.claim_id
+        run_dir = scratch / job.claim_id
+        run_dir.mkdir()
         cold = job.cold_caches or not self.shortcuts
+        links = {} if cold else shared_cache_links()
         child_job = _child.ChildJob(
             claim_id=job.claim_id,
             script=str(job.script),
             cwd=str(job.script.parent),
-            env={
-                **self.env,
-                **(cold_cache_env(f"{stem}.tmp") if cold else {}),
-                "TORCHCLAIMS_RECORD_PATH": f"{stem}.record.json",
-                "TORCHCLAIMS_DEADLINE": f"{time.time() + job.timeout:.3f}",  # long sweeps size their guard from it
-                "TORCHCLAIMS_SCRIPT": job.script_rel,
-            },
-            log_path=f"{stem}.log",
-            status_path=f"{stem}.status.json",
-            figures_dir=f"{stem}.figures",
-            tmp_dir=f"{stem}.tmp",
-            tmp_links={} if cold else shared_cache_links(),
+            env={},
+            run_dir=str(run_dir),
+            tmp_links=links,
+            shared_dirs=tuple(kept_when_cold() if cold else links.values()),
             threads=self.threads,
             log_bytes=limits.LIMITS.log_tail_bytes,
             log_lines=limits.LIMITS.log_tail_lines,
             page_output_bytes=limits.LIMITS.page_output_bytes,
+            record_bytes=limits.LIMITS.record_file_bytes,
+            loopback=job.loopback,
+            unconfined=self.unconfined,
+            sandbox_required=self.sandbox_required,
             gallery=job.gallery,
+        )
+        child_job = dataclasses.replace(
+            child_job,
+            env={
+                **self.env,
+                **(cold_cache_env(child_job.tmp_dir) if cold else {}),
+                "TORCHCLAIMS_DEADLINE": f"{time.time() + job.timeout:.3f}",  # long sweeps size their guard from it
+                "TORCHCLAIMS_SCRIPT": job.script_rel,
+            },
         )
         process = self._ctx.Process(target=_child.run, args=(child_job,), name=f"claim:{job.claim_id}")
         process.start()
@@ -220,29 +237,43 @@ class Runner:
         if timed_out:
             end_claim_processes([process])
         process.join(GRACE_S)
-        shutil.rmtree(child.tmp_dir, ignore_errors=True)  # in case the claim's process could not
         duration = round(time.monotonic() - item.started, 3)
-        cause = _failure_cause(process.exitcode, timed_out, item.job.timeout, Path(child.status_path))
+        status = _status(Path(child.status_path))
+        cause = _failure_cause(process.exitcode, timed_out, item.job.timeout, status)
         record = None
         if cause is None:
-            try:
-                record = read_record(Path(child.env["TORCHCLAIMS_RECORD_PATH"]))
-            except InvalidFileError as exc:
-                missing = not Path(child.env["TORCHCLAIMS_RECORD_PATH"]).exists()
-                cause = "the script ended without calling finish()" if missing else f"the script wrote an invalid record: {exc}"
-            else:
-                if record.claim_id != item.job.claim_id:
-                    cause = f"the script verified claim {record.claim_id!r}, not {item.job.claim_id!r}"
-                    record = None
+            record, cause = _received_record(Path(child.record_path), item.job.claim_id)
         if record is None:
             record = error_record(item.job, environment, cause, item.started_at, duration, _tail(Path(child.log_path)))
         with locked(item.job.record_path.parent):  # another run may write the same claim's record
             figures = _keep_figures(Path(child.figures_dir), item.job.record_path) if record.checks else []
-            record = _stamp(record, item, environment, duration, figures)
+            record = _stamp(record, item, environment, duration, figures, str(status.get("sandbox", "")))
             write_record(item.job.record_path, record)
+        if child.gallery is not None:
+            _keep_page(child)
+        shutil.rmtree(child.run_dir, ignore_errors=True)
         return record
 
-def _stamp(record: ResultRecord, item: _Running, environment: Environment, duration: float, figures: list[str]) -> ResultRecord:
+
+def _received_record(path: Path, claim_id: str) -> tuple[ResultRecord | None, str]:
+    """The record the script handed over, judged again here; or None and why not."""
+    if not path.exists():
+        return None, "the script ended without calling finish()"
+    try:
+        record = read_record(path)
+    except InvalidFileError as exc:
+        return None, f"the script wrote an invalid record: {exc}"
+    if record.claim_id != claim_id:
+        return None, f"the script verified claim {record.claim_id!r}, not {claim_id!r}"
+    problems = judgement_problems(record)
+    if problems:
+        field, message = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return None, f"the script's record disagrees with its own evidence at {field}: {message}{more}"
+    return record, ""
+
+
+def _stamp(record: ResultRecord, item: _Running, environment: Environment, duration: float, figures: list[str], sandboxed: str) -> ResultRecord:
     # The parent knows the script's project path and content for sure (in the
     # child, sphinx-gallery changes the working directory).
     script = ScriptInfo(path=item.job.script_rel, sha256=_sha256(item.job.script))
@@ -256,6 +287,7 @@ def _stamp(record: ResultRecord, item: _Running, environment: Environment, durat
         "duration_s": duration,
         "environment": environment,
         "figures": figures,
+        "sandbox": sandboxed[:2000],  # what the supervisor learnt before the script ran, never the script's word
     }
     if item.cold:  # the run had empty compiler caches: a condition of its verdict
         update["conditions"] = {**record.conditions, CONDITION_NAME: COLD_CONDITION}
@@ -273,11 +305,20 @@ class _Running:
     cold: bool  # empty compiler caches
 
 
+def _plain_files(folder: Path) -> list[Path]:
+    """Every regular file below ``folder``, links not followed (the script made them)."""
+    found = []
+    for parent, dirs, files in os.walk(folder):
+        found += [Path(parent, name) for name in files if Path(parent, name).is_file() and not Path(parent, name).is_symlink()]
+    return found
+
+
 def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
     """Move a run's figures beside its record; return their paths relative to it."""
     target = record_path.with_suffix("")  # <records>/<backend>/<claim>/figure-N.png
     shutil.rmtree(target, ignore_errors=True)
-    figures = sorted(scratch.glob("figure-*.png"), key=lambda p: int(p.stem.split("-")[1]))
+    named = [p for p in _plain_files(scratch) if p.parent == scratch and re.fullmatch(r"figure-\d{1,4}\.png", p.name)]
+    figures = sorted(named, key=lambda p: int(p.stem.split("-")[1]))
     if figures:
         target.mkdir(parents=True, exist_ok=True)
     for figure in figures:
@@ -285,18 +326,35 @@ def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
     return [f"{target.name}/{figure.name}" for figure in figures]
 
 
-def _failure_cause(exitcode: int | None, timed_out: bool, timeout: float, status_path: Path) -> str | None:
+def _keep_page(child: _child.ChildJob) -> None:
+    """Move the gallery page the script's process staged into the real gallery
+    folder: only the files sphinx-gallery makes for this script, each by name."""
+    _, staged = _child.staged_target(child)
+    stem = re.escape(Path(child.gallery.fname).stem)
+    own = re.compile(rf"{stem}\.[A-Za-z0-9.]+|images/sphx_glr_{stem}_\d+\.png|images/thumb/sphx_glr_{stem}_thumb\.png")
+    for path in _plain_files(Path(staged)):
+        relative = path.relative_to(staged).as_posix()
+        if own.fullmatch(relative):
+            destination = Path(child.gallery.target_dir, relative)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(path, destination)
+
+
+def _status(path: Path) -> dict:
+    """What the claim's supervisor wrote of the run ({} when it wrote nothing)."""
+    try:
+        status = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return status if isinstance(status, dict) else {}
+
+
+def _failure_cause(exitcode: int | None, timed_out: bool, timeout: float, status: dict) -> str | None:
     """Why a claim's run gave no record (None: it ended normally).
 
-    ``exitcode`` is the claim process's; the status file holds the script's."""
+    ``exitcode`` is the claim process's; the supervisor's status holds the script's."""
     if timed_out:
         return f"timed out after {timeout:g}s (the process was killed)"
-    try:
-        status = json.loads(status_path.read_text())
-    except (OSError, ValueError):
-        status = {}
-    if not isinstance(status, dict):
-        status = {}
     code = status.get("exit_code", exitcode) if exitcode == 0 else exitcode
     if status.get("stopped"):
         return f"the run was stopped ({status['stopped']}) before the script ended"

@@ -21,7 +21,8 @@ from .backends import all_backends, vendor_packages_without_device
 from .errors import InvalidFileError, Problem
 from .fileio import leaves
 from .provenance import FileHistory, Source, Trust, file_histories
-from .records import Environment, ResultRecord, read_record, record_key
+from .judging import read_own_record
+from .records import Environment, ResultRecord, record_key
 from .results import read_results
 
 THIS_BUILD = "this build"
@@ -160,7 +161,7 @@ def load_store(
     # After the results files, so a record merged into results/ is named by its file.
     for path in sorted(history_dir.rglob("*.json")) if history_dir and history_dir.is_dir() else []:
         try:
-            store.add(Entry(read_record(path), EARLIER_BUILD))
+            store.add(Entry(read_own_record(path), EARLIER_BUILD))
         except InvalidFileError as exc:
             store.problems.extend(exc.problems)
     return store

@@ -40,6 +40,8 @@ def verdict_badge(entry: Entry | None, stale: str = "") -> nodes.inline:
     container = nodes.inline(classes=["tc-verdict", entry.source.css_class])
     container += badge(text, record.verdict.value)
     container += badge(entry.source.mark, "source")
+    if record.unconfined:  # its script could have written anywhere: the reader is told beside the verdict
+        container += badge("ran without sandbox", "unconfined")
     if stale:
         container += badge("stale", "stale")
     return container

@@ -32,7 +32,8 @@ from ..fileio import decode_utf8, leaves, read_bytes
 from ..lint import cross_check
 from ..memo import ContentMemo
 from ..grid import Grid
-from ..records import now, read_record
+from ..judging import read_own_record
+from ..records import now
 from ..store import Store, load_store
 from .._child import GalleryTarget
 
@@ -142,7 +143,7 @@ def _existing_records(settings: Settings) -> dict:
     records = {}
     for path in sorted((settings.records_root() / settings.backend).glob("*.json")):
         try:
-            record = read_record(path)
+            record = read_own_record(path)
         except InvalidFileError as exc:
             warn(f"unreadable record ignored: {exc}", "record", location=str(path))
             continue

@@ -1,0 +1,196 @@
+"""The sandbox a claim script runs in (Linux): what it may write, reach and leave behind.
+
+Both layers are the kernel's own, need no privilege and apply after a fork, so
+they fit the fork server (no exec, no import):
+
+* Namespaces. The claim's supervisor moves into a new user namespace and makes
+  the script's process the first process (init) of a new PID namespace and of
+  a new network namespace (``isolate_processes``). When init ends, the kernel
+  kills every process left in its PID namespace, whatever session it moved to;
+  init dies with the supervisor (``PR_SET_PDEATHSIG``), so killing the
+  supervisor frees nothing. The network namespace has only a loopback
+  interface, brought up only for a claim that needs it (``network =
+  "loopback"``: a process group on 127.0.0.1). The script's process also gets
+  a mount namespace: a /proc of its PID namespace and an empty /dev/shm.
+* Landlock (``confine``). Writing is denied everywhere but beneath the claim's
+  own directory (and the shared compiler caches, for a claim that shares
+  them) and to the device nodes a backend opens; TCP bind and connect are
+  denied unless the claim needs loopback; signals to processes outside the
+  sandbox (the supervisor, the build) are denied. Reading stays allowed: a
+  script reads the project, torch and the claim's inputs.
+
+Where a layer is missing the script still runs, and its record says "ran
+without sandbox" and why; under ``CI=true`` it does not run (an error record).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import platform
+import socket
+import struct
+import sys
+
+LINUX = sys.platform.startswith("linux")
+WITHOUT = "ran without sandbox"  # how a record that ran unconfined begins its sandbox field
+REQUIRED_ENV = "CI"  # where CI=true, a script never runs unconfined
+SWITCH_ENV = "TORCHCLAIMS_SANDBOX"  # "off": run scripts unconfined (their records say so)
+
+_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+_PR_SET_NO_NEW_PRIVS = 38
+
+# Landlock (include/uapi/linux/landlock.h); the syscall numbers are shared by every architecture.
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
+_VERSION = 1
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
+_FS_WRITE_FILE = 1 << 1
+_FS_WRITES_ABI1 = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write, remove, make anything
+_FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+MIN_ABI = 4  # the first to restrict TCP
+
+# Device nodes a script may open for writing: the usual character devices and
+# those of the accelerators (NVIDIA, AMD, Intel, TPU, Trainium, WSL).
+_DEVICES = ("null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts")
+_ACCELERATOR_DEVICES = ("nvidia", "dri", "kfd", "accel", "vfio", "neuron", "dxg")
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _NetPort(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _failed(what: str) -> str:
+    code = ctypes.get_errno()
+    return f"{what} failed ({errno.errorcode.get(code, code)}: {os.strerror(code)})"
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0: none)."""
+    if not LINUX:
+        return 0
+    try:
+        version = _libc().syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_VERSION))
+    except (OSError, AttributeError):
+        return 0
+    return max(0, version)
+
+
+def isolate_processes() -> str | None:
+    """In the supervisor, before it forks the script's process: a new user
+    namespace (this process, mapped to its own ids), and new PID and network
+    namespaces for its children. Returns why not, or None."""
+    if not LINUX:
+        return f"process isolation needs Linux namespaces ({platform.system()} has none)"
+    uid, gid = os.geteuid(), os.getegid()
+    if _libc().unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNET) != 0:
+        return _failed("unshare(user, PID and network namespaces)")
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    except OSError as exc:
+        return f"mapping the user namespace's ids failed ({exc.strerror})"
+    return None
+
+
+def private_mounts() -> None:
+    """In the script's process (init of its PID namespace): a mount namespace
+    with a /proc of that namespace and an empty /dev/shm, both gone with it.
+    Best effort: a container may refuse a new /proc, and that confines nothing."""
+    libc = _libc()
+    if libc.unshare(_CLONE_NEWNS) != 0 or libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return
+    libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+    libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=1777")
+
+
+def loopback_up() -> str | None:
+    """Bring up the network namespace's loopback interface; why not, or None."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            request = struct.pack("16sH22x", b"lo", 0)
+            flags = struct.unpack("16sH22x", fcntl.ioctl(sock, siocgifflags, request))[1]
+            fcntl.ioctl(sock, siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
+    except OSError as exc:
+        return f"bringing up the loopback interface failed ({exc.strerror})"
+    return None
+
+
+def _device_paths() -> list[str]:
+    try:
+        names = os.listdir("/dev")
+    except OSError:
+        return []
+    return [f"/dev/{n}" for n in names if n in _DEVICES or n.startswith(_ACCELERATOR_DEVICES)]
+
+
+def confine(writable: list[str], loopback: bool) -> str | None:
+    """Landlock this process and all it starts: writes only beneath ``writable``
+    (and /dev/shm, and device nodes), no TCP unless ``loopback``, no signals to
+    processes outside. Returns why not, or None."""
+    abi = landlock_abi()
+    if abi < MIN_ABI:
+        return f"Landlock ABI {abi} (kernel {platform.release()}); the sandbox needs ABI {MIN_ABI} or later"
+    writes = _FS_WRITES_ABI1 | _FS_REFER | _FS_TRUNCATE
+    attr = _RulesetAttr(writes, 0 if loopback else _NET_BIND_TCP | _NET_CONNECT_TCP, _SCOPE_SIGNAL | _SCOPE_ABSTRACT_UNIX if abi >= 6 else 0)
+    libc = _libc()
+    ruleset = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return _failed("landlock_create_ruleset")
+    try:
+        rules = [(path, writes) for path in [*writable, "/dev/shm"]] + [(path, _FS_WRITE_FILE | _FS_TRUNCATE) for path in _device_paths()]
+        for path, access in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # absent here: nothing to allow
+            try:
+                if not os.path.isdir(path):
+                    access &= _FS_WRITE_FILE | _FS_TRUNCATE  # what a rule on a file may allow
+                rule = _PathBeneath(access, fd)
+                if libc.syscall(_ADD_RULE, ruleset, ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                    return _failed(f"landlock_add_rule({path})")
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return _failed("prctl(PR_SET_NO_NEW_PRIVS)")
+        if libc.syscall(_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)) != 0:
+            return _failed("landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    return None
+
+
+def description(abi: int, loopback: bool) -> str:
+    """What a confined script could do, as its record states it."""
+    network = "loopback only" if loopback else "no network"
+    return f"sandboxed: Landlock ABI {abi} (writes only to its own directory; {network}), user, PID and network namespaces"
+
+
+def required() -> bool:
+    """Whether a script must not run without the sandbox here (CI=true)."""
+    return os.environ.get(REQUIRED_ENV, "").lower() == "true"
+
+
+def turned_off() -> str | None:
+    """Why the sandbox is off (TORCHCLAIMS_SANDBOX=off, to debug a script), or None."""
+    return f"turned off ({SWITCH_ENV}=off)" if os.environ.get(SWITCH_ENV, "").lower() == "off" else None
