@@ -112,3 +112,14 @@ def test_the_runner_deadline_reaches_the_script(monkeypatch):
     assert 95 < v.time_left() <= 100
     monkeypatch.setenv(DEADLINE_ENV, str(time.time() - 5))
     assert v.time_left() == 0.0
+
+
+def test_a_row_names_dispatched_operators_of_any_namespace_and_nothing_else():
+    """torch defines operators outside aten (torch_nn:: in 2.13); a name that is not
+    namespace::operator[.overload] is refused."""
+    builder = TableBuilder("operators", "operator", ["add"], {"float32": LEGEND})
+    builder.add_operators("add", ["aten::add.Tensor", "torch_nn::_linear_cross_entropy_batch_chunked"])
+    assert builder.table().operators == {0: ["aten::add.Tensor", "torch_nn::_linear_cross_entropy_batch_chunked"]}
+    builder.add_operators("add", ["<img src=x>"])
+    with pytest.raises(ValueError, match="operators"):
+        builder.table()

@@ -33,7 +33,9 @@ MAX_ROW_OPERATORS = 64
 Code = Annotated[str, StringConstraints(pattern=r"^[!-~]$")]  # one printable ASCII character
 Label = Annotated[str, StringConstraints(min_length=1, max_length=60)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=120, pattern=r"^[^\x00-\x1f]+$")]
-AtenName = Annotated[str, StringConstraints(max_length=120, pattern=r"^aten::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?$")]
+# A dispatched operator with its overload, in any namespace: aten::add.Tensor, and the
+# operators torch defines elsewhere (torch_nn::_linear_cross_entropy_batch_chunked in 2.13).
+OperatorName = Annotated[str, StringConstraints(max_length=120, pattern=r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?$")]
 
 
 class SweepColumn(BaseModel):
@@ -70,7 +72,7 @@ class SweepTable(BaseModel):
     columns: list[SweepColumn] = Field(min_length=1, max_length=MAX_COLUMNS)
     sample_legend: dict[Code, Label] = Field(default_factory=dict)
     # row index -> the ATen operators (aten::name.overload) its samples dispatched on the CPU
-    operators: dict[int, list[AtenName]] = Field(default_factory=dict)
+    operators: dict[int, list[OperatorName]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> SweepTable:
