@@ -1,4 +1,4 @@
-"""The published site's weight, and Lighthouse's judgement of it on a phone.
+"""Lighthouse's judgement of the published site on a phone: accessibility and best practices.
 
 The site is the real one, as ``nox -s docs`` publishes it into _build/html
 (TORCHCLAIMS_SITE names another folder), served gzip-compressed on the
@@ -6,14 +6,16 @@ loopback address as a static host serves it. Lighthouse (the npm package,
 pinned in tests/lighthouse/package.json: ``npm ci --prefix tests/lighthouse``;
 .ci/run does) runs its mobile profile through the system Chromium
 (CHROME_PATH; TORCHCLAIMS_CHROMIUM as in test_browser.py) and must score at
-least 90 for performance, accessibility and best practices on the home page,
-an accelerator page, the largest topic page and the operator table. It needs
-no network. Lighthouse's 4x CPU slowdown is calibrated for a high-end desktop
-(benchmark index 1500-2000, its docs/throttling.md); a slower or busier host
-gets the slowdown that brings it to the same phone, from the benchmark index
-Lighthouse measures on it (TORCHCLAIMS_LIGHTHOUSE_CPU sets it instead). Without the built site, Node, Lighthouse or Chromium these tests
-are skipped with that reason, except under CI, where they fail. Reports go to
-_build/lighthouse.
+least 90 for accessibility and best practices on the home page, an
+accelerator page, the largest topic page and the operator table. Performance
+and page weight are figures of a host and its load, measured against their
+targets by benchmarks/lighthouse.py. It needs no network. Lighthouse's 4x
+CPU slowdown is calibrated for a high-end desktop (benchmark index
+1500-2000, its docs/throttling.md); a slower or busier host gets the slowdown
+that brings it to the same phone, from the benchmark index Lighthouse
+measures on it (TORCHCLAIMS_LIGHTHOUSE_CPU sets it instead). Without the
+built site, Node, Lighthouse or Chromium these tests are skipped with that
+reason, except under CI, where they fail. Reports go to _build/lighthouse.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from browser_site import Server
 ROOT = Path(__file__).resolve().parents[1]
 LIGHTHOUSE = ROOT / "tests" / "lighthouse" / "node_modules" / "lighthouse" / "cli" / "index.js"
 REPORTS = ROOT / "_build" / "lighthouse"
-CATEGORIES = ("performance", "accessibility", "best-practices")
+# Accessibility and best practices judge the markup a page ships, the same on any
+# host. Performance is a timing figure of the host and its load: it is measured,
+# against its target of 90, by benchmarks/lighthouse.py, as page weight is.
+CATEGORIES = ("accessibility", "best-practices")
 MIN_SCORE = 90
-MAX_HTML = 500_000  # bytes of HTML a page may weigh, uncompressed
 DESKTOP_BENCHMARK = 1750  # the middle of the range Lighthouse's default 4x slowdown is calibrated for
 CHROME_FLAGS = "--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-background-networking --no-first-run"
 
@@ -94,10 +98,14 @@ def lighthouse(tools: tuple[str, str], url: str, report: Path, categories=CATEGO
 
 @pytest.fixture(scope="module")
 def cpu_slowdown(tools, server) -> float:
+    return calibrated_slowdown(tools, server.url)
+
+
+def calibrated_slowdown(tools: tuple[str, str], url: str) -> float:
     """The CPU slowdown that makes this host the phone Lighthouse's default makes of a high-end desktop."""
     if os.environ.get("TORCHCLAIMS_LIGHTHOUSE_CPU"):
         return float(os.environ["TORCHCLAIMS_LIGHTHOUSE_CPU"])
-    report = lighthouse(tools, server.url + "search.html", REPORTS / "calibration.json", categories=("performance",))
+    report = lighthouse(tools, url + "search.html", REPORTS / "calibration.json", categories=("performance",))
     index = report["environment"]["benchmarkIndex"]
     slowdown = round(max(1.0, min(4.0, 4 * index / DESKTOP_BENCHMARK)), 2)
     print(f"lighthouse: benchmark index {index} on this host, CPU slowdown {slowdown}")
@@ -113,7 +121,7 @@ def _failing(report: dict, category: str) -> list[str]:
 
 
 @pytest.mark.parametrize("name", list(PAGES))
-def test_lighthouse_on_a_phone_scores_at_least_90(tools, server, site, cpu_slowdown, name):
+def test_lighthouse_on_a_phone_scores_at_least_90_for_accessibility_and_best_practices(tools, server, site, cpu_slowdown, name):
     page = PAGES[name](site)
     if page is None and name == "accelerator":
         pytest.skip("the site has no accelerator page (docs/accelerators/) to judge")
@@ -128,10 +136,3 @@ def test_lighthouse_on_a_phone_scores_at_least_90(tools, server, site, cpu_slowd
     print(f"lighthouse {path}: {scores}, CPU slowdown {cpu_slowdown} (benchmark index {report['environment']['benchmarkIndex']})")
     low = {category: _failing(report, category) for category, score in scores.items() if score < MIN_SCORE}
     assert low == {}, f"{path} scores {scores}: " + json.dumps(low, indent=1)
-
-
-def test_no_page_weighs_more_than_500_kb_of_html(site):
-    pages = {page.relative_to(site).as_posix(): page.stat().st_size for page in site.rglob("*.html")}
-    heavy = {path: size for path, size in sorted(pages.items(), key=lambda item: -item[1]) if size > MAX_HTML}
-    assert len(pages) > 10
-    assert heavy == {}, f"{len(heavy)} pages over {MAX_HTML} bytes: {heavy}"
