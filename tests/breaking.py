@@ -68,11 +68,12 @@ def outcomes(record: ResultRecord) -> dict[str, Verdict]:
     return {check.name: check.outcome for check in record.checks}
 
 
-def refuted(record: ResultRecord, words: str) -> bool:
-    """Whether the one check whose name holds ``words`` is refuted (and the record with it)."""
+def refuted(record: ResultRecord, words: str, because: str = "") -> bool:
+    """Whether the one check whose name holds ``words`` is refuted (and the record with it), with
+    ``because`` in its detail: refuted for the reason the script states, not for another."""
     named = [check for check in record.checks if words in check.name]
     assert len(named) == 1, f"expected one check naming {words!r}, found {[c.name for c in record.checks]}"
-    return named[0].outcome is Verdict.REFUTED and record.verdict is Verdict.REFUTED
+    return named[0].outcome is Verdict.REFUTED and record.verdict is Verdict.REFUTED and because in named[0].detail
 
 
 class LazyTensor(torch.Tensor):
@@ -159,3 +160,74 @@ def lazy_moves(monkeypatch) -> None:
 
     monkeypatch.setattr(torch.Tensor, "to", moved)
 
+
+
+class CpuEvent:
+    """``torch.cuda.Event`` as a build that times the host instead of raising would have it."""
+
+    def __init__(self, enable_timing=False, **options):
+        self._at = None
+
+    def record(self, stream=None):
+        import time
+
+        self._at = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end: CpuEvent) -> float:
+        return (end._at - self._at) * 1e3
+
+
+def triton_on_the_cpu(monkeypatch) -> None:
+    """A ``triton`` that runs a kernel as Python on the CPU tensors it is given (``tl.store`` fills the pointer),
+    the way the interpreter mode does: a kernel launch that succeeds on a host without a GPU."""
+    import importlib.machinery
+    import types
+
+    triton, language = types.ModuleType("triton"), types.ModuleType("triton.language")
+    for module in (triton, language):
+        module.__spec__ = importlib.machinery.ModuleSpec(module.__name__, None)
+    language.store = lambda pointer, value: pointer.fill_(value)
+    triton.language = language
+    triton.jit = _Launcher
+    monkeypatch.setitem(sys.modules, "triton", triton)
+    monkeypatch.setitem(sys.modules, "triton.language", language)
+
+
+class _Launcher:
+    """What ``@triton.jit`` makes: ``kernel[grid](*args)`` calls the kernel once (one program)."""
+
+    def __init__(self, kernel):
+        self._kernel = kernel
+
+    def __getitem__(self, grid):
+        return self._kernel
+
+
+SECOND_CPU = torch.device("cpu", 0)
+
+
+def a_second_cpu(monkeypatch) -> torch.device:
+    """Make the configured device the CPU under index 0, told apart from the reference (``torch.device('cpu')``):
+    a script that compares the device with the CPU runs its comparisons here, and a stand-in breaks only what is
+    moved to ``SECOND_CPU`` (tensors on it are plain CPU tensors, so the break goes where the move is)."""
+    from torchclaims import backends
+
+    monkeypatch.setattr(backends.Backend, "device", lambda self: SECOND_CPU)
+    monkeypatch.setattr(verify.Verification, "on_reference", property(lambda self: self.device == self.reference_device))
+    return SECOND_CPU
+
+
+def moved_to_second_cpu(monkeypatch, broken) -> None:
+    """``module.to(SECOND_CPU)`` also calls ``broken(module)``: a device that keeps a model other than it was sent."""
+    to = torch.nn.Module.to
+
+    def moved(self, *args, **kwargs):
+        out = to(self, *args, **kwargs)
+        if SECOND_CPU in args or kwargs.get("device") == SECOND_CPU:
+            broken(out)
+        return out
+
+    monkeypatch.setattr(torch.nn.Module, "to", moved)

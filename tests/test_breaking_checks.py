@@ -5,7 +5,17 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import torch
-from breaking import GALLERY, lazy_moves, outcomes, refuted, run_gallery
+from breaking import (
+    GALLERY,
+    CpuEvent,
+    a_second_cpu,
+    lazy_moves,
+    moved_to_second_cpu,
+    outcomes,
+    refuted,
+    run_gallery,
+    triton_on_the_cpu,
+)
 
 from torchclaims.records import Verdict
 
@@ -122,6 +132,130 @@ def test_autocast_is_refuted_where_autocast_does_nothing(monkeypatch, tmp_path):
     assert refuted(record, "returns the device type's autocast dtype"), outcomes(record)
 
 
+# Code written for CUDA on a host without CUDA: each stand-in is a torch whose CUDA call does what the claim says it does not.
+
+def test_cuda_calls_raise_is_refuted_where_tensor_cuda_returns_the_tensor(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *args, **kwargs: self)  # silently stays on the CPU
+    record = run_gallery("cuda_calls_raise_without_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "every call that needs the CUDA device raises", "tensor.cuda() returned"), outcomes(record)
+
+
+def test_cuda_event_timing_is_refuted_where_events_time_the_cpu(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.cuda, "Event", CpuEvent)
+    record = run_gallery("cuda_event_timing_without_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "timing with torch.cuda.Event raises", "without a CUDA GPU"), outcomes(record)
+
+
+def test_cuda_autocast_is_refuted_where_autocast_cuda_casts_to_bfloat16(monkeypatch, tmp_path):
+    autocast = torch.autocast
+    monkeypatch.setattr(torch, "autocast", lambda device_type, **options: autocast("cpu", dtype=torch.bfloat16))
+    record = run_gallery("cuda_autocast_without_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "torch.autocast('cuda') raises nothing", "got torch.bfloat16"), outcomes(record)
+
+
+def test_cuda_gradscaler_is_refuted_where_the_scaler_stays_enabled(monkeypatch, tmp_path):
+    scaler = torch.amp.GradScaler
+    monkeypatch.setattr(torch.amp, "GradScaler", lambda device="cuda", **options: scaler("cpu", **options))  # scales on the CPU
+    record = run_gallery("cuda_gradscaler_without_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "the CUDA GradScaler leaves the loss unscaled", "the loss was scaled by 65536"), outcomes(record)
+
+
+def test_cudnn_flags_are_refuted_where_deterministic_turns_on_deterministic_algorithms(monkeypatch, tmp_path):
+    from torch.backends import ContextProp
+
+    def deterministic(value):
+        torch._C._set_cudnn_deterministic(value)
+        torch.use_deterministic_algorithms(value)
+
+    monkeypatch.setattr(type(torch.backends.cudnn), "deterministic", ContextProp(torch._C._get_cudnn_deterministic, deterministic))
+    record = run_gallery("cudnn_flags_without_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "the cuDNN flags are accepted", "torch.are_deterministic_algorithms_enabled(): got True"), outcomes(record)
+
+
+def test_cuda_memory_stats_are_refuted_where_they_count_the_cpu_block(monkeypatch, tmp_path):
+    for counter in ("memory_allocated", "max_memory_allocated"):
+        monkeypatch.setattr(torch.cuda, counter, lambda device=None: 64 * 2**20)
+    record = run_gallery("cuda_memory_stats_without_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "memory counters return 0", "torch.cuda.memory_allocated() reported 64.00 MiB"), outcomes(record)
+
+
+def test_cuda_manual_seed_all_is_refuted_where_it_reseeds_the_cpu_generator(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", torch.default_generator.manual_seed)
+    record = run_gallery("cuda_manual_seed_all_without_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "torch.cuda.manual_seed_all(0) raises nothing", "the draws repeated"), outcomes(record)
+
+
+def test_pin_memory_is_refuted_where_pinning_succeeds(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self, *args: self.clone())
+    record = run_gallery("pin_memory_without_accelerator", monkeypatch, tmp_path)
+    assert refuted(record, "pin_memory() raises", "pin_memory() returned a tensor"), outcomes(record)
+
+
+def test_non_blocking_copy_is_refuted_where_it_returns_before_the_data_arrives(monkeypatch, tmp_path):
+    to = torch.Tensor.to
+
+    def early(self, *args, non_blocking=False, **kwargs):
+        out = to(self, *args, **kwargs)
+        return torch.zeros_like(out) if non_blocking else out  # what a copy read before it lands can hold
+
+    monkeypatch.setattr(torch.Tensor, "to", early)
+    record = run_gallery("pin_memory_without_accelerator", monkeypatch, tmp_path)
+    assert refuted(record, "non_blocking=True copy", "the non_blocking copy and the blocking copy: values differ"), outcomes(record)
+
+
+def test_nccl_is_refuted_where_a_nccl_group_falls_back_to_gloo(monkeypatch, tmp_path):
+    import torch.distributed as dist
+
+    init = dist.init_process_group
+    monkeypatch.setattr(dist, "init_process_group", lambda backend, **kw: init("gloo" if backend == "nccl" else backend, **kw))
+    record = run_gallery("nccl_without_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "init_process_group('nccl') raises", "a NCCL process group started"), outcomes(record)
+
+
+def test_cuda_extension_is_refuted_where_a_cuda_extension_builds(monkeypatch, tmp_path):
+    import torch.utils.cpp_extension
+
+    monkeypatch.setattr(torch.utils.cpp_extension, "load_inline", lambda name, **kw: SimpleNamespace(__name__=name))
+    record = run_gallery("cuda_extension_without_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "building a CUDA C++ extension raises", "a CUDA extension was built"), outcomes(record)
+
+
+def test_triton_kernel_is_refuted_where_triton_runs_it_on_the_cpu(monkeypatch, tmp_path):
+    triton_on_the_cpu(monkeypatch)
+    record = run_gallery("cuda_extension_without_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "a Triton kernel cannot be launched", "a Triton kernel ran on cpu"), outcomes(record)
+
+
+def test_hf_causal_lm_device_switch_holds_on_a_second_cpu(monkeypatch, tmp_path):
+    a_second_cpu(monkeypatch)
+    record = run_gallery("hf_causal_lm_device_switch", monkeypatch, tmp_path)
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_hf_causal_lm_device_switch_is_refuted_where_the_device_keeps_weights_in_bfloat16(monkeypatch, tmp_path):
+    def in_bfloat16(model):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p.to(torch.bfloat16))  # float32 storage, bfloat16 precision
+
+    a_second_cpu(monkeypatch)
+    moved_to_second_cpu(monkeypatch, in_bfloat16)
+    record = run_gallery("hf_causal_lm_device_switch", monkeypatch, tmp_path)
+    assert refuted(record, "the loss of every step", "weights after the last step: max abs error"), outcomes(record)
+
+
+def test_hf_causal_lm_generate_is_refuted_where_the_device_generates_other_tokens(monkeypatch, tmp_path):
+    def generates_one_token_short(model):
+        generate = model.generate
+        model.generate = lambda *args, **kwargs: generate(*args, **kwargs)[:, :-1]
+
+    a_second_cpu(monkeypatch)
+    moved_to_second_cpu(monkeypatch, generates_one_token_short)
+    record = run_gallery("hf_causal_lm_device_switch", monkeypatch, tmp_path)
+    assert refuted(record, "generate() gives the CPU's tokens", "generated tokens: got"), outcomes(record)
+    assert outcomes(record)["three training steps and generate() run on the device unchanged"] is Verdict.REFUTED
+
+
 # Executable claims with neither a breaking test here nor a `no_breaking_test` reason in their record yet.
 # The list may only shrink: a new claim comes with a breaking test or says why it has none.
 LEFT = {
@@ -139,11 +273,6 @@ LEFT = {
     "xla-gloo-device-tensors", "xla-matmul-precision", "xla-nll-loss-unbatched", "xla-norm-inf",
     "xla-nuclear-norm-batch", "xla-pixel-shuffle-factor-order", "xla-process-group-two-processes",
     "xla-slice-negative-start", "xla-spmd-parallel-step", "xla-static-shapes-recompile", "xla-zero-dim-reductions",
-    # added on main while these tests were written
-    "cuda-autocast-without-cuda", "cuda-calls-raise-without-cuda", "cuda-event-timing-without-cuda",
-    "cuda-extension-without-cuda", "cuda-gradscaler-without-cuda", "cuda-manual-seed-all-without-cuda",
-    "cuda-memory-stats-without-cuda", "cudnn-flags-without-cuda", "hf-causal-lm-device-switch", "nccl-without-cuda",
-    "pin-memory-without-accelerator",
 }
 
 
@@ -165,7 +294,7 @@ def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
     unexplained = {c.id for c in claims} - covered - explained
     assert unexplained <= LEFT, f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
     assert not (LEFT & (covered | explained)), f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
-    assert len(covered) >= 8
+    assert len(covered) >= 19
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
