@@ -231,3 +231,10 @@ def moved_to_second_cpu(monkeypatch, broken) -> None:
         return out
 
     monkeypatch.setattr(torch.nn.Module, "to", moved)
+
+
+def in_bfloat16(model) -> None:
+    """A device that keeps float32 weights at bfloat16 precision."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(torch.bfloat16))

@@ -9,6 +9,7 @@ from breaking import (
     GALLERY,
     CpuEvent,
     a_second_cpu,
+    in_bfloat16,
     lazy_moves,
     moved_to_second_cpu,
     outcomes,
@@ -233,11 +234,6 @@ def test_hf_causal_lm_device_switch_holds_on_a_second_cpu(monkeypatch, tmp_path)
 
 
 def test_hf_causal_lm_device_switch_is_refuted_where_the_device_keeps_weights_in_bfloat16(monkeypatch, tmp_path):
-    def in_bfloat16(model):
-        with torch.no_grad():
-            for p in model.parameters():
-                p.copy_(p.to(torch.bfloat16))  # float32 storage, bfloat16 precision
-
     a_second_cpu(monkeypatch)
     moved_to_second_cpu(monkeypatch, in_bfloat16)
     record = run_gallery("hf_causal_lm_device_switch", monkeypatch, tmp_path)
@@ -256,23 +252,52 @@ def test_hf_causal_lm_generate_is_refuted_where_the_device_generates_other_token
     assert outcomes(record)["three training steps and generate() run on the device unchanged"] is Verdict.REFUTED
 
 
+def test_device_switch_parity_is_refuted_where_the_device_keeps_weights_in_bfloat16(monkeypatch, tmp_path):
+    a_second_cpu(monkeypatch)
+    moved_to_second_cpu(monkeypatch, in_bfloat16)
+    record = run_gallery("device_switch_parity", monkeypatch, tmp_path)
+    assert refuted(record, "forward output matches the CPU reference", "logits: max abs error"), outcomes(record)
+
+
+def test_rng_streams_per_device_is_refuted_where_the_device_draws_the_cpu_stream(monkeypatch, tmp_path):
+    a_second_cpu(monkeypatch)  # a device that samples with the CPU's generator
+    record = run_gallery("rng_streams_per_device", monkeypatch, tmp_path)
+    assert refuted(record, "drawn directly on the device", "reproduces the CPU stream byte for byte"), outcomes(record)
+
+
+def test_compile_failure_raises_is_refuted_where_errors_are_suppressed_by_default(monkeypatch, tmp_path):
+    import torch._dynamo
+
+    suppress = lambda: setattr(torch._dynamo.config, "suppress_errors", True)  # noqa: E731 - in the child: dynamo's config undoes no monkeypatch
+    record = run_gallery("compile_failure_raises", monkeypatch, tmp_path, in_child=suppress)
+    assert refuted(record, "suppress_errors is False by default", "got True"), outcomes(record)
+    assert outcomes(record)["a failing compiler backend makes the compiled call raise"] is Verdict.REFUTED
+
+
+def test_recompile_dynamic_shapes_is_refuted_where_dynamic_false_is_ignored(monkeypatch, tmp_path):
+    compile = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda fn, dynamic=None, **kw: compile(fn, dynamic=dynamic or None, **kw))
+    record = run_gallery("recompile_dynamic_shapes", monkeypatch, tmp_path)
+    assert refuted(record, "dynamic=False builds one graph per distinct length", "distinct lengths: got 2"), outcomes(record)
+
+
 # Executable claims with neither a breaking test here nor a `no_breaking_test` reason in their record yet.
 # The list may only shrink: a new claim comes with a breaking test or says why it has none.
 LEFT = {
-    "accelerate-dispatch-int-device", "accelerate-neuron-bf16-autocast", "backend-autoload", "backends-use-privateuse1",
-    "compile-backend-and-modes", "compile-failure-raises", "context-parallel-attention", "cpu-gloo-reference-parity",
-    "custom-op-eager-and-compile", "ddp-matches-single-process", "device-switch-parity", "distributed-collectives",
-    "fsdp2-matches-single-process", "hf-architecture-coverage", "hf-device-map-auto", "hf-device-map-backend-placement",
-    "hf-static-cache-shapes", "hf-training-args-device", "memory-apis-portable",
+    "accelerate-dispatch-int-device", "accelerate-neuron-bf16-autocast", "backend-autoload",
+    "backends-use-privateuse1", "compile-backend-and-modes", "context-parallel-attention",
+    "cpu-gloo-reference-parity", "custom-op-eager-and-compile", "ddp-matches-single-process",
+    "distributed-collectives", "fsdp2-matches-single-process", "hf-architecture-coverage", "hf-device-map-auto",
+    "hf-device-map-backend-placement", "hf-static-cache-shapes", "hf-training-args-device", "memory-apis-portable",
     "mps-fallback-opt-in", "neuron-cpu-fallback-default", "neuron-device-count-neuroncores", "opinfo-coverage",
-    "pipeline-parallel-matches-single-process", "privateuse1-named-device", "recompile-dynamic-shapes",
-    "rng-streams-per-device", "rocm-ck-optin", "rocm-dist-backends", "rocm-reuses-torch-cuda", "shape-change-recompiles",
-    "tensor-sequence-parallel", "tf32-defaults", "tf32-on-rocm", "torch-accelerator-agnostic", "torchtpu-device-string",
-    "torchtpu-dist-backend", "xla-amax-amin-no-dim", "xla-avg-pool-divisor-override", "xla-checkpoint-cpu-save",
-    "xla-chunk-cat", "xla-count-nonzero-dtype", "xla-cpu-fallback-ops", "xla-cpu-thread-replicas",
-    "xla-gloo-device-tensors", "xla-matmul-precision", "xla-nll-loss-unbatched", "xla-norm-inf",
-    "xla-nuclear-norm-batch", "xla-pixel-shuffle-factor-order", "xla-process-group-two-processes",
-    "xla-slice-negative-start", "xla-spmd-parallel-step", "xla-static-shapes-recompile", "xla-zero-dim-reductions",
+    "pipeline-parallel-matches-single-process", "privateuse1-named-device", "rocm-ck-optin", "rocm-dist-backends",
+    "rocm-reuses-torch-cuda", "shape-change-recompiles", "tensor-sequence-parallel", "tf32-defaults",
+    "tf32-on-rocm", "torch-accelerator-agnostic", "torchtpu-device-string", "torchtpu-dist-backend",
+    "xla-amax-amin-no-dim", "xla-avg-pool-divisor-override", "xla-checkpoint-cpu-save", "xla-chunk-cat",
+    "xla-count-nonzero-dtype", "xla-cpu-fallback-ops", "xla-cpu-thread-replicas", "xla-gloo-device-tensors",
+    "xla-matmul-precision", "xla-nll-loss-unbatched", "xla-norm-inf", "xla-nuclear-norm-batch",
+    "xla-pixel-shuffle-factor-order", "xla-process-group-two-processes", "xla-slice-negative-start",
+    "xla-spmd-parallel-step", "xla-static-shapes-recompile", "xla-zero-dim-reductions",
 }
 
 
@@ -294,7 +319,7 @@ def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
     unexplained = {c.id for c in claims} - covered - explained
     assert unexplained <= LEFT, f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
     assert not (LEFT & (covered | explained)), f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
-    assert len(covered) >= 19
+    assert len(covered) >= 23
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
