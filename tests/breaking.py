@@ -238,3 +238,21 @@ def in_bfloat16(model) -> None:
     with torch.no_grad():
         for p in model.parameters():
             p.copy_(p.to(torch.bfloat16))
+
+
+def fresh_processes_run(monkeypatch, tmp_path: Path, code: str) -> None:
+    """Every fresh Python process the script starts runs ``code`` first (a ``sitecustomize`` put ahead on
+    PYTHONPATH): a torch whose state in a new process is not what the claim says it is."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(code, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+
+
+def counters_that_count_nothing(monkeypatch, device: torch.device) -> None:
+    """torch.accelerator finding ``device``, with memory counters that stay at 0 whatever is allocated."""
+    accelerator = torch.accelerator
+    monkeypatch.setattr(accelerator, "current_accelerator", lambda check_available=False: device)
+    monkeypatch.setattr(accelerator, "synchronize", lambda device=None: None)
+    for counter in ("memory_allocated", "memory_reserved"):
+        monkeypatch.setattr(accelerator, counter, lambda device=None: 0)

@@ -9,6 +9,8 @@ from breaking import (
     GALLERY,
     CpuEvent,
     a_second_cpu,
+    counters_that_count_nothing,
+    fresh_processes_run,
     in_bfloat16,
     lazy_moves,
     moved_to_second_cpu,
@@ -281,6 +283,24 @@ def test_recompile_dynamic_shapes_is_refuted_where_dynamic_false_is_ignored(monk
     assert refuted(record, "dynamic=False builds one graph per distinct length", "distinct lengths: got 2"), outcomes(record)
 
 
+def test_tf32_defaults_are_refuted_where_a_fresh_process_allows_tf32_matmuls(monkeypatch, tmp_path):
+    fresh_processes_run(monkeypatch, tmp_path, "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n")
+    record = run_gallery("tf32_defaults", monkeypatch, tmp_path)
+    assert refuted(record, "defaults in a fresh process", "allow_tf32: got True, expected False"), outcomes(record)
+
+
+def test_accelerator_agnostic_is_refuted_where_is_available_answers_true_without_one(monkeypatch, tmp_path):
+    fresh_processes_run(monkeypatch, tmp_path, "import torch\ntorch.accelerator.is_available = lambda: True\n")
+    record = run_gallery("torch_accelerator_agnostic", monkeypatch, tmp_path)
+    assert refuted(record, "with no accelerator", "is_available(): got True"), outcomes(record)
+
+
+def test_memory_apis_are_refuted_where_the_counters_count_nothing(monkeypatch, tmp_path):
+    counters_that_count_nothing(monkeypatch, a_second_cpu(monkeypatch))
+    record = run_gallery("memory_apis_portable", monkeypatch, tmp_path)
+    assert refuted(record, "memory_allocated() grows by at least 64 MiB", "memory_allocated() grew by 0.00 MiB"), outcomes(record)
+
+
 # Executable claims with neither a breaking test here nor a `no_breaking_test` reason in their record yet.
 # The list may only shrink: a new claim comes with a breaking test or says why it has none.
 LEFT = {
@@ -288,16 +308,15 @@ LEFT = {
     "backends-use-privateuse1", "compile-backend-and-modes", "context-parallel-attention",
     "cpu-gloo-reference-parity", "custom-op-eager-and-compile", "ddp-matches-single-process",
     "distributed-collectives", "fsdp2-matches-single-process", "hf-architecture-coverage", "hf-device-map-auto",
-    "hf-device-map-backend-placement", "hf-static-cache-shapes", "hf-training-args-device", "memory-apis-portable",
-    "mps-fallback-opt-in", "neuron-cpu-fallback-default", "neuron-device-count-neuroncores", "opinfo-coverage",
+    "hf-device-map-backend-placement", "hf-static-cache-shapes", "hf-training-args-device", "mps-fallback-opt-in",
+    "neuron-cpu-fallback-default", "neuron-device-count-neuroncores", "opinfo-coverage",
     "pipeline-parallel-matches-single-process", "privateuse1-named-device", "rocm-ck-optin", "rocm-dist-backends",
-    "rocm-reuses-torch-cuda", "shape-change-recompiles", "tensor-sequence-parallel", "tf32-defaults",
-    "tf32-on-rocm", "torch-accelerator-agnostic", "torchtpu-device-string", "torchtpu-dist-backend",
-    "xla-amax-amin-no-dim", "xla-avg-pool-divisor-override", "xla-checkpoint-cpu-save", "xla-chunk-cat",
-    "xla-count-nonzero-dtype", "xla-cpu-fallback-ops", "xla-cpu-thread-replicas", "xla-gloo-device-tensors",
-    "xla-matmul-precision", "xla-nll-loss-unbatched", "xla-norm-inf", "xla-nuclear-norm-batch",
-    "xla-pixel-shuffle-factor-order", "xla-process-group-two-processes", "xla-slice-negative-start",
-    "xla-spmd-parallel-step", "xla-static-shapes-recompile", "xla-zero-dim-reductions",
+    "rocm-reuses-torch-cuda", "shape-change-recompiles", "tensor-sequence-parallel", "tf32-on-rocm",
+    "torchtpu-device-string", "torchtpu-dist-backend", "xla-amax-amin-no-dim", "xla-avg-pool-divisor-override",
+    "xla-checkpoint-cpu-save", "xla-chunk-cat", "xla-count-nonzero-dtype", "xla-cpu-fallback-ops",
+    "xla-cpu-thread-replicas", "xla-gloo-device-tensors", "xla-matmul-precision", "xla-nll-loss-unbatched",
+    "xla-norm-inf", "xla-nuclear-norm-batch", "xla-pixel-shuffle-factor-order", "xla-process-group-two-processes",
+    "xla-slice-negative-start", "xla-spmd-parallel-step", "xla-static-shapes-recompile", "xla-zero-dim-reductions",
 }
 
 
@@ -319,7 +338,7 @@ def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
     unexplained = {c.id for c in claims} - covered - explained
     assert unexplained <= LEFT, f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
     assert not (LEFT & (covered | explained)), f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
-    assert len(covered) >= 23
+    assert len(covered) >= 26
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
