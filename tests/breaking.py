@@ -256,3 +256,11 @@ def counters_that_count_nothing(monkeypatch, device: torch.device) -> None:
     monkeypatch.setattr(accelerator, "synchronize", lambda device=None: None)
     for counter in ("memory_allocated", "memory_reserved"):
         monkeypatch.setattr(accelerator, counter, lambda device=None: 0)
+
+
+def gallery_module(monkeypatch, name: str):
+    """A gallery helper module (``_parallel``...), imported as the scripts import it, for a test to patch."""
+    import importlib
+
+    monkeypatch.syspath_prepend(str(GALLERY))
+    return importlib.import_module(name)
