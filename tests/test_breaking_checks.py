@@ -360,16 +360,13 @@ def test_pipeline_parallel_is_refuted_where_micro_batch_gradients_are_summed(mon
 # Executable claims with neither a breaking test here nor a `no_breaking_test` reason in their record yet.
 # The list may only shrink: a new claim comes with a breaking test or says why it has none.
 LEFT = {
-    "accelerate-dispatch-int-device", "accelerate-neuron-bf16-autocast", "backends-use-privateuse1",
-    "cpu-gloo-reference-parity", "custom-op-eager-and-compile", "hf-architecture-coverage", "hf-device-map-auto",
-    "hf-device-map-backend-placement", "hf-static-cache-shapes", "hf-training-args-device", "mps-fallback-opt-in",
-    "neuron-cpu-fallback-default", "neuron-device-count-neuroncores", "opinfo-coverage", "privateuse1-named-device",
-    "rocm-ck-optin", "rocm-dist-backends", "rocm-reuses-torch-cuda", "shape-change-recompiles", "tf32-on-rocm",
-    "torchtpu-device-string", "torchtpu-dist-backend", "xla-amax-amin-no-dim", "xla-avg-pool-divisor-override",
-    "xla-checkpoint-cpu-save", "xla-chunk-cat", "xla-count-nonzero-dtype", "xla-cpu-fallback-ops",
-    "xla-cpu-thread-replicas", "xla-gloo-device-tensors", "xla-matmul-precision", "xla-nll-loss-unbatched",
-    "xla-norm-inf", "xla-nuclear-norm-batch", "xla-pixel-shuffle-factor-order", "xla-process-group-two-processes",
-    "xla-slice-negative-start", "xla-spmd-parallel-step", "xla-static-shapes-recompile", "xla-zero-dim-reductions",
+    "accelerate-dispatch-int-device", "accelerate-neuron-bf16-autocast", "cpu-gloo-reference-parity",
+    "custom-op-eager-and-compile", "hf-architecture-coverage", "hf-device-map-auto",
+    "hf-device-map-backend-placement", "hf-static-cache-shapes", "hf-training-args-device", "opinfo-coverage",
+    "privateuse1-named-device", "rocm-reuses-torch-cuda", "shape-change-recompiles", "xla-amax-amin-no-dim",
+    "xla-avg-pool-divisor-override", "xla-chunk-cat", "xla-count-nonzero-dtype", "xla-gloo-device-tensors",
+    "xla-nll-loss-unbatched", "xla-norm-inf", "xla-nuclear-norm-batch", "xla-pixel-shuffle-factor-order",
+    "xla-slice-negative-start", "xla-zero-dim-reductions",
 }
 
 
