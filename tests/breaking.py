@@ -264,3 +264,29 @@ def gallery_module(monkeypatch, name: str):
 
     monkeypatch.syspath_prepend(str(GALLERY))
     return importlib.import_module(name)
+
+
+class OnTheDevice(torch.Tensor):
+    """A tensor moved to SECOND_CPU: the operators in ``wrong`` give what a defective device gives, the rest the CPU's."""
+
+    wrong: dict = {}
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in cls.wrong:
+            with torch._C.DisableTorchFunctionSubclass():
+                return cls.wrong[func](*args, **(kwargs or {}))
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def device_computes(monkeypatch, func, wrong) -> None:
+    """The configured device is SECOND_CPU, and ``func`` on tensors moved there (``x.to(device)``) computes ``wrong``."""
+    a_second_cpu(monkeypatch)
+    monkeypatch.setattr(OnTheDevice, "wrong", {func: wrong})
+    to = torch.Tensor.to
+
+    def moved(self, *args, **kwargs):
+        out = to(self, *args, **kwargs)
+        return out.as_subclass(OnTheDevice) if SECOND_CPU in args or kwargs.get("device") == SECOND_CPU else out
+
+    monkeypatch.setattr(torch.Tensor, "to", moved)
