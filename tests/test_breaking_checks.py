@@ -378,6 +378,32 @@ def test_xla_norm_inf_is_refuted_where_the_device_sums_instead(monkeypatch, tmp_
     assert refuted(record, "torch.norm(x, inf) is the largest", "vector [3, -7, 2]: max abs error 5"), outcomes(record)
 
 
+def test_xla_avg_pool_is_refuted_where_the_device_ignores_divisor_override(monkeypatch, tmp_path):
+    import torch.nn.functional as F
+
+    device_computes(monkeypatch, F.avg_pool2d, lambda x, kernel, divisor_override=None, **options: F.avg_pool2d(x, kernel))
+    record = run_gallery("xla_avg_pool_divisor_override", monkeypatch, tmp_path)
+    assert refuted(record, "plain, then divisor_override=3", "divisor_override=3: max abs error"), outcomes(record)
+
+
+def test_xla_count_nonzero_is_refuted_where_the_device_counts_in_int32(monkeypatch, tmp_path):
+    device_computes(monkeypatch, torch.count_nonzero, lambda t, dim=None: torch.count_nonzero(t, dim).int())
+    record = run_gallery("xla_count_nonzero_dtype", monkeypatch, tmp_path)
+    assert refuted(record, "count_nonzero of a tensor of float32", "all elements: dtype: got 'torch.int32'"), outcomes(record)
+
+
+def test_xla_nuclear_norm_is_refuted_where_the_device_computes_another_norm(monkeypatch, tmp_path):
+    device_computes(monkeypatch, torch.linalg.matrix_norm, lambda a, ord="fro", **options: torch.linalg.matrix_norm(a))
+    record = run_gallery("xla_nuclear_norm_batch", monkeypatch, tmp_path)
+    assert refuted(record, "nuclear norm of a batch of two", "norms: max abs error"), outcomes(record)
+
+
+def test_xla_pixel_shuffle_is_refuted_where_the_device_keeps_the_first_factor(monkeypatch, tmp_path):
+    device_computes(monkeypatch, torch.pixel_shuffle, lambda x, factor: torch.pixel_shuffle(x, 2))
+    record = run_gallery("xla_pixel_shuffle_factor_order", monkeypatch, tmp_path)
+    assert refuted(record, "factors 2 then 4", "factor 4: shape (1, 4, 6, 6), CPU (1, 1, 12, 12)"), outcomes(record)
+
+
 def test_rocm_reuses_torch_cuda_is_refuted_where_rocm_names_a_device_type(monkeypatch, tmp_path):
     rename = lambda: torch.utils.rename_privateuse1_backend("rocm")  # noqa: E731 - cannot be undone: child only
     record = run_gallery("rocm_reuses_torch_cuda", monkeypatch, tmp_path, in_child=rename)
@@ -390,9 +416,8 @@ LEFT = {
     "accelerate-dispatch-int-device", "accelerate-neuron-bf16-autocast", "cpu-gloo-reference-parity",
     "custom-op-eager-and-compile", "hf-architecture-coverage", "hf-device-map-auto",
     "hf-device-map-backend-placement", "hf-static-cache-shapes", "hf-training-args-device", "opinfo-coverage",
-    "privateuse1-named-device", "shape-change-recompiles", "xla-avg-pool-divisor-override",
-    "xla-count-nonzero-dtype", "xla-gloo-device-tensors", "xla-nll-loss-unbatched", "xla-nuclear-norm-batch",
-    "xla-pixel-shuffle-factor-order", "xla-slice-negative-start", "xla-zero-dim-reductions",
+    "privateuse1-named-device", "shape-change-recompiles", "xla-gloo-device-tensors", "xla-nll-loss-unbatched",
+    "xla-slice-negative-start", "xla-zero-dim-reductions",
 }
 
 
@@ -414,7 +439,7 @@ def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
     unexplained = {c.id for c in claims} - covered - explained
     assert unexplained <= LEFT, f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
     assert not (LEFT & (covered | explained)), f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
-    assert len(covered) >= 38
+    assert len(covered) >= 42
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
