@@ -404,6 +404,35 @@ def test_xla_pixel_shuffle_is_refuted_where_the_device_keeps_the_first_factor(mo
     assert refuted(record, "factors 2 then 4", "factor 4: shape (1, 4, 6, 6), CPU (1, 1, 12, 12)"), outcomes(record)
 
 
+def test_xla_slice_negative_start_is_refuted_where_the_device_raises_instead_of_clamping(monkeypatch, tmp_path):
+    def no_clamping(t, index):
+        if any(isinstance(s, slice) and (s.start or 0) < -max(t.shape) for s in (index if isinstance(index, tuple) else (index,))):
+            raise IndexError("slice start out of range")
+        return t[index]
+
+    device_computes(monkeypatch, torch.Tensor.__getitem__, no_clamping)
+    record = run_gallery("xla_slice_negative_start", monkeypatch, tmp_path)
+    assert refuted(record, "x[-15:] (start before the front)", "raised IndexError: slice start out of range"), outcomes(record)
+    assert outcomes(record)["x[2:100] (stop past the end) gives the CPU's result"] is Verdict.HOLDS
+
+
+def test_xla_zero_dim_reductions_are_refuted_where_the_device_rejects_dim_0(monkeypatch, tmp_path):
+    def no_dim_0(t, *args, **kwargs):
+        raise IndexError("Dimension out of range")
+
+    device_computes(monkeypatch, torch.Tensor.sum, no_dim_0)
+    record = run_gallery("xla_zero_dim_reductions", monkeypatch, tmp_path)
+    assert refuted(record, "every reduction with dim=0", "raise on the device: sum"), outcomes(record)
+
+
+def test_training_args_device_is_refuted_where_transformers_selects_another_device(monkeypatch, tmp_path):
+    import transformers
+
+    monkeypatch.setattr(transformers.TrainingArguments, "device", property(lambda self: torch.device("meta")))
+    record = run_gallery("hf_training_args_device", monkeypatch, tmp_path)
+    assert refuted(record, "TrainingArguments(output_dir=...).device", "got 'meta', expected 'cpu'"), outcomes(record)
+
+
 def test_rocm_reuses_torch_cuda_is_refuted_where_rocm_names_a_device_type(monkeypatch, tmp_path):
     rename = lambda: torch.utils.rename_privateuse1_backend("rocm")  # noqa: E731 - cannot be undone: child only
     record = run_gallery("rocm_reuses_torch_cuda", monkeypatch, tmp_path, in_child=rename)
@@ -415,9 +444,8 @@ def test_rocm_reuses_torch_cuda_is_refuted_where_rocm_names_a_device_type(monkey
 LEFT = {
     "accelerate-dispatch-int-device", "accelerate-neuron-bf16-autocast", "cpu-gloo-reference-parity",
     "custom-op-eager-and-compile", "hf-architecture-coverage", "hf-device-map-auto",
-    "hf-device-map-backend-placement", "hf-static-cache-shapes", "hf-training-args-device", "opinfo-coverage",
-    "privateuse1-named-device", "shape-change-recompiles", "xla-gloo-device-tensors", "xla-nll-loss-unbatched",
-    "xla-slice-negative-start", "xla-zero-dim-reductions",
+    "hf-device-map-backend-placement", "hf-static-cache-shapes", "opinfo-coverage", "privateuse1-named-device",
+    "shape-change-recompiles", "xla-gloo-device-tensors", "xla-nll-loss-unbatched",
 }
 
 
@@ -439,7 +467,7 @@ def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
     unexplained = {c.id for c in claims} - covered - explained
     assert unexplained <= LEFT, f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
     assert not (LEFT & (covered | explained)), f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
-    assert len(covered) >= 42
+    assert len(covered) >= 45
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
