@@ -276,13 +276,16 @@ class OnTheDevice(torch.Tensor):
         if func in cls.wrong:
             with torch._C.DisableTorchFunctionSubclass():
                 return cls.wrong[func](*args, **(kwargs or {}))
+        if func is torch.Tensor.cpu:  # back on the CPU: a plain tensor again
+            return args[0].as_subclass(torch.Tensor)
         return super().__torch_function__(func, types, args, kwargs)
 
 
-def device_computes(monkeypatch, func, wrong) -> None:
-    """The configured device is SECOND_CPU, and ``func`` on tensors moved there (``x.to(device)``) computes ``wrong``."""
+def device_computes(monkeypatch, func=None, wrong=None) -> None:
+    """The configured device is SECOND_CPU, tensors moved there (``x.to(device)``) are OnTheDevice, and ``func``
+    on them computes ``wrong``."""
     a_second_cpu(monkeypatch)
-    monkeypatch.setattr(OnTheDevice, "wrong", {func: wrong})
+    monkeypatch.setattr(OnTheDevice, "wrong", {func: wrong} if func else {})
     to = torch.Tensor.to
 
     def moved(self, *args, **kwargs):
