@@ -497,6 +497,21 @@ def test_xla_gloo_device_tensors_is_refuted_where_gloo_leaves_device_tensors_unr
     assert refuted(record, "all_reduce of device tensors", "rank 0: all_reduce of the tensors on cpu: values differ"), outcomes(record)
 
 
+CRASH_ON_UNBATCHED_NLL_LOSS = """
+import os, torch.nn.functional as F
+nll_loss = F.nll_loss
+F.nll_loss = lambda input, *args, **kwargs: os.abort() if input.dim() == 1 else nll_loss(input, *args, **kwargs)
+"""
+
+
+def test_xla_nll_loss_is_refuted_where_an_unbatched_call_kills_the_process(monkeypatch, tmp_path):
+    a_second_cpu(monkeypatch)
+    fresh_processes_run(monkeypatch, tmp_path, CRASH_ON_UNBATCHED_NLL_LOSS)
+    record = run_gallery("xla_nll_loss_unbatched", monkeypatch, tmp_path)
+    assert refuted(record, "unbatched (3,) input", "the process running the call killed by SIGABRT"), outcomes(record)
+    assert outcomes(record)["nll_loss of a batched (1, 3) input returns the CPU's loss"] is Verdict.HOLDS
+
+
 def test_rocm_reuses_torch_cuda_is_refuted_where_rocm_names_a_device_type(monkeypatch, tmp_path):
     rename = lambda: torch.utils.rename_privateuse1_backend("rocm")  # noqa: E731 - cannot be undone: child only
     record = run_gallery("rocm_reuses_torch_cuda", monkeypatch, tmp_path, in_child=rename)
@@ -508,7 +523,6 @@ def test_rocm_reuses_torch_cuda_is_refuted_where_rocm_names_a_device_type(monkey
 LEFT = {
     "cpu-gloo-reference-parity", "custom-op-eager-and-compile", "hf-architecture-coverage",
     "hf-device-map-backend-placement", "opinfo-coverage", "privateuse1-named-device", "shape-change-recompiles",
-    "xla-nll-loss-unbatched",
 }
 
 
@@ -530,7 +544,7 @@ def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
     unexplained = {c.id for c in claims} - covered - explained
     assert unexplained <= LEFT, f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
     assert not (LEFT & (covered | explained)), f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
-    assert len(covered) >= 50
+    assert len(covered) >= 51
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
