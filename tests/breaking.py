@@ -7,6 +7,10 @@ where a tensor was saved, a generator that draws other numbers, a backend that
 runs nothing until a value is read), and asserts that the check about that
 thing is refuted. ``as_backend`` lets a script whose checks are gated on the
 backend it is about run them here: the CPU descriptor under that backend's name.
+``a_second_cpu`` makes the configured device the CPU under index 0, so a check
+that compares the device with the CPU runs (``device_computes`` then breaks one
+operator on what is moved there), and ``fresh_processes_run`` reaches the
+fresh Python processes a script starts.
 """
 
 from __future__ import annotations

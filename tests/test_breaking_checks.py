@@ -273,7 +273,8 @@ def test_rng_streams_per_device_is_refuted_where_the_device_draws_the_cpu_stream
 def test_compile_failure_raises_is_refuted_where_errors_are_suppressed_by_default(monkeypatch, tmp_path):
     import torch._dynamo
 
-    suppress = lambda: setattr(torch._dynamo.config, "suppress_errors", True)  # noqa: E731 - in the child: dynamo's config undoes no monkeypatch
+    # Set in the child: dynamo's config does not take a monkeypatch's undo.
+    suppress = lambda: setattr(torch._dynamo.config, "suppress_errors", True)  # noqa: E731
     record = run_gallery("compile_failure_raises", monkeypatch, tmp_path, in_child=suppress)
     assert refuted(record, "suppress_errors is False by default", "got True"), outcomes(record)
     assert outcomes(record)["a failing compiler backend makes the compiled call raise"] is Verdict.REFUTED
@@ -484,7 +485,8 @@ def test_accelerate_neuron_launch_is_refuted_where_accelerate_has_no_neuron_bran
     from accelerate.utils import DistributedType
 
     # What an accelerate without the Neuron branch picks for a multi-process launch on a host it does not recognise.
-    monkeypatch.setattr(PartialState, "_prepare_backend", lambda self, cpu=False, sagemaker_dp=False, backend=None: ("gloo", DistributedType.MULTI_CPU))
+    no_neuron_branch = lambda self, cpu=False, sagemaker_dp=False, backend=None: ("gloo", DistributedType.MULTI_CPU)  # noqa: E731
+    monkeypatch.setattr(PartialState, "_prepare_backend", no_neuron_branch)
     record = run_gallery("accelerate_neuron_bf16_autocast", monkeypatch, tmp_path)
     assert refuted(record, "gets the 'neuron' backend and MULTI_NEURON", "process-group backend accelerate picks: got 'gloo'"), outcomes(record)
 
@@ -492,7 +494,8 @@ def test_accelerate_neuron_launch_is_refuted_where_accelerate_has_no_neuron_bran
 def test_xla_gloo_device_tensors_is_refuted_where_gloo_leaves_device_tensors_unreduced(monkeypatch, tmp_path):
     all_reduce = torch.distributed.all_reduce
     device_computes(monkeypatch)
-    monkeypatch.setattr(torch.distributed, "all_reduce", lambda t, *a, **kw: None if isinstance(t, OnTheDevice) else all_reduce(t, *a, **kw))
+    unreduced_on_the_device = lambda t, *a, **kw: None if isinstance(t, OnTheDevice) else all_reduce(t, *a, **kw)  # noqa: E731
+    monkeypatch.setattr(torch.distributed, "all_reduce", unreduced_on_the_device)
     record = run_gallery("xla_gloo_device_tensors", monkeypatch, tmp_path)
     assert refuted(record, "all_reduce of device tensors", "rank 0: all_reduce of the tensors on cpu: values differ"), outcomes(record)
 
@@ -526,7 +529,8 @@ def test_shape_change_recompiles_is_refuted_where_a_step_on_a_seen_length_compil
         return lambda *args: (cache / f"{next(count)}.neff").touch() or graph.forward(*args)
 
     register = lambda: torch._dynamo.register_backend(compiles_at_every_call, name="neuron")  # noqa: E731 - child only
-    record = run_gallery("shape_change_recompiles", monkeypatch, tmp_path, as_backend="neuron", compile_backend="neuron", in_child=register)
+    record = run_gallery("shape_change_recompiles", monkeypatch, tmp_path,
+                         as_backend="neuron", compile_backend="neuron", in_child=register)
     assert refuted(record, "a step on a length seen before compiles nothing", "again): got 1, expected 0"), outcomes(record)
 
 
