@@ -285,10 +285,10 @@ class OnTheDevice(torch.Tensor):
         return super().__torch_function__(func, types, args, kwargs)
 
 
-def device_computes(monkeypatch, func=None, wrong=None) -> None:
-    """The configured device is SECOND_CPU, tensors moved there (``x.to(device)``) are OnTheDevice, and ``func``
-    on them computes ``wrong``."""
-    a_second_cpu(monkeypatch)
+def device_computes(monkeypatch, func=None, wrong=None, second_cpu=None) -> None:
+    """The configured device is SECOND_CPU (made so by ``second_cpu``, ``a_second_cpu`` by default), tensors
+    moved there (``x.to(device)``) are OnTheDevice, and ``func`` on them computes ``wrong``."""
+    (second_cpu or a_second_cpu)(monkeypatch)
     monkeypatch.setattr(OnTheDevice, "wrong", {func: wrong} if func else {})
     to = torch.Tensor.to
 
@@ -297,3 +297,16 @@ def device_computes(monkeypatch, func=None, wrong=None) -> None:
         return out.as_subclass(OnTheDevice) if SECOND_CPU in args or kwargs.get("device") == SECOND_CPU else out
 
     monkeypatch.setattr(torch.Tensor, "to", moved)
+
+
+def a_second_cpu_backend(monkeypatch, name: str = "second-cpu") -> None:
+    """Like ``a_second_cpu``, but only for a backend of its own, ``name``, which the script runs on
+    (``run_gallery(..., as_backend=name)``) and its forked distributed workers resolve by that name;
+    the CPU backend keeps the CPU, so a script's CPU reference runs on the plain CPU."""
+    from torchclaims import backends
+
+    stand_in = dataclasses.replace(all_backends()["cpu"], name=name)
+    resolve, device = backends.resolve_backend, backends.Backend.device
+    monkeypatch.setattr(backends, "resolve_backend", lambda requested: (stand_in, "") if requested == name else resolve(requested))
+    monkeypatch.setattr(backends.Backend, "device", lambda self: SECOND_CPU if self.name == name else device(self))
+    monkeypatch.setattr(verify.Verification, "on_reference", property(lambda self: self.device == self.reference_device))
