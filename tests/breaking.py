@@ -7,6 +7,10 @@ where a tensor was saved, a generator that draws other numbers, a backend that
 runs nothing until a value is read), and asserts that the check about that
 thing is refuted. ``as_backend`` lets a script whose checks are gated on the
 backend it is about run them here: the CPU descriptor under that backend's name.
+``a_second_cpu`` makes the configured device the CPU under index 0, so a check
+that compares the device with the CPU runs (``device_computes`` then breaks one
+operator on what is moved there), and ``fresh_processes_run`` reaches the
+fresh Python processes a script starts.
 """
 
 from __future__ import annotations
@@ -68,11 +72,12 @@ def outcomes(record: ResultRecord) -> dict[str, Verdict]:
     return {check.name: check.outcome for check in record.checks}
 
 
-def refuted(record: ResultRecord, words: str) -> bool:
-    """Whether the one check whose name holds ``words`` is refuted (and the record with it)."""
+def refuted(record: ResultRecord, words: str, because: str = "") -> bool:
+    """Whether the one check whose name holds ``words`` is refuted (and the record with it), with
+    ``because`` in its detail: refuted for the reason the script states, not for another."""
     named = [check for check in record.checks if words in check.name]
     assert len(named) == 1, f"expected one check naming {words!r}, found {[c.name for c in record.checks]}"
-    return named[0].outcome is Verdict.REFUTED and record.verdict is Verdict.REFUTED
+    return named[0].outcome is Verdict.REFUTED and record.verdict is Verdict.REFUTED and because in named[0].detail
 
 
 class LazyTensor(torch.Tensor):
@@ -159,3 +164,149 @@ def lazy_moves(monkeypatch) -> None:
 
     monkeypatch.setattr(torch.Tensor, "to", moved)
 
+
+
+class CpuEvent:
+    """``torch.cuda.Event`` as a build that times the host instead of raising would have it."""
+
+    def __init__(self, enable_timing=False, **options):
+        self._at = None
+
+    def record(self, stream=None):
+        import time
+
+        self._at = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end: CpuEvent) -> float:
+        return (end._at - self._at) * 1e3
+
+
+def triton_on_the_cpu(monkeypatch) -> None:
+    """A ``triton`` that runs a kernel as Python on the CPU tensors it is given (``tl.store`` fills the pointer),
+    the way the interpreter mode does: a kernel launch that succeeds on a host without a GPU."""
+    import importlib.machinery
+    import types
+
+    triton, language = types.ModuleType("triton"), types.ModuleType("triton.language")
+    for module in (triton, language):
+        module.__spec__ = importlib.machinery.ModuleSpec(module.__name__, None)
+    language.store = lambda pointer, value: pointer.fill_(value)
+    triton.language = language
+    triton.jit = _Launcher
+    monkeypatch.setitem(sys.modules, "triton", triton)
+    monkeypatch.setitem(sys.modules, "triton.language", language)
+
+
+class _Launcher:
+    """What ``@triton.jit`` makes: ``kernel[grid](*args)`` calls the kernel once (one program)."""
+
+    def __init__(self, kernel):
+        self._kernel = kernel
+
+    def __getitem__(self, grid):
+        return self._kernel
+
+
+SECOND_CPU = torch.device("cpu", 0)
+
+
+def a_second_cpu(monkeypatch) -> torch.device:
+    """Make the configured device the CPU under index 0, told apart from the reference (``torch.device('cpu')``):
+    a script that compares the device with the CPU runs its comparisons here, and a stand-in breaks only what is
+    moved to ``SECOND_CPU`` (tensors on it are plain CPU tensors, so the break goes where the move is)."""
+    from torchclaims import backends
+
+    monkeypatch.setattr(backends.Backend, "device", lambda self: SECOND_CPU)
+    monkeypatch.setattr(verify.Verification, "on_reference", property(lambda self: self.device == self.reference_device))
+    return SECOND_CPU
+
+
+def moved_to_second_cpu(monkeypatch, broken) -> None:
+    """``module.to(SECOND_CPU)`` also calls ``broken(module)``: a device that keeps a model other than it was sent."""
+    to = torch.nn.Module.to
+
+    def moved(self, *args, **kwargs):
+        out = to(self, *args, **kwargs)
+        if SECOND_CPU in args or kwargs.get("device") == SECOND_CPU:
+            broken(out)
+        return out
+
+    monkeypatch.setattr(torch.nn.Module, "to", moved)
+
+
+def in_bfloat16(model) -> None:
+    """A device that keeps float32 weights at bfloat16 precision."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(torch.bfloat16))
+
+
+def fresh_processes_run(monkeypatch, tmp_path: Path, code: str) -> None:
+    """Every fresh Python process the script starts runs ``code`` first (a ``sitecustomize`` put ahead on
+    PYTHONPATH): a torch whose state in a new process is not what the claim says it is."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(code, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+
+
+def counters_that_count_nothing(monkeypatch, device: torch.device) -> None:
+    """torch.accelerator finding ``device``, with memory counters that stay at 0 whatever is allocated."""
+    accelerator = torch.accelerator
+    monkeypatch.setattr(accelerator, "current_accelerator", lambda check_available=False: device)
+    monkeypatch.setattr(accelerator, "synchronize", lambda device=None: None)
+    for counter in ("memory_allocated", "memory_reserved"):
+        monkeypatch.setattr(accelerator, counter, lambda device=None: 0)
+
+
+def gallery_module(monkeypatch, name: str):
+    """A gallery helper module (``_parallel``...), imported as the scripts import it, for a test to patch."""
+    import importlib
+
+    monkeypatch.syspath_prepend(str(GALLERY))
+    return importlib.import_module(name)
+
+
+class OnTheDevice(torch.Tensor):
+    """A tensor moved to SECOND_CPU: the operators in ``wrong`` give what a defective device gives, the rest the CPU's."""
+
+    wrong: dict = {}
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in cls.wrong:
+            with torch._C.DisableTorchFunctionSubclass():
+                return cls.wrong[func](*args, **(kwargs or {}))
+        if func is torch.Tensor.cpu:  # back on the CPU: a plain tensor again
+            return args[0].as_subclass(torch.Tensor)
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def device_computes(monkeypatch, func=None, wrong=None, second_cpu=None) -> None:
+    """The configured device is SECOND_CPU (made so by ``second_cpu``, ``a_second_cpu`` by default), tensors
+    moved there (``x.to(device)``) are OnTheDevice, and ``func`` on them computes ``wrong``."""
+    (second_cpu or a_second_cpu)(monkeypatch)
+    monkeypatch.setattr(OnTheDevice, "wrong", {func: wrong} if func else {})
+    to = torch.Tensor.to
+
+    def moved(self, *args, **kwargs):
+        out = to(self, *args, **kwargs)
+        return out.as_subclass(OnTheDevice) if SECOND_CPU in args or kwargs.get("device") == SECOND_CPU else out
+
+    monkeypatch.setattr(torch.Tensor, "to", moved)
+
+
+def a_second_cpu_backend(monkeypatch, name: str = "second-cpu") -> None:
+    """Like ``a_second_cpu``, but only for a backend of its own, ``name``, which the script runs on
+    (``run_gallery(..., as_backend=name)``) and its forked distributed workers resolve by that name;
+    the CPU backend keeps the CPU, so a script's CPU reference runs on the plain CPU."""
+    from torchclaims import backends
+
+    stand_in = dataclasses.replace(all_backends()["cpu"], name=name)
+    resolve, device = backends.resolve_backend, backends.Backend.device
+    monkeypatch.setattr(backends, "resolve_backend", lambda requested: (stand_in, "") if requested == name else resolve(requested))
+    monkeypatch.setattr(backends.Backend, "device", lambda self: SECOND_CPU if self.name == name else device(self))
+    monkeypatch.setattr(verify.Verification, "on_reference", property(lambda self: self.device == self.reference_device))
