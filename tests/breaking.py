@@ -18,15 +18,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import runpy
-import signal
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import torch
 from torch.utils._pytree import tree_map
 
+from forked import run_forked
 from torchclaims import verify
 from torchclaims.backends import all_backends
 from torchclaims.records import ResultRecord, Verdict, read_record
@@ -49,44 +48,18 @@ def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None =
         stand_in = dataclasses.replace(all_backends()["cpu"], name=as_backend, **descriptor)
         monkeypatch.setattr(verify, "resolve_backend", lambda requested: (stand_in, f"stand-in for {as_backend}"))
     monkeypatch.chdir(tmp_path)
-    sys.stdout.flush()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child's coverage is the script's
-        code = 1
-        try:
-            # OpenMP's thread pool does not survive a fork: a child that computes with
-            # the parent's pool hangs. One thread, as DataLoader's forked workers do.
-            torch.set_num_threads(1)
-            if in_child is not None:
-                in_child()
-            runpy.run_path(str(GALLERY / f"{name}.py"), run_name="__main__")
-            code = 0
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    status = _wait(child, CHILD_TIMEOUT_S, name)
-    assert os.waitstatus_to_exitcode(status) == 0, f"{name}.py failed to run (its traceback is above)"
+
+    def body():
+        if in_child is not None:
+            in_child()
+        runpy.run_path(str(GALLERY / f"{name}.py"), run_name="__main__")
+
+    run_forked(body, CHILD_TIMEOUT_S, f"{name}.py")
     assert path.is_file(), f"{name}.py wrote no record"
     return read_record(path)
 
 
 CHILD_TIMEOUT_S = 600  # generous for a loaded 2-core machine; a script that takes longer is stuck
-
-
-def _wait(child: int, limit_s: float, name: str) -> int:
-    """The child's wait status; a child still running after ``limit_s`` is killed and the test fails."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(child, os.WNOHANG)
-        if done:
-            return status
-        time.sleep(0.05)
-    os.kill(child, signal.SIGKILL)
-    os.waitpid(child, 0)
-    raise AssertionError(f"{name}.py was still running after {limit_s:g} s and was killed")
 
 
 def outcomes(record: ResultRecord) -> dict[str, Verdict]:

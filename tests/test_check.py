@@ -243,6 +243,7 @@ def test_table_rejects_hostile_operator_lists():
             SweepTable.model_validate({**good, "operators": operators})
 
 
+@pytest.mark.own_process  # op_db freezes the torch.backends flags (tests/conftest.py)
 def test_sweep_cell_records_the_operators_its_samples_dispatched():
     from torch.testing._internal.common_methods_invocations import op_db
 

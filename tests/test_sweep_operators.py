@@ -10,12 +10,11 @@ device that differs from the CPU.
 
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 
 import pytest
 import torch
-from torch.testing._internal.common_methods_invocations import op_db
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchclaims.coverage.fallback import DispatcherFallbacks, NoFallback
 from torchclaims.coverage.op_check import check_cell
@@ -24,8 +23,17 @@ from torchclaims.coverage.op_samples import FOR_DEVICE, for_device, make_samples
 from torchclaims.coverage.operators import cell_outcome, sweep_operators
 from torchclaims.coverage.pool import Failure
 
-OPS = {op.name + (f".{op.variant_test_name}" if op.variant_test_name else ""): op for op in op_db}
+# Importing op_db (torch.testing._internal.common_utils) freezes the torch.backends
+# flags for good, so each test imports it in its own process (tests/conftest.py).
+pytestmark = pytest.mark.own_process
 CPU = torch.device("cpu")
+
+
+@functools.cache
+def op(name: str):
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return {entry.name + (f".{entry.variant_test_name}" if entry.variant_test_name else ""): entry for entry in op_db}[name]
 
 
 def run(op, dtype="float32", probe=NoFallback(), **kwargs):
@@ -46,6 +54,8 @@ class FakeOp:
 
     @staticmethod
     def sample_inputs_func(op, device, dtype, requires_grad):
+        from torch.testing._internal.opinfo.core import SampleInput
+
         for n in (3, 4):
             yield SampleInput(torch.arange(n, dtype=dtype, device=device))
 
@@ -54,36 +64,36 @@ class FakeOp:
 
 
 def test_matching_operator_is_native_on_every_sample():
-    answer = run(OPS["add"])
+    answer = run(op("add"))
     assert answer["samples"] and set(answer["samples"]) == {"n"}
     assert cell_outcome(answer)[0] == "N"
 
 
 def test_tensor_split_index_tensors_stay_on_the_cpu_as_test_compare_cpu_leaves_them():
-    samples = make_samples(OPS["tensor_split"], torch.float32, None)
+    samples = make_samples(op("tensor_split"), torch.float32, None)
     with_tensor_indices = [s for s in samples if isinstance(s.args[0], torch.Tensor)]
     assert with_tensor_indices, "op_db's tensor_split samples have index tensors"
     for sample in with_tensor_indices:
         moved = for_device(sample, torch.device("meta"), "tensor_split")
         assert moved.input.device.type == "meta"  # made for the device: moved
         assert moved.args[0].device.type == "cpu"  # made without a device: stays, as PyTorch requires
-    assert set(run(OPS["tensor_split"])["samples"]) == {"n"}
+    assert set(run(op("tensor_split"))["samples"]) == {"n"}
 
 
 def test_as_strided_gets_the_storage_behind_a_partial_view():
-    op = OPS["as_strided.partial_views"]
-    sample = make_samples(op, torch.float32, 1)[0]
+    partial_views = op("as_strided.partial_views")
+    sample = make_samples(partial_views, torch.float32, 1)[0]
     assert sample.input._base is not None and sample.input.storage_offset() > 0
-    moved = for_device(sample, torch.device("meta"), op.name)
+    moved = for_device(sample, torch.device("meta"), partial_views.name)
     assert moved.input.storage_offset() == sample.input.storage_offset()
     assert moved.input.untyped_storage().nbytes() == sample.input.untyped_storage().nbytes()
-    assert set(run(op)["samples"]) == {"n"}  # same storage on both sides: the results agree
+    assert set(run(partial_views)["samples"]) == {"n"}  # same storage on both sides: the results agree
     # op_db marks the comparison as an expected failure, so the sweep excludes it (as PyTorch does)
-    assert all(c.excluded == "op_db expects test_compare_cpu to fail here" for c in cells_for(op, "xla"))
+    assert all(c.excluded == "op_db expects test_compare_cpu to fail here" for c in cells_for(partial_views, "xla"))
 
 
 def test_dropout_like_random_samples_run_but_are_not_compared():
-    answer = run(OPS["nn.functional.alpha_dropout"])
+    answer = run(op("nn.functional.alpha_dropout"))
     codes = answer["samples"]
     assert "d" in codes, "training-mode samples draw random numbers"
     assert "n" in codes, "samples with p=0 or training=False are compared"
@@ -92,9 +102,9 @@ def test_dropout_like_random_samples_run_but_are_not_compared():
 
 
 def test_metadata_skips_and_tolerance_overrides_are_honoured():
-    (dropout,) = [c for c in cells_for(OPS["nn.functional.dropout"], "xla") if c.dtype == "float32"]
+    (dropout,) = [c for c in cells_for(op("nn.functional.dropout"), "xla") if c.dtype == "float32"]
     assert dropout.excluded.startswith("op_db skips test_compare_cpu")
-    bf16 = [c for c in cells_for(OPS["add"], "xla") if c.dtype == "bfloat16"][0]
+    bf16 = [c for c in cells_for(op("add"), "xla") if c.dtype == "bfloat16"][0]
     assert bf16.rtol == pytest.approx(0.016)  # torch.testing's bfloat16 default is looser than 1e-3
 
 

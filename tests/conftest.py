@@ -1,0 +1,46 @@
+"""What every test gets: a process that looks the same before and after it.
+
+Tests run in one process, so what one changes there reaches every later one,
+and which tests a run holds changes what a test sees. Two such changes broke
+tests only in a full run: importing Dynamo sets TORCHINDUCTOR_CACHE_DIR in the
+environment, which the fingerprint records, and importing
+torch.testing._internal.common_utils (op_db) freezes the torch.backends flags,
+so setting torch.backends.cudnn.benchmark raises. The environment is restored
+after each test; a test that needs op_db runs in its own forked process
+(``@pytest.mark.own_process``), and one that freezes the flags here fails.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import pytest
+import torch
+
+from forked import run_forked
+
+OWN_PROCESS_LIMIT_S = 900  # a test that takes longer on a loaded 2-core machine is stuck
+
+
+@pytest.fixture(autouse=True)
+def the_process_is_left_as_it_was():
+    environ = dict(os.environ)
+    frozen = torch.backends.flags_frozen()
+    yield
+    os.environ.clear()
+    os.environ.update(environ)
+    if torch.backends.flags_frozen() and not frozen:
+        pytest.fail("this test froze the torch.backends flags in the test process (it imported "
+                    "torch.testing._internal.common_utils); mark it @pytest.mark.own_process")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """Run a test marked ``own_process`` in a forked child of this process."""
+    if pyfuncitem.get_closest_marker("own_process") is None:
+        return None
+    test = pyfuncitem.obj
+    arguments = {name: pyfuncitem.funcargs[name] for name in inspect.signature(test).parameters}
+    run_forked(lambda: test(**arguments), OWN_PROCESS_LIMIT_S, pyfuncitem.name)
+    return True
