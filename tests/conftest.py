@@ -5,9 +5,10 @@ and which tests a run holds changes what a test sees. Two such changes broke
 tests only in a full run: importing Dynamo sets TORCHINDUCTOR_CACHE_DIR in the
 environment, which the fingerprint records, and importing
 torch.testing._internal.common_utils (op_db) freezes the torch.backends flags,
-so setting torch.backends.cudnn.benchmark raises. The environment is restored
-after each test; a test that needs op_db runs in its own forked process
-(``@pytest.mark.own_process``), and one that freezes the flags here fails.
+so setting torch.backends.cudnn.benchmark raises. Each test starts and ends
+with the environment the run started with (what collection or a module's
+fixture set is undone too); a test that needs op_db runs in its own forked
+process (``@pytest.mark.own_process``), and one that freezes the flags here fails.
 """
 
 from __future__ import annotations
@@ -21,15 +22,23 @@ import torch
 from forked import run_forked
 
 OWN_PROCESS_LIMIT_S = 900  # a test that takes longer on a loaded 2-core machine is stuck
+STARTED_WITH = dict(os.environ)  # conftest is imported before any test module
+
+
+def restore_environment() -> None:
+    current = os.environ.get("PYTEST_CURRENT_TEST")  # pytest's own: it removes the variable after each phase
+    os.environ.clear()
+    os.environ.update(STARTED_WITH)
+    if current is not None:
+        os.environ["PYTEST_CURRENT_TEST"] = current
 
 
 @pytest.fixture(autouse=True)
 def the_process_is_left_as_it_was():
-    environ = dict(os.environ)
+    restore_environment()  # autouse: before the test's own fixtures, after the module's
     frozen = torch.backends.flags_frozen()
     yield
-    os.environ.clear()
-    os.environ.update(environ)
+    restore_environment()
     if torch.backends.flags_frozen() and not frozen:
         pytest.fail("this test froze the torch.backends flags in the test process (it imported "
                     "torch.testing._internal.common_utils); mark it @pytest.mark.own_process")

@@ -297,6 +297,17 @@ def test_attributed_claim_with_script_names_the_script_field(tmp_path):
     assert "script" in fields_of(problems)
 
 
+@pytest.mark.parametrize("field, value, says", [
+    ("no_breaking_test", "the device is not here", "has no checks to break"),
+    ("compiler_caches", "cold", "no compiler caches to keep cold"),
+    ("network", "loopback", "needs no network"),
+])
+def test_an_attributed_claim_has_no_settings_for_running_a_script(tmp_path, field, value, says):
+    path = write_claim(tmp_path, "a-claim", kind="attributed", topic="status", script=None, **{field: value})
+    problems = problems_of(path)
+    assert fields_of(problems) == {field} and says in problems[0].message
+
+
 @pytest.mark.parametrize("script", ["a_claim.py", "gallery/A-Claim.py", "gallery/sub/a_claim.py", "gallery/a_claim.txt"])
 def test_script_path_outside_the_gallery_convention(tmp_path, script):
     path = write_claim(tmp_path, "a-claim", script=script)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 from datetime import timedelta
 from pathlib import Path
@@ -14,6 +15,7 @@ from factories import STARTED, make_environment, make_kb, make_record, write_res
 from test_releases import ROOT, write
 from torchclaims.admission import Admission
 from torchclaims.errors import UsageError
+from torchclaims.fingerprint import COMMON_ENV_PREFIXES
 from torchclaims.claims import load_claims
 from torchclaims.cli import main
 from torchclaims.freshness import outdated_results
@@ -28,7 +30,11 @@ LATER = STARTED + timedelta(days=1)
 
 
 @pytest.fixture
-def project(tmp_path) -> Path:
+def project(tmp_path, monkeypatch) -> Path:
+    # The plan compares a file's fingerprint with the variables set here: the tests'
+    # files record none, so none may be set (a user's shell may set TORCHINDUCTOR_CACHE_DIR).
+    for key in [key for key in os.environ if key.startswith(COMMON_ENV_PREFIXES)]:
+        monkeypatch.delenv(key)
     make_kb(tmp_path, "alpha", "beta")
     write(tmp_path)
     (tmp_path / "results").mkdir()

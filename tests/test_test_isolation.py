@@ -11,7 +11,8 @@ pytest_plugins = ["pytester"]
 HERE = Path(__file__).parent
 
 
-def test_a_test_that_freezes_the_backend_flags_fails_and_one_in_its_own_process_does_not(pytester):
+def test_a_test_that_freezes_the_backend_flags_fails_and_one_in_its_own_process_does_not(pytester, monkeypatch):
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)  # the inner run starts without it
     for helper in ("conftest.py", "forked.py"):
         shutil.copy(HERE / helper, pytester.path / helper)
     pytester.makeini("[pytest]\nmarkers =\n    own_process: in a forked child\n")
@@ -22,12 +23,18 @@ import pytest
 import torch
 
 
-def test_a_sets_a_variable():
+@pytest.fixture(scope="module")
+def sets_a_variable_for_the_module():
+    os.environ["TORCHCLAIMS_LEAKED"] = "module"
+
+
+def test_a_sets_a_variable(sets_a_variable_for_the_module):
+    assert "TORCHCLAIMS_LEAKED" not in os.environ, "a module fixture's change is undone before the test"
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = "/somewhere"
 
 
 def test_b_finds_it_unset():
-    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ and "TORCHCLAIMS_LEAKED" not in os.environ
 
 
 @pytest.mark.own_process

@@ -148,6 +148,14 @@ class Source(BaseModel):
         return self
 
 
+# Settings of how a claim's script runs, and why an attributed claim (no script) cannot have them.
+RUNS_NOTHING = {
+    "no_breaking_test": "has no checks to break",
+    "compiler_caches": "runs nothing, so it has no compiler caches to keep cold",
+    "network": "runs nothing, so it needs no network",
+}
+
+
 class Claim(BaseModel):
     """One claim about running PyTorch code on an accelerator."""
 
@@ -243,26 +251,12 @@ class Claim(BaseModel):
             raise ValueError("expected a path like gallery/<snake_case_name>.py")
         return script
 
-    @field_validator("no_breaking_test")
+    @field_validator("no_breaking_test", "compiler_caches", "network")
     @classmethod
-    def _only_for_scripts(cls, why: str, info: ValidationInfo) -> str:
-        if why and info.data.get("kind") is ClaimKind.ATTRIBUTED:
-            raise ValueError("an attributed claim has no checks to break")
-        return why
-
-    @field_validator("compiler_caches")
-    @classmethod
-    def _caches_need_a_script(cls, caches: CompilerCaches, info: ValidationInfo) -> CompilerCaches:
-        if caches is CompilerCaches.COLD and info.data.get("kind") is ClaimKind.ATTRIBUTED:
-            raise ValueError("an attributed claim runs nothing, so it has no compiler caches to keep cold")
-        return caches
-
-    @field_validator("network")
-    @classmethod
-    def _network_needs_a_script(cls, network: Network, info: ValidationInfo) -> Network:
-        if network is Network.LOOPBACK and info.data.get("kind") is ClaimKind.ATTRIBUTED:
-            raise ValueError("an attributed claim runs nothing, so it needs no network")
-        return network
+    def _run_settings_need_a_script(cls, value, info: ValidationInfo):
+        if value != cls.model_fields[info.field_name].default and info.data.get("kind") is ClaimKind.ATTRIBUTED:
+            raise ValueError(f"an attributed claim {RUNS_NOTHING[info.field_name]}")
+        return value
 
     @property
     def executable(self) -> bool:
