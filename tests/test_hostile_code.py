@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -255,6 +257,84 @@ v.finish()
         abstract.close()
 
 
+def unix_server(address: str) -> socket.socket:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(address)
+    server.listen()
+    server.settimeout(0.1)
+    return server
+
+
+def test_a_script_reaches_no_unix_socket_of_the_machine(tmp_path):
+    """Pathname sockets where services keep them (here a folder in the build's
+    temporary folder, as the fork server's own listener is) are hidden by the
+    mount namespace, since Landlock does not govern connect() by path; an
+    abstract socket is out of reach of its network namespace and Landlock's scope."""
+    folder = Path(tempfile.mkdtemp(prefix="tc-sockets-"))  # beside the repository, not in it
+    servers = {
+        "a pathname socket in the temporary folder": unix_server(str(folder / "service.sock")),
+        "an abstract socket": unix_server(f"\0tc-{uuid.uuid4().hex}"),
+    }
+    body = f"""
+import socket
+seen = {{}}
+for what, address in {({what: server.getsockname() for what, server in servers.items()})!r}.items():
+    try:
+        socket.socket(socket.AF_UNIX).connect(address)
+        seen[what] = "reached"
+    except OSError as exc:
+        seen[what] = type(exc).__name__
+with v.check("no Unix socket of the machine is reached") as check:
+    for what, outcome in seen.items():
+        check.measure(what, outcome)
+        check.expect(outcome != "reached", what)
+v.finish()
+"""
+    try:
+        write_claim(tmp_path, "kb-unix", body)
+        (record,) = run_claims(tmp_path, timeout=120).records.values()
+        assert record.verdict is Verdict.HOLDS, (record.checks, record.reason)
+        assert {m.name for m in record.checks[0].measurements} == set(servers)
+        assert "no Unix socket of the machine there" in record.sandbox and "abstract Unix socket" in record.sandbox
+        for server in servers.values():
+            with pytest.raises(socket.timeout):
+                server.accept()  # nothing ever connected
+    finally:
+        for server in servers.values():
+            server.close()
+        shutil.rmtree(folder)
+
+
+def test_landlock_alone_refuses_an_abstract_socket_outside_the_sandbox():
+    """Without the namespaces (where a container refuses them), Landlock's scope
+    still keeps a script from the machine's abstract sockets; unconfined, the
+    same connection is made."""
+    if sandbox.landlock_abi() < sandbox.SCOPE_ABI:
+        pytest.skip(f"Landlock's scopes need ABI {sandbox.SCOPE_ABI}")
+    server = unix_server(f"\0tc-{uuid.uuid4().hex}")
+
+    def connect(confined: bool) -> str:
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                if confined and sandbox.confine([], loopback=False) is not None:
+                    os._exit(4)
+                socket.socket(socket.AF_UNIX).connect(server.getsockname())
+                code = 0
+            except PermissionError:
+                code = 1
+            finally:
+                os._exit(code)
+        return {0: "reached", 1: "refused", 3: "other error", 4: "not confined"}[os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])]
+
+    try:
+        assert connect(confined=False) == "reached"
+        assert connect(confined=True) == "refused"
+    finally:
+        server.close()
+
+
 def supervisor_of(tag: str) -> int:
     """The claim's supervisor: the parent of the script's process, the parent of its tagged child."""
     child = next(pid for pid in tagged(tag) if open(f"/proc/{pid}/cmdline", "rb").read().startswith(f"{tag}-child".encode()))
@@ -451,3 +531,4 @@ v.finish()
     assert not (gallery / "images" / "sphx_glr_kb_victim_001.png").exists() and not (gallery / "kb_planter.txt").exists()
     assert (gallery / "kb_planter.rst").is_file()  # its own page did arrive
     assert active_markup(tmp_path / "_build" / "html") == []
+

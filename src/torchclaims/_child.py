@@ -55,6 +55,8 @@ class ChildJob:
     claim_id: str
     script: str  # absolute path
     cwd: str
+    root: str  # the repository the script belongs to (it reads the project)
+    build_tmp: str  # the build's temporary folder (the fork server's socket is there): hidden from the script
     env: dict[str, str]
     run_dir: str  # the claim's folder in the run's: the supervisor's files, and the script's own folder
     tmp_links: dict[str, str]  # name in tmp_dir -> shared directory it links to (torch's caches)
@@ -285,8 +287,10 @@ def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None
     before the script runs. Where CI=true requires the sandbox, stop without it.
     Without namespaces, Landlock still confines what it can."""
     if unconfined is None:
-        sandbox.private_mounts()
-        if job.loopback:
+        # What the script reads or writes beneath the hidden socket folders stays visible.
+        visible = [job.root, job.work_dir, *job.shared_dirs, os.path.expanduser("~"), sys.prefix, *filter(None, sys.path)]
+        unconfined = sandbox.private_mounts(visible, job.build_tmp)
+        if job.loopback and unconfined is None:
             unconfined = sandbox.loopback_up()
     if job.unconfined is None:  # not turned off
         unconfined = sandbox.confine([job.work_dir, *job.shared_dirs], job.loopback) or unconfined

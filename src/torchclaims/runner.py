@@ -205,6 +205,8 @@ class Runner:
             claim_id=job.claim_id,
             script=str(job.script),
             cwd=str(job.script.parent),
+            root=str(job.script.parents[len(Path(job.script_rel).parts) - 1]),
+            build_tmp=tempfile.gettempdir(),
             env={},
             run_dir=str(run_dir),
             tmp_links=links,

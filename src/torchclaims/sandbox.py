@@ -11,12 +11,20 @@ they fit the fork server (no exec, no import):
   supervisor frees nothing. The network namespace has only a loopback
   interface, brought up only for a claim that needs it (``network =
   "loopback"``: a process group on 127.0.0.1). The script's process also gets
-  a mount namespace: a /proc of its PID namespace and an empty /dev/shm.
+  a mount namespace: a /proc of its PID namespace, and an empty tmpfs over
+  each folder where the machine's services keep their Unix sockets (/run,
+  /tmp, /var/tmp, /dev/shm and the build's temporary folder, which holds the
+  fork server's own socket), with only the claim's own paths beneath them
+  bound back (``private_mounts``). Landlock (up to ABI 7) does not govern
+  connect() on a socket by its path, so hiding them is what keeps a script
+  from D-Bus, docker or the unconfined fork server.
 * Landlock (``confine``). Writing is denied everywhere but beneath the claim's
   own directory (and the shared compiler caches, for a claim that shares
   them) and to the device nodes a backend opens; TCP bind and connect are
-  denied unless the claim needs loopback; signals to processes outside the
-  sandbox (the supervisor, the build) are denied. Reading stays allowed: a
+  denied unless the claim needs loopback; from ABI 6, signals and abstract
+  Unix sockets outside the sandbox (the supervisor, the build, the fork
+  server) are denied too (the network namespace already keeps the machine's
+  abstract sockets apart; this holds without it). Reading stays allowed: a
   script reads the project, torch and the claim's inputs.
 
 Where a layer is missing the script still runs, and its record says "ran
@@ -40,7 +48,11 @@ REQUIRED_ENV = "CI"  # where CI=true, a script never runs unconfined
 SWITCH_ENV = "TORCHCLAIMS_SANDBOX"  # "off": run scripts unconfined (their records say so)
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x1000, 0x4000, 0x40000
+# Where services keep their Unix sockets (D-Bus, docker, systemd, X11, ssh and
+# gpg agents, the fork server's listener in the temporary folder): the script
+# sees each as an empty tmpfs.
+SOCKET_FOLDERS = ("/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm")
 _PR_SET_NO_NEW_PRIVS = 38
 
 # Landlock (include/uapi/linux/landlock.h); the syscall numbers are shared by every architecture.
@@ -53,6 +65,7 @@ _FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 MIN_ABI = 4  # the first to restrict TCP
+SCOPE_ABI = 6  # the first to scope signals and abstract Unix sockets
 
 # Device nodes a script may open for writing: the usual character devices and
 # those of the accelerators (NVIDIA, AMD, Intel, TPU, Trainium, WSL).
@@ -111,15 +124,57 @@ def isolate_processes() -> str | None:
     return None
 
 
-def private_mounts() -> None:
+def private_mounts(visible: list[str], build_tmp: str) -> str | None:
     """In the script's process (init of its PID namespace): a mount namespace
-    with a /proc of that namespace and an empty /dev/shm, both gone with it.
-    Best effort: a container may refuse a new /proc, and that confines nothing."""
+    with a /proc of that namespace, and an empty tmpfs over each of the
+    ``SOCKET_FOLDERS`` and ``build_tmp`` (the build's temporary folder, where
+    the fork server listens), all gone with it. The paths in ``visible`` that
+    lie beneath one (the claim's own folder, the repository, the shared
+    caches) are bound back in. Returns why not, or None. A container may
+    refuse a new /proc: that hides nothing, so it is not a reason."""
     libc = _libc()
-    if libc.unshare(_CLONE_NEWNS) != 0 or libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
-        return
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        return _failed("unshare(mount namespace)")
+    if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return _failed("making the mount namespace private")
     libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
-    libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=1777")
+    hidden = _folders_to_hide(build_tmp)
+    kept = _outermost(p for p in map(os.path.realpath, visible) if any(p.startswith(h + os.sep) for h in hidden))
+    handles = {}
+    try:
+        for path in kept:
+            try:
+                handles[path] = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError:
+                continue  # absent (or not a folder): nothing to bind back
+        for folder in hidden:
+            if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=1777") != 0:
+                return _failed(f"mounting an empty tmpfs over {folder}")
+        for path, fd in handles.items():
+            os.makedirs(path, exist_ok=True)
+            if libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, _MS_BIND | _MS_REC, None) != 0:
+                return _failed(f"binding {path} back")
+    except OSError as exc:
+        return f"hiding the socket folders failed ({exc.strerror})"
+    finally:
+        for fd in handles.values():
+            os.close(fd)
+    return None
+
+
+def _folders_to_hide(build_tmp: str) -> list[str]:
+    """The socket folders and ``build_tmp`` as real paths (/var/run is often a
+    link to /run), without those beneath another."""
+    return _outermost(os.path.realpath(p) for p in (*SOCKET_FOLDERS, build_tmp) if os.path.isdir(p))
+
+
+def _outermost(paths) -> list[str]:
+    """``paths`` without those beneath another one of them, sorted."""
+    kept: list[str] = []
+    for path in sorted(set(paths)):
+        if not any(path == k or path.startswith(k + os.sep) for k in kept):
+            kept.append(path)
+    return kept
 
 
 def loopback_up() -> str | None:
@@ -151,7 +206,7 @@ def confine(writable: list[str], loopback: bool) -> str | None:
     if abi < MIN_ABI:
         return f"Landlock ABI {abi} (kernel {platform.release()}); the sandbox needs ABI {MIN_ABI} or later"
     writes = _FS_WRITES_ABI1 | _FS_REFER | _FS_TRUNCATE
-    attr = _RulesetAttr(writes, 0 if loopback else _NET_BIND_TCP | _NET_CONNECT_TCP, _SCOPE_SIGNAL | _SCOPE_ABSTRACT_UNIX if abi >= 6 else 0)
+    attr = _RulesetAttr(writes, 0 if loopback else _NET_BIND_TCP | _NET_CONNECT_TCP, _SCOPE_SIGNAL | _SCOPE_ABSTRACT_UNIX if abi >= SCOPE_ABI else 0)
     libc = _libc()
     ruleset = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
@@ -183,7 +238,11 @@ def confine(writable: list[str], loopback: bool) -> str | None:
 def description(abi: int, loopback: bool) -> str:
     """What a confined script could do, as its record states it."""
     network = "loopback only" if loopback else "no network"
-    return f"sandboxed: Landlock ABI {abi} (writes only to its own directory; {network}), user, PID and network namespaces"
+    scoped = "; no signal or abstract Unix socket outside" if abi >= SCOPE_ABI else ""
+    return (
+        f"sandboxed: Landlock ABI {abi} (writes only to its own directory; {network}{scoped}), "
+        "user, PID, network and mount namespaces (empty /run, /tmp, /var/tmp and /dev/shm: no Unix socket of the machine there)"
+    )
 
 
 def required() -> bool:
