@@ -20,11 +20,12 @@ import tempfile
 import threading
 import time
 import uuid
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 from hostile import Sightings, end, run_claims, tagged, wait_until_gone
-from kb import write_claim
+from kb import page_text, write_claim
 from test_hostile_scripts import leaver, new_tag
 
 from torchclaims import sandbox
@@ -532,3 +533,52 @@ v.finish()
     assert (gallery / "kb_planter.rst").is_file()  # its own page did arrive
     assert active_markup(tmp_path / "_build" / "html") == []
 
+
+class _Classes(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.found: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        self.found.update(dict(attrs).get("class", "").split())
+
+
+def test_a_script_cannot_forge_its_own_gallery_page(tmp_path):
+    """The script runs in sphinx-gallery's interpreter: it can print markup or
+    patch what writes its page. The page the build writes holds the script's
+    own blocks and its output as literal text; no element it made renders."""
+    from kb import build, write_site
+
+    write_site(tmp_path)
+    write_claim(tmp_path, "kb-plain", "figure")
+    forged = '.. raw:: html\\n\\n   <div class=\\"tc-forged\\">holds</div>\\n\\n'
+    patch = """
+import sphinx_gallery.gen_rst as gen_rst
+_save = gen_rst.save_rst_example
+def _forged(example_rst, *args, **kwargs):
+    return _save(EDIT, *args, **kwargs)
+gen_rst.save_rst_example = _forged
+"""
+    scripts = {
+        "kb-printer": f'print("{forged}")\n',  # its output: sphinx-gallery shows it literally anyway
+        "kb-forger": patch.replace("EDIT", 'example_rst.replace("out\\n\\n .. code-block:: none", "out\\n\\n .. raw:: html\\n\\n    <div class=\\"tc-forged\\">holds</div>\\n")'),
+        "kb-prepender": patch.replace("EDIT", f'"{forged}" + example_rst'),
+    }
+    for claim_id, script in scripts.items():
+        write_claim(tmp_path, claim_id, script + 'print("printed")\nwith v.check("runs") as check:\n    check.expect(True, "")\nv.finish()\n')
+    result = build(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    html = tmp_path / "_build" / "html" / "docs" / "auto_gallery"
+    for claim_id in scripts:
+        page = html / f"{claim_id.replace('-', '_')}.html"
+        classes = _Classes()
+        classes.feed(page.read_text(encoding="utf-8"))
+        assert "tc-forged" not in classes.found, claim_id
+    assert '<div class="tc-forged">holds</div>' in page_text(html / "kb_printer.html")  # what it printed, as text
+    assert '<div class="tc-forged">holds</div>' in page_text(html / "kb_forger.html")  # its edit of its output, as text
+    assert "printed" in page_text(html / "kb_forger.html")
+    assert "its output is not shown" in page_text(html / "kb_prepender.html")  # its page is not its script's
+    plain = (tmp_path / "docs" / "auto_gallery" / "kb_plain.rst").read_text()
+    assert "sphx_glr_kb_plain_001.png" in plain and "Claim kb-plain: HOLDS" in plain  # an honest page keeps its figure and output
+    assert (tmp_path / "docs" / "auto_gallery" / "images" / "sphx_glr_kb_plain_001.png").read_bytes().startswith(b"\x89PNG")
+    assert 'src="../../_images/sphx_glr_kb_plain_001.png"' in (html / "kb_plain.html").read_text(encoding="utf-8")

@@ -329,17 +329,14 @@ def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
 
 
 def _keep_page(child: _child.ChildJob) -> None:
-    """Move the gallery page the script's process staged into the real gallery
-    folder: only the files sphinx-gallery makes for this script, each by name."""
+    """Write the script's gallery page into the real gallery folder, taking from
+    what its process staged only data: its output, figures and running time
+    (torchclaims.gallery_page)."""
+    from .gallery_page import write_page  # sphinx-gallery: only a build that makes pages needs it
+
     _, staged = _child.staged_target(child)
-    stem = re.escape(Path(child.gallery.fname).stem)
-    own = re.compile(rf"{stem}\.[A-Za-z0-9.]+|images/sphx_glr_{stem}_\d+\.png|images/thumb/sphx_glr_{stem}_thumb\.png")
-    for path in _plain_files(Path(staged)):
-        relative = path.relative_to(staged).as_posix()
-        if own.fullmatch(relative):
-            destination = Path(child.gallery.target_dir, relative)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(path, destination)
+    target = child.gallery
+    write_page(target.fname, target.src_dir, Path(target.target_dir), target.gallery_conf, Path(staged), Path(child.run_dir, "page"))
 
 
 def _status(path: Path) -> dict:
