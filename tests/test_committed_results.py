@@ -9,6 +9,7 @@ back to whoever made it. This test names what to redo.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from torchclaims.admission import Admission
@@ -54,3 +55,26 @@ def test_committed_records_of_cold_claims_state_their_compiler_caches():
         if not entry.record.conditions.get(CONDITION_NAME, "").startswith("cold")
     )
     assert cold and not unstated, "records of cold claims that do not state empty compiler caches (re-run them):\n" + "\n".join(unstated)
+
+
+def test_every_committed_record_says_beside_its_verdict_whether_it_ran_sandboxed():
+    """A record whose ``sandbox`` field is empty (its run predates the sandbox) or
+    says it ran without one shows "ran without sandbox" in the line of its
+    verdict, computed from the record: the evidence badge, the matrix cell and
+    the accelerator page's chip. The same record from a sandboxed run does not."""
+    from torchclaims.grid import Cell
+    from torchclaims.sandbox import WITHOUT
+    from torchclaims.sphinxext.accelerators import chip
+    from torchclaims.sphinxext.evidence import verdict_badge
+    from torchclaims.sphinxext.matrix import _run
+
+    claims = load_claims(ROOT / "claims").claims
+    entries = [entry for found in load_store({}, None, ROOT / "results").entries.values() for entry in found]
+    assert entries
+    for entry in entries:
+        sandboxed = dataclasses.replace(entry, record=entry.record.model_copy(update={"sandbox": "sandboxed: Landlock ABI 7 (...)"}))
+        for shown, expected in ((entry, not entry.record.sandbox or entry.record.sandbox.startswith(WITHOUT)), (sandboxed, False)):
+            cell = Cell(claims[entry.record.claim_id], entry.record.environment.backend, "2.13.0", shown)
+            lines = {"badge": verdict_badge(shown).astext(), "matrix cell": _run(cell, True, ""), "chip": chip(cell).astext()}
+            for where, line in lines.items():
+                assert ("ran without sandbox" in line) == expected, (entry.origin, entry.record.claim_id, where, entry.record.sandbox)

@@ -183,8 +183,9 @@ class ResultRecord(BaseModel):
 
     @property
     def unconfined(self) -> bool:
-        """The script ran without the sandbox (the record says why)."""
-        return self.sandbox.startswith("ran without sandbox")
+        """The script ran without the sandbox: the record says why, or says
+        nothing of it (a run made before the sandbox existed)."""
+        return not self.sandbox or self.sandbox.startswith("ran without sandbox")
 
     @property
     def note(self) -> str:

@@ -24,7 +24,7 @@ from ..backend_summary import ON_HARDWARE, ON_STAND_IN, Group, Standing, Summary
 from ..backends import all_backends
 from ..grid import Cell
 from ..scope import and_words, reader_name
-from .evidence import SYMBOLS
+from .evidence import SYMBOLS, UNCONFINED
 from .links import claim_ref, evidence_anchor
 from .markup import badge, bullets, doc_link, paragraph
 from .state import get_state, warn
@@ -62,6 +62,8 @@ def chip(cell: Cell) -> nodes.Node:
     out += badge(f"{cell.backend} {SYMBOLS[record.verdict]} {record.verdict.value}", record.verdict.value)
     out += nodes.inline("", f" {cell.version}, {record.date}", classes=["tc-date"])
     out += badge(cell.entry.source.mark, "source")
+    if record.unconfined:
+        out += badge(UNCONFINED, "unconfined")
     if cell.stale:
         out += badge("stale", "stale")
     if not cell.target:

@@ -28,6 +28,7 @@ from .state import BuildState, warn
 
 SYMBOLS = {Verdict.HOLDS: "✔", Verdict.REFUTED: "✘", Verdict.UNVERIFIED: "?", Verdict.ERROR: "⚠"}
 NOT_RUN = "not run"
+UNCONFINED = "ran without sandbox"  # beside the verdict of a record whose script ran unconfined, or before the sandbox existed
 
 
 def verdict_badge(entry: Entry | None, stale: str = "") -> nodes.inline:
@@ -41,7 +42,7 @@ def verdict_badge(entry: Entry | None, stale: str = "") -> nodes.inline:
     container += badge(text, record.verdict.value)
     container += badge(entry.source.mark, "source")
     if record.unconfined:  # its script could have written anywhere: the reader is told beside the verdict
-        container += badge("ran without sandbox", "unconfined")
+        container += badge(UNCONFINED, "unconfined")
     if stale:
         container += badge("stale", "stale")
     return container

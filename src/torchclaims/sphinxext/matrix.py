@@ -31,7 +31,7 @@ from ..scope import about_text, and_words
 from ..store import EARLIER_BUILD
 from ..topics import TOPICS
 from .accelerators import accelerator_backends, page_docname
-from .evidence import SYMBOLS, origin_text
+from .evidence import SYMBOLS, UNCONFINED, origin_text
 from .links import evidence_anchor, href_marker, matrix_anchor, raw_html, register_label
 from .markup import esc
 from .state import BuildState, get_state
@@ -60,6 +60,7 @@ def _run(cell: Cell, shown: bool, shared_mark: str) -> str:
         inner += f' <span class="tc-date">{esc(cell.entry.record.date)}</span>'
         if cell.entry.source.mark != shared_mark:
             inner += f' <span class="tc-badge tc-source">{esc(cell.entry.source.mark)}</span>'
+        inner += f' <span class="tc-badge tc-unconfined">{UNCONFINED}</span>' if cell.entry.record.unconfined else ""
         inner += ' <span class="tc-badge tc-stale">stale</span>' if cell.stale else ""
         inner += "" if cell.target else ' <span class="tc-scope">outside its scope</span>'
     attributes = f'data-version="{esc(cell.version)}" data-verdict="{cell.kind}"' + ("" if shown else " hidden")
