@@ -56,7 +56,7 @@ def setup(app: Sphinx) -> dict:
     setup_publishing(app)  # downloads, search data, favicon, the published folder
     setup_gallery_safety(app)  # script text and links never run in a reader's browser
     setup_versions(app)  # the release list; version strips on claim sections, range slices in the matrix
-    setup_upgrade_pages(app)  # upgrade, upgrade-index, build-against-history
+    setup_upgrade_pages(app)  # upgrade-index, build-against-history
     setup_summary(app)  # the verdict count at the end; where the site is
     app.connect("builder-inited", _add_static)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": _code_version()}

@@ -1,31 +1,31 @@
-"""Upgrade pages: what each release changed, and what this build changed against the history.
+"""Upgrade sections: what each release changed, and what this build changed against the history.
 
 For every series of sweep/releases.toml, each pair of neighbouring releases
-that both have a committed run gets a page (written into
-``docs/upgrades/<series>-<old>-<new>.md`` when the build starts, removed when
-the pair goes away) with the ``upgrade`` directive. Sphinx reads pages only
-from its source folder, so the pages live in a folder git ignores; what goes
-into their names and Markdown is :func:`myst_token`, the one way in, which
-passes only validated names and versions and refuses anything else. A page
-holds the two runs it compares, the packages that differ, the verdicts that moved, the measurements that moved
-beyond their tolerance and whatever else upgrades.RECORD_COMPARERS finds.
-``upgrade-index`` lists the pages; ``build-against-history`` compares this
-build with the committed run of its release (or the nearest older one).
-The comparison itself is torchclaims.upgrades, the same as ``torchclaims diff``.
+that both have a committed run gets a section of the page that holds
+``upgrade-index`` (``docs/upgrades``), with its own anchor
+(``#upgrade-<series>-<old>-<new>``). No page is generated: Sphinx has no
+documented way to add a document that has no source file (sphinx-doc/sphinx
+issue 10641), and writing sources into the source tree would let data decide
+what is written there. A section on a fixed page is in the page's table of
+contents, the site's navigation and its search index like any other. What
+goes into an anchor is :func:`myst_token`, which passes only validated names
+and versions; titles and tables are docutils text, escaped by the writer. A
+section holds the two runs it compares, the packages that differ, the
+verdicts that moved, the measurements that moved beyond their tolerance and
+whatever else upgrades.RECORD_COMPARERS finds. ``build-against-history``
+compares this build with the committed run of its release (or the nearest
+older one). The comparison itself is torchclaims.upgrades, the same as
+``torchclaims diff``.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from docutils import nodes
-from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from ..fileio import confined, leaves
-from ..records import write_if_changed
 from ..releases import Series, version_key
 from ..scope import ran_on
 from ..store import THIS_BUILD
@@ -33,7 +33,7 @@ from ..upgrades import Comparison, compare
 from ..version_history import Run, baseline_for, consecutive
 from .evidence import verdict_badge
 from .links import claim_ref
-from .markup import bullets, doc_link, paragraph, table
+from .markup import bullets, paragraph, table
 from .state import get_state, warn
 from .tracking import ALL_CLAIMS, note_shown
 from .versions import get_versions
@@ -45,47 +45,17 @@ TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.[A-Za-z0-9_+-]+)*$")  # no '/
 
 
 def myst_token(text: str) -> str:
-    """``text`` as it may stand in a generated page's name and Markdown: a series
-    name, a package or a version (PEP 440, checked when its results file was
+    """``text`` as it may stand in an upgrade section's anchor: a series name,
+    a package or a version (PEP 440, checked when its results file was
     admitted); ValueError for anything else."""
     if not (TOKEN.match(text) and len(text) <= 100):
         raise ValueError(f"{text!r} is not a name or version a generated page may carry")
     return text
 
 
-def page_name(series: Series, old: str, new: str) -> str:
-    return "-".join(myst_token(part) for part in (series.name, old, new))
-
-
-def write_upgrade_pages(app: Sphinx) -> None:
-    """builder-inited, after the runs are grouped: one page per neighbouring pair of committed files."""
-    versions = get_versions(app)
-    folder = Path(app.srcdir, app.config.torchclaims_upgrades_dir)
-    if versions.releases is None and not folder.is_dir():
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    outside = leaves(folder, Path(app.srcdir))
-    if outside:
-        warn(f"no upgrade pages written: {app.config.torchclaims_upgrades_dir} {outside}", "releases")
-        return
-    wanted = set()
-    for series in versions.series():
-        for old, new in consecutive(versions.committed[series.name]):
-            try:
-                name = page_name(series, old, new)
-                title = f"{myst_token(series.package)} {old} → {new} on {myst_token(series.backend)}"
-            except ValueError as exc:
-                warn(f"no upgrade page for {series.name}: {exc}", "releases")
-                continue
-            wanted.add(f"{name}.md")
-            write_if_changed(confined(folder, f"{name}.md"), f"# {title}\n\n```{{upgrade}} {series.name} {old} {new}\n```\n")
-    for page in folder.glob("*.md"):
-        if page.name not in wanted:
-            page.unlink()
-            # Sphinx keeps the output of a removed page; a pair that went away must not stay published.
-            outfile = getattr(app.builder, "get_outfilename", None)
-            if outfile is not None:
-                Path(outfile(f"{app.config.torchclaims_upgrades_dir}/{page.stem}")).unlink(missing_ok=True)
+def section_id(series: Series, old: str, new: str) -> str:
+    """The anchor of the section comparing ``old`` with ``new``; ValueError for a name or version that is not a token."""
+    return nodes.make_id("-".join(["upgrade", *(myst_token(part) for part in (series.name, old, new))]))
 
 
 def comparison_nodes(comparison: Comparison) -> list[nodes.Node]:
@@ -125,62 +95,41 @@ def comparison_nodes(comparison: Comparison) -> list[nodes.Node]:
     return out
 
 
-class UpgradeDirective(SphinxDirective):
-    """``{upgrade} <series> <old> <new>``: what moving from one release to the next changed."""
-
-    required_arguments = 3
-
-    def run(self) -> list[nodes.Node]:
-        state, versions = get_state(self.env.app), get_versions(self.env.app)
-        ids = list(state.claims.claims)
-        note_shown(self.env, ids, state.digest(ids), key=ALL_CLAIMS)
-        name, old, new = self.arguments
-        committed = versions.committed.get(name, {})
-        if old not in committed or new not in committed:
-            warn(f"upgrade: no committed runs of {name} {old} and {new}", "directive", location=self.get_location())
-            return [paragraph(f"There is no committed run of both {old} and {new} in the {name} series.")]
-        return comparison_nodes(compare(committed[old], committed[new]))
-
-
 class UpgradeIndexDirective(SphinxDirective):
-    """``{upgrade-index}``: every upgrade page, newest first, with its counts, and the releases without a run;
-    it also puts the pages in the navigation, in that order."""
+    """``{upgrade-index}``: per series, a list of its upgrades, newest first, with
+    their counts and the releases without a run, then a section for each upgrade."""
 
     def run(self) -> list[nodes.Node]:
         state, versions = get_state(self.env.app), get_versions(self.env.app)
         ids = list(state.claims.claims)
         note_shown(self.env, ids, state.digest(ids), key=ALL_CLAIMS)
         out: list[nodes.Node] = []
-        folder = self.env.app.config.torchclaims_upgrades_dir
-        pages = []
         for series in (s for s in versions.series() if s.default or versions.committed[s.name]):
             committed = versions.committed[series.name]
-            out.append(nodes.rubric("", f"{series.package} on {series.backend}"))
-            items = []
+            part = nodes.section(ids=[nodes.make_id(f"upgrades-{series.name}")])
+            part += nodes.title("", f"{series.package} on {series.backend}")
+            items, sections = [], []
             for old, new in reversed(consecutive(committed)):
                 try:
-                    pages.append(f"{folder}/{page_name(series, old, new)}")
-                except ValueError:
-                    continue  # no page was written for it (write_upgrade_pages says why)
+                    anchor = section_id(series, old, new)
+                except ValueError as exc:
+                    warn(f"no upgrade section for {series.name}: {exc}", "releases", location=self.get_location())
+                    continue
                 comparison = compare(committed[old], committed[new])
                 counts = f": {len(comparison.verdicts)} verdicts moved, {sum(len(m) for m in comparison.moved.values())} measurements or rows moved"
-                items.append(paragraph(doc_link(f"{series.package} {old} → {new}", pages[-1]), counts))
-            out.append(bullets(items) if items else paragraph("Fewer than two releases of this series have a committed run."))
+                title = f"{series.package} {old} → {new}"
+                items.append(paragraph(nodes.reference("", title, refid=anchor, internal=True), counts))
+                section = nodes.section(ids=[anchor])
+                section += nodes.title("", f"{title} on {series.backend}")
+                section.extend(comparison_nodes(comparison))
+                sections.append(section)
+            part += bullets(items) if items else paragraph("Fewer than two releases of this series have a committed run.")
             missing = [v for v in series.versions if v not in committed]
             if missing:
-                out.append(paragraph(f"No committed run yet of {', '.join(missing)} (", nodes.literal("", "nox -s sweep"), " makes them)."))
-        return [*out, hidden_toctree(self.env.docname, pages)]
-
-
-def hidden_toctree(parent: str, docnames: list[str]) -> nodes.compound:
-    """The upgrade pages in the navigation, newest first (a glob would sort 2.10 before 2.9)."""
-    toctree = addnodes.toctree(
-        parent=parent, entries=[(None, name) for name in docnames], includefiles=list(docnames), maxdepth=1,
-        caption=None, glob=False, hidden=True, includehidden=False, numbered=0, titlesonly=False,
-    )
-    wrapper = nodes.compound(classes=["toctree-wrapper"])
-    wrapper += toctree
-    return wrapper
+                part += paragraph(f"No committed run yet of {', '.join(missing)} (", nodes.literal("", "nox -s sweep"), " makes them).")
+            part.extend(sections)
+            out.append(part)
+        return out
 
 
 class BuildAgainstHistoryDirective(SphinxDirective):
@@ -221,8 +170,5 @@ class BuildAgainstHistoryDirective(SphinxDirective):
 
 
 def setup_upgrade_pages(app: Sphinx) -> None:
-    app.add_config_value("torchclaims_upgrades_dir", "docs/upgrades", "env", str)
-    app.connect("builder-inited", write_upgrade_pages, priority=460)  # after the runs are grouped (450)
-    app.add_directive("upgrade", UpgradeDirective)
     app.add_directive("upgrade-index", UpgradeIndexDirective)
     app.add_directive("build-against-history", BuildAgainstHistoryDirective)
