@@ -206,12 +206,29 @@ def build(root: Path, **env: str) -> subprocess.CompletedProcess:
     )
 
 
-def page_text(path: Path) -> str:
-    """Visible text of an HTML page, whitespace folded."""
+def read_page(path: Path) -> str:
+    """An HTML page as a reader has it once its folded blocks are open: each part the page
+    loads on demand (sphinxext/page_data.py) in its placeholder's place, from the page's data file."""
     import html
+    import json
     import re
 
     raw = path.read_text(encoding="utf-8")
+
+    def part(match: re.Match) -> str:
+        src, key = html.unescape(match[1]), html.unescape(match[2])
+        data = (path.parent / src).read_text(encoding="utf-8")
+        return json.loads(data.partition('"] = ')[2].strip().removesuffix(";"))[key]
+
+    return re.sub(r'<div class="tc-later" data-tc-later="[^"]*" data-tc-src="([^"]*)" data-tc-key="([^"]*)"><p>[^<]*</p></div>', part, raw)
+
+
+def page_text(path: Path) -> str:
+    """Visible text of an HTML page (its folded parts loaded), whitespace folded."""
+    import html
+    import re
+
+    raw = read_page(path)
     raw = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", raw, flags=re.S)
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", raw)).split())
 

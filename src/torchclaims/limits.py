@@ -3,7 +3,8 @@
 Claim records, results files and script output come from people we do not
 know; each reader checks these bounds before parsing, so one oversized or
 deeply nested file is reported (file and field) instead of stopping a build or
-filling a page. docs/limits.md renders them (torchclaims.sphinxext.figures).
+filling a page; the site's own pages have a weight limit too. docs/limits.md
+renders them (torchclaims.sphinxext.figures).
 
 Runtime checks read ``LIMITS`` when they run (tests may replace it); the text
 types below fix their lengths when the models are defined.
@@ -31,6 +32,7 @@ class Limits:
     page_output_bytes: int = 256 * KIB  # what one script prints onto its gallery page
     log_tail_bytes: int = 8 * KIB  # the end of a script's output kept in its record
     log_tail_lines: int = 40
+    page_html_bytes: int = 500_000  # one published page, uncompressed (data a page loads on demand is beside it)
 
 
 LIMITS = Limits()

@@ -7,7 +7,9 @@ that is new or changed replaces its copy (each file atomically), a file the
 build no longer has is removed, so a page that is gone from the build is gone
 from the site, and anything else left there is removed too. Unchanged files
 (the same size and modification time: copies keep the time) are left as they
-are, so a rebuild that changed little publishes in milliseconds. Free of Sphinx.
+are, so a rebuild that changed little publishes in milliseconds. A page's HTML
+has a weight limit (limits.py; the tests check the published site against it).
+Free of Sphinx.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shutil
 from pathlib import Path
 
 from .errors import UsageError
+from . import limits
 
 LEFTOVERS = (".buildinfo", ".buildinfo.bak", ".doctrees", "_sources")
 
@@ -80,3 +83,10 @@ def publish(built: Path, destination: Path) -> None:
 def leftovers(folder: Path) -> list[str]:
     """Build leftovers in a published folder (what the tests and CI refuse)."""
     return sorted(p.relative_to(folder).as_posix() for name in LEFTOVERS for p in folder.rglob(name))
+
+
+def heavy_pages(folder: Path) -> list[tuple[str, int]]:
+    """(page, bytes) of each page in a published folder whose HTML weighs more than the limit, heaviest first."""
+    limit = limits.LIMITS.page_html_bytes
+    sizes = ((p.relative_to(folder).as_posix(), p.stat().st_size) for p in folder.rglob("*.html"))
+    return sorted(((path, size) for path, size in sizes if size > limit), key=lambda item: -item[1])

@@ -30,6 +30,7 @@ def setup(app: Sphinx) -> dict:
     from .markup import setup_markup
     from .matrix import setup_matrix
     from .measure import setup_measure
+    from .page_data import setup_page_data
     from .publishing import setup_publishing
     from .state import setup_state
     from .summary import setup_summary
@@ -41,6 +42,7 @@ def setup(app: Sphinx) -> dict:
     setup_tracking(app)  # re-read pages whose evidence changed
     setup_markup(app)  # folded blocks (<details>)
     setup_links(app)  # links to claims, evidence anchors and matrix rows, resolved after reading
+    setup_page_data(app)  # data a page loads on demand, written beside it
     setup_claim(app)  # claim, topic-claims, claim-verdict (evidence blocks: evidence.py)
     setup_matrix(app)  # claims-matrix: the home page
     setup_accelerators(app)  # accelerator: a page per backend; accelerator-choice: links to them with their tallies

@@ -4,7 +4,9 @@ The block (``claim-<id>--evidence``) opens on demand. It shows the first run in
 matrix order whole (its source, reason, checks and environment), then one table
 with a row per record of the claim, by backend and version: its verdict and
 reason, and only what differs from the first run (versions and settings, checks
-whose outcome or measurements moved), with its results file to download. Each
+whose outcome or measurements moved), with its results file to download. The
+table is written beside the page and loads when the block opens
+(page_data.py): with a row per release it is most of a topic page. Each
 backend's first row carries ``claim-<id>--<backend>`` and each version's row
 ``claim-<id>--<backend>--<version>`` (links.py), which is where a matrix cell
 leads; a link that lands there opens the block. Every line names the backend,
@@ -24,6 +26,7 @@ from ..scope import scope_note
 from ..store import EARLIER_BUILD, THIS_BUILD, Entry
 from .links import evidence_anchor
 from .markup import badge, bullets, folded, link, paragraph, table, value_text
+from .page_data import later
 from .state import BuildState, warn
 
 SYMBOLS = {Verdict.HOLDS: "✔", Verdict.REFUTED: "✘", Verdict.UNVERIFIED: "?", Verdict.ERROR: "⚠"}
@@ -223,7 +226,9 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
             differs += folded(["output"], [nodes.literal_block(entry.record.log_tail, entry.record.log_tail, classes=["tc-log"])])
         rows.append([where, verdict, differs, paragraph(link("JSON", root + download.json), " · ", link("CSV", root + download.csv))])
         ids.append([evidence_anchor(claim.id, entry.backend, entry.version)] if cell is not None and entry is not first_entry else [])
-    body.append(table(["Run", "Verdict and reason", f"What differs from the {label} run", "Download"], rows, ["tc-runs"], caption="Every record of this claim, by backend and version", row_ids=ids))
+    runs = table(["Run", "Verdict and reason", f"What differs from the {label} run", "Download"], rows, ["tc-runs"], caption="Every record of this claim, by backend and version", row_ids=ids)
+    note = f"Every record of this claim, by backend and version ({len(records)}), loads here when this block opens."
+    body.append(later(f"claim-{claim.id}--runs", [runs], note))  # most of a topic page's weight: loaded on demand
     backends = len({e.backend for e, _ in records})
     summary = [f"Evidence: {len(records)} record{'s' if len(records) > 1 else ''} on {backends} backend{'s' if backends > 1 else ''}: checks, environment, what differs per release, downloads"]
     return folded(summary, body, ids=[f"claim-{claim.id}--evidence"], classes=["tc-evidence"])

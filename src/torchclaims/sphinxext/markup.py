@@ -92,15 +92,20 @@ def folded(summary_children: list, body: list[nodes.Node], ids: list[str] | None
     return block
 
 
+class value(nodes.Inline, nodes.TextElement):  # noqa: N801
+    """A value from a record, set as code: ``<code>`` and its text, not docutils'
+    ``<span class="pre">`` around every word, which made a third of a topic page."""
+
+
 LONG = 120  # characters shown of a value before it folds
 
 
 def value_text(text: str, limit: int = LONG) -> nodes.Node:
     """A value from a record, never cut silently: a long one ends with an ellipsis and unfolds whole."""
     if len(text) <= limit:
-        return nodes.literal("", text)
-    whole = nodes.literal_block(text, text, classes=["tc-whole"])
-    return folded([nodes.literal("", text[:limit].rstrip() + "…"), nodes.inline("", " show all", classes=["tc-more"])], [whole], classes=["tc-long"])
+        return value("", text)
+    whole = nodes.literal_block(text, text, classes=["tc-whole"], language="none")  # a value, not Python: no highlighting markup
+    return folded([value("", text[:limit].rstrip() + "…"), nodes.inline("", " show all", classes=["tc-more"])], [whole], classes=["tc-long"])
 
 
 def _visit_details(self, node: details) -> None:
@@ -112,6 +117,11 @@ def _visit_summary(self, node: summary) -> None:
     self.body.append(self.starttag(node, "summary", ""))
 
 
+def _visit_value(self, node: value) -> None:
+    self.body.append(self.starttag(node, "code", "", CLASS="literal notranslate") + self.encode(node.astext()) + "</code>")
+    raise nodes.SkipNode
+
+
 def _pass(self, node) -> None:
     pass
 
@@ -120,6 +130,7 @@ def setup_markup(app) -> None:
     others = {builder: (_pass, _pass) for builder in ("text", "latex", "man", "texinfo")}
     app.add_node(details, html=(_visit_details, lambda self, node: self.body.append("</details>\n")), **others)
     app.add_node(summary, html=(_visit_summary, lambda self, node: self.body.append("</summary>\n")), **others)
+    app.add_node(value, html=(_visit_value, None), **others)
 
 
 def esc(text) -> str:

@@ -9,11 +9,13 @@ source (said once in the header when every cell of the version shares it),
 marks the backends the claim is about ("target"), says in the cell when a
 verdict is outside the claim's scope, and links to the evidence of that run,
 where the reason and the environment are. An attributed claim says once across
-its row that it has no verdict. Every other version of a backend is in the page
-too, hidden until the reader picks it; a backend whose releases were swept also
-offers each series' whole range there (versions.py). Filters (topic, the
-backend a claim is about, verdict, text) and the version choice live in the URL
-(static/torchclaims.js); a legend, a "built on … with …" stamp and the
+its row that it has no verdict. Every other version of a backend can be picked
+in its header; a backend whose releases were swept also offers each series'
+whole range there (versions.py). Their cells are not in the page, which
+would weigh several times as much with them: they are written once beside it
+(page_data.py) and loaded when the reader first picks another version.
+Filters (topic, the backend a claim is about, verdict, text) and the version
+choice live in the URL (static/torchclaims.js); a legend, a "built on … with …" stamp and the
 downloads of every results file sit beside the grid. The markup is written here
 rather than as a docutils table so that cells can carry scopes and data
 attributes; all text in it is escaped.
@@ -34,6 +36,7 @@ from .accelerators import accelerator_backends, page_docname
 from .evidence import SYMBOLS, UNCONFINED, origin_text
 from .links import evidence_anchor, href_marker, matrix_anchor, raw_html, register_label
 from .markup import esc
+from .page_data import data_name, data_src, later_data
 from .state import BuildState, get_state
 from .tracking import ALL_CLAIMS, note_shown
 from .versions import RangeView, range_views
@@ -70,13 +73,16 @@ def _run(cell: Cell, shown: bool, shared_mark: str) -> str:
     return f'<a class="tc-run {cell.entry.source.css_class}" href="{href}" {attributes}>{inner}</a>'
 
 
-def _cell(grid: Grid, claim: Claim, column: Column, ranges: list[RangeView], marks: dict[str, str]) -> str:
+def _cell(grid: Grid, claim: Claim, column: Column, ranges: list[RangeView], marks: dict[str, str]) -> tuple[str, str]:
+    """The cell with the version its header shows, and the runs of every other version (loaded when picked)."""
     target = claim.covers(column.backend)
     mark = '<span class="tc-target-mark">◎ target</span>' if target else ""
-    runs = "".join(_run(cell, i == 0, marks.get(cell.version, "")) for i, cell in enumerate(grid.cells(claim, column.backend)))
-    runs += "".join(view.run_html(claim.id) for view in ranges if claim.executable)  # hidden until picked (versions.py)
+    cells = grid.cells(claim, column.backend)
+    shown = _run(cells[0], True, marks.get(cells[0].version, "")) if cells else ""
+    later = "".join(_run(cell, False, marks.get(cell.version, "")) for cell in cells[1:])
+    later += "".join(view.run_html(claim.id) for view in ranges if claim.executable)  # (versions.py)
     classes = ' class="tc-target"' if target else ""
-    return f'<td data-backend="{esc(column.backend)}"{classes}>{mark}{runs}</td>'
+    return f'<td data-backend="{esc(column.backend)}"{classes}>{mark}{shown}</td>', later
 
 
 def _totals(grid: Grid, column: Column) -> str:
@@ -115,18 +121,24 @@ def _attributed(claim: Claim, span: int) -> str:
     return f'<td class="tc-attributed-row" colspan="{span}"><span class="tc-run" data-verdict="{ATTRIBUTED}"><span class="tc-badge tc-attributed">{esc(words)}</span></span></td>'
 
 
-def _row(grid: Grid, claim: Claim, columns: list[Column], ranges: dict[str, list[RangeView]], marks: dict[str, dict[str, str]]) -> str:
+def _row(grid: Grid, claim: Claim, columns: list[Column], ranges: dict[str, list[RangeView]], marks: dict[str, dict[str, str]]) -> tuple[str, dict[str, str]]:
+    """The row, and backend -> the runs of its other versions."""
     words = [claim.title, claim.id, " ".join(claim.claimed_by), " ".join(claim.about), about_text(claim), TOPICS[claim.topic], claim.proposition]
     about = f'<span class="tc-about">{esc("about " + and_words(claim.about))}</span>'
     head = f'<th scope="row"><a href="{href_marker(claim.id)}">{esc(claim.title)}</a>{about}</th>'
+    later: dict[str, str] = {}
     if claim.executable:
-        cells = "".join(_cell(grid, claim, column, ranges.get(column.backend, []), marks[column.backend]) for column in columns)
+        cells = ""
+        for column in columns:
+            cell, later[column.backend] = _cell(grid, claim, column, ranges.get(column.backend, []), marks[column.backend])
+            cells += cell
     else:
         cells = _attributed(claim, len(columns))
-    return (
+    row = (
         f'<tr class="tc-claim-row" id="{matrix_anchor(claim.id)}" data-topic="{esc(claim.topic)}" data-about="{esc(" ".join(claim.about))}" '
         f'data-text="{esc(" ".join(words).lower())}">{head}{cells}</tr>'
     )
+    return row, {backend: runs for backend, runs in later.items() if runs}
 
 
 def _no_record(grid: Grid, empty: list[Column], pages: dict[str, str]) -> str:
@@ -240,7 +252,7 @@ class ClaimsMatrixDirective(SphinxDirective):
         empty = [column for column in grid.columns if not column.versions]
         pages = {b: self.env.app.builder.get_relative_uri(self.env.docname, d) for b in accelerator_backends() if (d := page_docname(self.env.app, b))}
         marks = {column.backend: shared_marks(grid, column) for column in columns}
-        rows = []
+        rows, later = [], {}
         for topic, topic_claims in claims.by_topic().items():
             if topic_claims:
                 rows.append(
@@ -249,22 +261,26 @@ class ClaimsMatrixDirective(SphinxDirective):
                 )
             for claim in topic_claims:
                 register_label(self.env, matrix_anchor(claim.id), claim.title)
-                rows.append(_row(grid, claim, columns, ranges, marks))
+                row, later[matrix_anchor(claim.id)] = _row(grid, claim, columns, ranges, marks)
+                rows.append(row)
         total = len(claims.claims)
         caption = (
             f"{total} claims × {len(columns)} backends with records. Each cell: the newest verdict of the claim on the backend, "
             "for the version its header names; ∅ where no record exists."
         )
+        later = {row: runs for row, runs in later.items() if runs}
+        docname = self.env.docname
+        data = f' data-tc-later="{esc(data_name(docname))}" data-tc-src="{esc(data_src(docname))}"' if later else ""
         heads = "".join(_header(grid, column, ranges.get(column.backend, []), marks[column.backend], pages) for column in columns)
         markup = (
             f'<div class="tc-matrix-page">{_filters(grid, total)}{_backend_notes(grid, pages)}{_no_record(grid, empty, pages)}<div class="tc-matrix-layout">'
             '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends (scrolls inside)">'
-            f'<table class="tc-matrix"><caption>{esc(caption)}</caption><thead><tr><th scope="col" class="tc-corner">Claim</th>{heads}</tr></thead>'
+            f'<table class="tc-matrix"{data}><caption>{esc(caption)}</caption><thead><tr><th scope="col" class="tc-corner">Claim</th>{heads}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>'
             '<p class="tc-no-matches" hidden>No claim matches these filters. <button type="button" data-tc-reset>Show all claims</button></p></div>'
             f'{_legend(state, "../" * self.env.docname.count("/"))}</div></div>'
         )
-        return [raw_html(markup)]
+        return [raw_html(markup)] + ([later_data("matrix", later)] if later else [])
 
 
 def setup_matrix(app) -> None:

@@ -63,7 +63,29 @@ const tcMatrix = (root) => {
     });
   };
 
+  // The cells of every version but the one each header shows first are not in the
+  // page (sphinxext/matrix.py): they come from one data file, loaded when first picked.
+  let loaded = !table.dataset.tcLater, loading = null;
+  const loadLater = () => loading || (loading = tcLoadData(table.dataset.tcLater, table.dataset.tcSrc).then((parts) => {
+    const cells = parts.matrix || {};
+    for (const row of rows) {
+      const runs = cells[row.id] || {};
+      row.querySelectorAll("td[data-backend]").forEach((cell) => {
+        if (runs[cell.dataset.backend]) cell.insertAdjacentHTML("beforeend", runs[cell.dataset.backend]);
+      });
+    }
+    loaded = true;
+    table.classList.add("tc-all-versions");
+  }));
+
   const apply = () => {
+    if (!loaded && versionPickers.some((p) => p.selectedIndex > 0)) {
+      loadLater().then(apply, (error) => {
+        for (const picker of versionPickers) picker.selectedIndex = 0;  // what the page holds, rather than empty cells
+        apply();
+        count.textContent += `. The other versions could not be loaded: ${error.message}`;
+      });
+    }
     showVersions();
     const topic = field("topic").value, backend = field("backend").value, verdict = field("verdict").value;
     const words = field("q").value.toLowerCase().split(/\s+/).filter(Boolean);
@@ -108,11 +130,23 @@ const tcMatrix = (root) => {
   apply();
 };
 
+// Parts of a page written beside it (sphinxext/page_data.py), such as the record
+// of every run of a claim, load when the folded block holding them opens, or
+// when a link lands on an anchor inside them.
+const tcFill = (holder) => tcLoadData(holder.dataset.tcLater, holder.dataset.tcSrc).then(
+  (parts) => { if (holder.isConnected) holder.outerHTML = parts[holder.dataset.tcKey] || ""; },
+  (error) => { holder.firstElementChild.textContent = `This part could not be loaded: ${error.message}`; },
+);
+const tcFillAll = () => Promise.all(Array.from(document.querySelectorAll(".tc-later"), tcFill));
+
 // A link to evidence lands inside folded blocks: open them, then show the target.
 const tcOpenTarget = () => {
   const id = decodeURIComponent(location.hash.slice(1));
   const target = id && document.getElementById(id);
-  if (!target) return;
+  if (!target) {
+    if (id && document.querySelector(".tc-later")) tcFillAll().then(() => { if (document.getElementById(id)) tcOpenTarget(); });
+    return;
+  }
   for (let el = target; el; el = el.parentElement) {
     if (el.tagName === "DETAILS") el.open = true;
   }
@@ -121,17 +155,19 @@ const tcOpenTarget = () => {
 };
 
 // Data a page loads when it needs it (sphinxext/page_data.py): a script that
-// files its payload under its name in window.tcPageData. Loaded once a page.
+// files its payload under its name in window.tcPageData. Loaded once a page,
+// however many parts of the page ask for it at once.
+const tcLoading = {};
 const tcLoadData = (name, src) => {
   const data = (window.tcPageData = window.tcPageData || {});
   if (data[name]) return Promise.resolve(data[name]);
-  return new Promise((resolve, reject) => {
+  return tcLoading[name] || (tcLoading[name] = new Promise((resolve, reject) => {
     const script = document.createElement("script");
     script.src = src;
     script.onload = () => (data[name] ? resolve(data[name]) : reject(new Error(`${src} holds no data named ${name}`)));
-    script.onerror = () => reject(new Error(`cannot load ${src}`));
+    script.onerror = () => { delete tcLoading[name]; reject(new Error(`cannot load ${src}`)); };
     document.head.append(script);
-  });
+  }));
 };
 
 const tcEscape = (text) => text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -161,6 +197,12 @@ const tcSearchClaims = (results) => {
 };
 
 document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll(".tc-later").forEach((holder) => {
+    const block = holder.closest("details");
+    const fill = () => { if (!block || block.open) tcFill(holder); };
+    if (block) block.addEventListener("toggle", fill);
+    fill();
+  });
   document.querySelectorAll(".tc-matrix-page").forEach(tcMatrix);
   const results = document.getElementById("search-results");
   if (results) tcSearchClaims(results);
