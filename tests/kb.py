@@ -67,6 +67,7 @@ with v.check("needs an accelerator") as check:
 v.finish()
 """,
     "raise": """
+print("printed before the raise")
 raise ValueError("boom from the script")
 """,
     "exit": """

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import re
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from docutils import nodes
 from factories import claim_fields, claim_toml, default_source, make_environment, make_record, make_results, script_info
 from hostile import PAYLOAD, SCRIPT_TAG, active_markup, assert_clean_exit
 from kb import HEADER, build, page_text, write_claim, write_site
@@ -67,6 +69,12 @@ class Shown:
     def _repr_html_(self):
         return '{SCRIPT_TAG}'
 
+Shown()
+
+# %%
+# A block that asks for HTML reprs
+
+# sphinx_gallery_capture_repr_block = ("_repr_html_", "__repr__")
 Shown()
 
 # %%
@@ -236,6 +244,10 @@ def test_a_flooded_page_is_bounded(site):
     assert "output cut here" in page_text(page)
     doctree = root / "_build" / "html" / ".doctrees" / "docs" / "auto_gallery" / "kb_html.doctree"
     assert doctree.stat().st_size < limits.LIMITS.page_output_bytes * 3 + 200_000
+    tree = pickle.loads(doctree.read_bytes())
+    outputs = [block.astext() for block in tree.findall(nodes.literal_block) if "sphx-glr-script-out" in block["classes"]]
+    assert any(SCRIPT_TAG in text for text in outputs)  # the HTML repr a block asked for, as text
+    assert not list(tree.findall(nodes.raw))
 
 
 def test_what_leaves_the_repository_or_breaks_a_grammar_shows_nothing(site):

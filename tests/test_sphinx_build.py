@@ -83,6 +83,14 @@ def test_topic_page_shows_each_verdict_with_evidence_and_environment(site):
     assert "model: a tensor of three ones" in text
 
 
+def test_an_error_record_keeps_what_the_script_printed_on_its_page(site):
+    root, _, _ = site
+    record = read_record(root / "_build" / "records" / "cpu" / "kb-raise.json")
+    assert record.log_tail.startswith("printed before the raise\n")  # the script ran through sphinx-gallery, which captures it
+    assert "ValueError: boom from the script" in record.log_tail and "Output from" not in record.log_tail
+    assert "printed before the raise" in html(root, "docs/auto_gallery/kb_raise")
+
+
 def claim_text(text: str, claim_id: str) -> str:
     """The part of a topic page showing one claim."""
     part = text[text.index(f"Claim {claim_id} ¶"):]

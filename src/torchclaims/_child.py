@@ -19,6 +19,7 @@ there too, and the runner takes them from there (torchclaims.runner).
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing
 import os
 import runpy
@@ -38,6 +39,7 @@ from . import processes, sandbox
 # outlive the script's hard exit and leak its semaphores.
 SCRIPT_ENVIRONMENT = {"MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
 RECORD_FD_ENV = "TORCHCLAIMS_RECORD_FD"  # the pipe on which the verification API hands the record to the supervisor
+TEXT_REPRS = ("__repr__", "__str__")  # the capture_repr methods a page may show a value by
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,6 @@ class ChildJob:
     threads: int
     log_bytes: int  # the end of the output kept for the record
     log_lines: int
-    page_output_bytes: int  # what the script's page may show of its output
     record_bytes: int  # the largest record the supervisor accepts
     loopback: bool = False  # the claim needs the loopback interface (a process group on 127.0.0.1)
     unconfined: str | None = None  # why the sandbox is off for this run (None: it is on)
@@ -116,51 +117,18 @@ def _redirect_output(fd: int) -> None:
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
 
 
-def _bound_page_output(limit: int) -> None:
-    """Cap what sphinx-gallery captures for the page at ``limit`` bytes per script,
-    and never let an object's HTML repr onto the page (it would render as HTML).
+def _log_page_output() -> None:
+    """Send what the script prints to this process's output too, where the
+    supervisor keeps its end for the record: sphinx-gallery captures it for the
+    page and logs each line at Sphinx's verbose level, through its own logger."""
+    from sphinx.util.logging import VERBOSE, getLogger
 
-    sphinx-gallery offers no setting for either, so its capturing tee and its
-    repr helper are replaced in this process only.
-    """
-    from sphinx_gallery import gen_rst
-
-    remaining = [limit]
-    note = f"\n[… output cut here: a page shows at most {limit:,} bytes of a script's output]\n"
-
-    def keep(text: str) -> str:
-        size = len(text.encode("utf-8", "replace"))
-        if size <= remaining[0]:
-            remaining[0] -= size
-            return text
-        kept = text.encode("utf-8", "replace")[: remaining[0]].decode("utf-8", "ignore")
-        remaining[0] = 0
-        return kept
-
-    class BoundedTee(gen_rst._LoggingTee):
-        def set_std_and_reset_position(self):
-            self.cut = False
-            return super().set_std_and_reset_position()
-
-        def write(self, data: str) -> None:
-            self.origs[0].write(data)  # the supervisor keeps the end for the record
-            kept = keep(data)
-            self.output.write(kept)
-            if len(kept) < len(data) and not self.cut:
-                self.output.write(note)
-                self.cut = True
-
-        def flush(self) -> None:
-            self.output.flush()
-
-    original_repr = gen_rst._get_last_repr
-
-    def text_repr(capture_repr, value):
-        text, method = original_repr(tuple(m for m in capture_repr if m != "_repr_html_"), value)
-        return (keep(text) if isinstance(text, str) else text), method
-
-    gen_rst._LoggingTee = BoundedTee
-    gen_rst._get_last_repr = text_repr
+    handler = logging.StreamHandler(sys.stdout)
+    handler.addFilter(lambda entry: entry.msg != "Output from %s")  # the header before each block's output
+    gallery_logger = getLogger("sphinx-gallery").logger
+    gallery_logger.addHandler(handler)
+    gallery_logger.setLevel(VERBOSE)
+    gallery_logger.propagate = False
 
 
 def staged_target(job: ChildJob) -> tuple[str, str]:
@@ -179,14 +147,16 @@ def _run_gallery(job: ChildJob) -> None:
     from sphinx_gallery.utils import get_md5sum
 
     target = job.gallery
-    _bound_page_output(job.page_output_bytes)
+    _log_page_output()
     src_dir, target_dir = staged_target(job)
     os.makedirs(target_dir, exist_ok=True)
     # The parent decided this script must run: execute it even if sphinx-gallery's
-    # own checksum says the page is current.
+    # own checksum says the page is current. A value is shown by its text repr
+    # only (the build shows all output as text anyway: torchclaims.gallery_page).
     conf = dict(
         target.gallery_conf, src_dir=src_dir, filename_pattern=".*", plot_gallery=True, run_stale_examples=True, abort_on_example_error=False
     )
+    conf["capture_repr"] = tuple(method for method in conf["capture_repr"] if method in TEXT_REPRS)
     _, _, _, out_vars = generate_file_rst(target.fname, target_dir, target.src_dir, conf)
     # sphinx-gallery skips the checksum when a block raised; write it anyway so the
     # page (with its traceback) is kept: re-running is torchclaims' decision.

@@ -24,6 +24,8 @@ from sphinx_gallery.gen_rst import CODE_OUTPUT, TIMING_CONTENT, generate_file_rs
 from sphinx_gallery.scrapers import figure_rst
 from sphinx_gallery.utils import get_md5sum
 
+from . import limits
+
 _MARKER = re.compile(r"^\.\. GENERATED FROM PYTHON SOURCE LINES \d+-\d+$", re.MULTILINE)
 _FOOTER = re.compile(r"^\.\. _sphx_glr_download_", re.MULTILINE)
 _TIMING = re.compile(r"^\.\. rst-class:: sphx-glr-timing$", re.MULTILINE)
@@ -31,6 +33,7 @@ _SECONDS = re.compile(r"\*\*Total running time of the script:\*\* \((\d{1,6}) mi
 _PNG = b"\x89PNG\r\n\x1a\n"
 _WRAPPER = re.compile(r"\.\. rst-class:: sphx-glr-(script-out|horizontal)|\s*\*|\||\s+:(srcset|class): .*")  # sphinx-gallery's, around output
 WITHHELD = "The page the script's process wrote does not match the script, so its output is not shown."
+TOO_LARGE = "The page the script's process wrote passes {:,} bytes (its output), so its output is not shown."
 
 
 def write_page(fname: str, src_dir: str, target_dir: Path, gallery_conf: dict, staged_dir: Path, scratch: Path) -> None:
@@ -48,7 +51,12 @@ def write_page(fname: str, src_dir: str, target_dir: Path, gallery_conf: dict, s
     staged_rst = staged_dir / Path(fname).with_suffix(".rst").name
     figures = _figures(staged_dir, stem)
     own_rst = page.with_suffix(".rst")
-    own_rst.write_text(merged(own_rst.read_text(encoding="utf-8"), _read(staged_rst), stem, figures, own_dir / "images", scratch), encoding="utf-8")
+    own, staged = own_rst.read_text(encoding="utf-8"), _read(staged_rst, limits.LIMITS.staged_page_bytes)
+    if staged is None:  # not read: it would be parsed whole, here and then by Sphinx
+        page_text = _before_footer(own, f"\n.. note:: {TOO_LARGE.format(limits.LIMITS.staged_page_bytes)}\n\n")
+    else:
+        page_text = merged(own, staged, stem, figures, own_dir / "images", scratch)
+    own_rst.write_text(page_text, encoding="utf-8")
     Path(f"{page}.md5").write_text(get_md5sum(page, mode="t"))
     cost = _cost(staged_dir / f"{stem}.cost.json")
     if cost is not None:
@@ -159,8 +167,13 @@ def _cost(path: Path) -> tuple[float, float] | None:
     return values if all(math.isfinite(v) and v >= 0 for v in values) else None
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, limit: int) -> str | None:
+    """The staged file's text ("" when there is none); None when it passes ``limit`` bytes."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() and not path.is_symlink() else ""
+        if not path.is_file() or path.is_symlink():
+            return ""
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
     except OSError:
         return ""
+    return None if len(data) > limit else data.decode("utf-8", "replace")

@@ -214,7 +214,6 @@ class Runner:
             threads=self.threads,
             log_bytes=limits.LIMITS.log_tail_bytes,
             log_lines=limits.LIMITS.log_tail_lines,
-            page_output_bytes=limits.LIMITS.page_output_bytes,
             record_bytes=limits.LIMITS.record_file_bytes,
             loopback=job.loopback,
             unconfined=self.unconfined,

@@ -24,6 +24,7 @@ def setup(app: Sphinx) -> dict:
     from .coverage_tables import setup_coverage_tables
     from .figures import setup_figures
     from .gallery import setup_gallery
+    from .gallery_output import setup_gallery_output
     from .gallery_process import setup_gallery_process
     from .gallery_safety import setup_gallery_safety
     from .links import setup_links
@@ -56,6 +57,7 @@ def setup(app: Sphinx) -> dict:
     setup_gallery(app)  # gallery cards with verdicts, script pages that lead back to their claim
     setup_gallery_process(app)  # this process runs no script: sphinx-gallery's matplotlib import is skipped
     setup_publishing(app)  # downloads, search data, favicon, the published folder
+    setup_gallery_output(app)  # a script's output on its page, bounded
     setup_gallery_safety(app)  # script text and links never run in a reader's browser
     setup_versions(app)  # the release list; version strips on claim sections, range slices in the matrix
     setup_upgrade_pages(app)  # upgrade-index, build-against-history

@@ -47,7 +47,8 @@ def limit_rows() -> list[tuple[str, str]]:
          f"caveats and notes {limits.NOTE_CHARS:,}, quotes {limits.QUOTE_CHARS} (and under {MAX_QUOTE_WORDS} words), "
          f"claimants and publishers {limits.NAME_CHARS}, URLs {limits.URL_CHARS:,}"),
         ("gallery script", f"{size(L.script_bytes)} of UTF-8"),
-        ("a script's output on its gallery page", f"{size(L.page_output_bytes)}, then a mark says it was cut"),
+        ("a script's output on its gallery page", f"{size(L.page_output_bytes)}, then a mark says it was cut; "
+         f"none when the page its process wrote passes {size(L.staged_page_bytes)}"),
         ("a script's output kept in its record", f"the last {L.log_tail_lines} lines, at most {size(L.log_tail_bytes)}"),
         ("what a build remembers (the probe's answer, the memo)", f"{size(PROBE_BYTES)} and {size(MEMO_BYTES)}; "
          "anything malformed is probed or worked out again"),

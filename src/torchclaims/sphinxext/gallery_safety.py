@@ -59,12 +59,17 @@ def neutralise_page(source: str, script: Path) -> tuple[str, list[str]]:
     return source, reasons
 
 
-def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
-    state = get_state(app)
-    if not docname.startswith(f"{state.gallery_dir}/"):
-        return
+def example_script(app: Sphinx, docname: str) -> Path | None:
+    """The script whose generated example page ``docname`` is (None: not an example page)."""
+    if not docname.startswith(f"{get_state(app).gallery_dir}/"):
+        return None
     script = Path(app.confdir, "gallery", f"{Path(docname).name}.py")
-    if not script.is_file():
+    return script if script.is_file() else None
+
+
+def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
+    script = example_script(app, docname)
+    if script is None:
         return
     try:
         source[0], reasons = neutralise_page(source[0], script)
