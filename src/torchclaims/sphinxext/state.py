@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -36,6 +38,9 @@ from ..judging import read_own_record
 from ..records import now
 from ..store import Store, load_store
 from .._child import GalleryTarget
+
+if TYPE_CHECKING:
+    from .versions import VersionsState
 
 logger = logging.getLogger(__name__)
 WARNING_TYPE = "torchclaims"
@@ -58,6 +63,7 @@ class BuildState:
     results_dir: Path | None = None  # the committed results files (and their figures)
     results_uri: str = ""  # the same folder as an image path for Sphinx ("/results")
     built_at: datetime = field(default_factory=now)
+    versions: VersionsState | None = None  # the release list and its runs (torchclaims.sphinxext.versions)
     _stale_reasons: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def digest(self, claim_ids: list[str]) -> str:
@@ -86,11 +92,15 @@ class BuildState:
         return f"{self.gallery_dir}/{Path(claim.script).stem}"
 
 
-_STATE_ATTRIBUTE = "_torchclaims_state"
+# Each application's state, beside it rather than on it or in its environment:
+# the state is made anew by every build, and the environment is pickled after
+# the build and after each chunk of a parallel read (the store would ride along).
+# Forked readers see it as their parent left it; it goes with its application.
+_STATES: WeakKeyDictionary[Sphinx, BuildState] = WeakKeyDictionary()
 
 
 def get_state(app: Sphinx) -> BuildState:
-    return getattr(app, _STATE_ATTRIBUTE)
+    return _STATES[app]
 
 
 def _gallery_target(app: Sphinx, root: Path, gallery_dir: str):
@@ -251,7 +261,7 @@ def prepare(app: Sphinx) -> None:
         warn(f"results file rejected: {problem}", "results", location=str(problem.path))
     results_uri = "/" + results_dir.relative_to(Path(app.srcdir)).as_posix() if results_dir else ""
     state = BuildState(claims, store, gallery_dir, checked["max_age_days"], outcome, script_sha, results_dir, results_uri)
-    setattr(app, _STATE_ATTRIBUTE, state)
+    _STATES[app] = state
 
 
 def setup_state(app: Sphinx) -> None:

@@ -53,11 +53,8 @@ class VersionsState:
         return [s for s in self.series() if self.committed[s.name] or (s.default and self.shown[s.name])]
 
 
-_ATTRIBUTE = "_torchclaims_versions"
-
-
 def get_versions(app: Sphinx) -> VersionsState:
-    return getattr(app, _ATTRIBUTE)
+    return get_state(app).versions
 
 
 def prepare_versions(app: Sphinx) -> None:
@@ -79,7 +76,7 @@ def prepare_versions(app: Sphinx) -> None:
         path = root / name
         digest.update(path.read_bytes() if path.is_file() else b"")
     state.digest = digest.hexdigest()
-    setattr(app, _ATTRIBUTE, state)
+    get_state(app).versions = state
 
 
 def outdated_by_releases(app: Sphinx, env, added, changed, removed) -> list[str]:
