@@ -48,8 +48,10 @@ def options(session: nox.Session, add_help: bool = True) -> argparse.Namespace:
     parser.add_argument("--force", action="store_true", help="re-run every claim")
     parser.add_argument(
         "--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", "auto"),
-        help="where torch comes from: auto (a local wheel, else the CPU builds' index if it answers, else the package index), "
-        "cpu (the CPU builds' index), pypi (the package index's build: CUDA on Linux) or an index URL (default %(default)s)",
+        help="where torch comes from: auto (a local wheel, "
+        "else the CPU builds' index if it answers, else the package index), "
+        "cpu (the CPU builds' index), pypi (the package index's build: CUDA on Linux) "
+        "or an index URL (default %(default)s)",
     )
     known, rest = parser.parse_known_args(session.posargs)
     known.rest = rest
@@ -86,7 +88,8 @@ def torch_source(session: nox.Session, requirement: str, index: str) -> list[str
         return ["--extra-index-url", CPU_INDEX]
     session.warn(
         f"{requirement}: no local wheel, and the CPU builds' index {CPU_INDEX} does not answer ({why}): "
-        "downloading the package index's build, on Linux a CUDA build of several GB (--torch-index cpu insists on the CPU index)"
+        "downloading the package index's build, on Linux a CUDA build of several GB "
+        "(--torch-index cpu insists on the CPU index)"
     )
     return []
 
@@ -216,7 +219,10 @@ def tpu(session: nox.Session) -> None:
     session.install(*TPU_REQUIREMENTS, *CONSTRAINTS)
     session.install("-e", ".[claims,test]", *TPU_REQUIREMENTS, *CONSTRAINTS)
     session.run("pytest", "-q", "tests/test_torchtpu_package.py", "tests/test_vendor_standins.py", env={"TORCHCLAIMS_REQUIRE_VENDOR": "torch_tpu"})
-    probe = "import torch; a = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None; print(getattr(a, 'type', None))"
+    probe = (
+        "import torch; a = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None; "
+        "print(getattr(a, 'type', None))"
+    )
     if session.run("python", "-c", probe, silent=True).strip().splitlines()[-1] == "tpu":
         session.run("torchclaims", "verify", "--backend", "tpu", *session.posargs, env={"TORCHCLAIMS_BACKEND": "tpu"}, success_codes=[0, 1])
         return

@@ -219,7 +219,8 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> dict:
     print(f"{'build':<48} {'wall s':>7} {'ran':>4} {'RSS MB':>7} {'PSS MB':>7}  torch imported by / left behind")
     for label, run, reran in bench.rows:
         importers = f"{len(run.torch_imported_by)} process(es)" if run.torch_imported_by else "no process"
-        print(f"{label:<48} {run.seconds:7.1f} {reran if reran is not None else '-':>4} {run.peak_rss_mb:7.0f} {run.peak_pss_mb:7.0f}  "
+        print(f"{label:<48} {run.seconds:7.1f} {reran if reran is not None else '-':>4} "
+              f"{run.peak_rss_mb:7.0f} {run.peak_pss_mb:7.0f}  "
               f"{importers} / {len(run.left_behind)} left")
         out["builds"].append({"build": label, "seconds": round(run.seconds, 1), "claims_run": reran, "peak_rss_mb": round(run.peak_rss_mb),
                               "peak_pss_mb": round(run.peak_pss_mb), "torch_imported_by": len(run.torch_imported_by), "left_behind": len(run.left_behind)})
@@ -253,7 +254,8 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> dict:
         differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
         line("claims whose verdict differs from the plain run", len(differ), "0", not differ, unit=" ")
         for claim_id in differ:
-            print(f"    {claim_id}: torchclaims {ours.get(claim_id, 'no record')}, plain {theirs.get(claim_id, 'no record')}")
+            print(f"    {claim_id}: torchclaims {ours.get(claim_id, 'no record')}, "
+                  f"plain {theirs.get(claim_id, 'no record')}")
     if 20 in kbs and 200 in kbs:
         small, large = kbs[20], kbs[200]
         same = median(large["same"]) / median(small["same"])

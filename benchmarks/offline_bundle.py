@@ -43,7 +43,8 @@ def main(claims: list[str]) -> None:
         script = str(packed.path / "run.sh")
         install_s = timed([script, "--help"], env)
         verify_s = timed([script, "--backend", "cpu", "--output", str(Path(tmp) / "out"), *claims], env)
-    print(f"bundle: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, packed in {pack_s:.0f} s (CPython {sys.version_info.major}.{sys.version_info.minor})")
+    print(f"bundle: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, packed in {pack_s:.0f} s "
+          f"(CPython {sys.version_info.major}.{sys.version_info.minor})")
     print(f"run.sh, first call (venv + install, no index): {install_s:.0f} s")
     print(f"run.sh --backend cpu {' '.join(claims)}: {verify_s:.0f} s")
     print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")

@@ -22,11 +22,14 @@ from pathlib import Path
 
 MEASURE = """
 const words = document.body.innerText.split(/\\s+/).filter(Boolean).length;
-const titles = Array.from(document.querySelectorAll('[title]')).reduce((n, el) => n + el.getAttribute('title').length, 0);
+const titles = Array.from(document.querySelectorAll('[title]'))
+  .reduce((n, el) => n + el.getAttribute('title').length, 0);
 return {nodes: document.getElementsByTagName('*').length, words, titles,
         hand: (document.body.innerText.match(/submitted by hand/g) || []).length,
         height: document.documentElement.scrollHeight,
-        sideways: Math.max(0, ...Array.from(document.querySelectorAll('.tc-matrix-scroll')).map(b => b.scrollWidth - b.clientWidth),
+        sideways: Math.max(0,
+                           ...Array.from(document.querySelectorAll('.tc-matrix-scroll'))
+                             .map(b => b.scrollWidth - b.clientWidth),
                            document.documentElement.scrollWidth - document.documentElement.clientWidth)};
 """
 
@@ -69,7 +72,8 @@ def main() -> None:
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{httpd.server_port}/"
     driver = browser()
-    print(f"{'page':36} {'HTML KB':>8} {'nodes':>7} {'words':>7} {'title KB':>8} {'by hand':>7} {'in HTML':>7} {'phone px':>9} {'1400 px sideways':>16}")
+    print(f"{'page':36} {'HTML KB':>8} {'nodes':>7} {'words':>7} {'title KB':>8} "
+          f"{'by hand':>7} {'in HTML':>7} {'phone px':>9} {'1400 px sideways':>16}")
     try:
         for page in pages(site, args.pages):
             size = (site / page).stat().st_size / 1024
@@ -80,7 +84,8 @@ def main() -> None:
             driver.get(url + page)
             desktop = driver.execute_script(MEASURE)
             in_html = (site / page).read_text(encoding="utf-8").count("submitted by hand")
-            print(f"{page:36} {size:8.0f} {desktop['nodes']:7d} {desktop['words']:7d} {desktop['titles'] / 1024:8.1f} {desktop['hand']:7d} {in_html:7d} {phone['height']:9d} {desktop['sideways']:14d}px")
+            print(f"{page:36} {size:8.0f} {desktop['nodes']:7d} {desktop['words']:7d} {desktop['titles'] / 1024:8.1f} "
+                  f"{desktop['hand']:7d} {in_html:7d} {phone['height']:9d} {desktop['sideways']:14d}px")
     finally:
         driver.quit()
         httpd.shutdown()

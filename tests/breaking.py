@@ -265,7 +265,8 @@ def gallery_module(monkeypatch, name: str):
 
 
 class OnTheDevice(torch.Tensor):
-    """A tensor moved to SECOND_CPU: the operators in ``wrong`` give what a defective device gives, the rest the CPU's."""
+    """A tensor moved to SECOND_CPU: the operators in ``wrong`` give what a defective device gives,
+    the rest the CPU's."""
 
     wrong: dict = {}
 

@@ -19,7 +19,10 @@ from pathlib import Path
 SYNCED: list[str] = []
 
 # TorchTPU 0.2.0's message when code other than torch or torch_tpu calls these (seen on a CPU host).
-TPU_INTERNAL = "{} is internal to TorchTPU and can only be called by the PyTorch framework (torch and torch_tpu). Use torch.accelerator.{} instead."
+TPU_INTERNAL = (
+    "{} is internal to TorchTPU and can only be called by the PyTorch framework (torch and torch_tpu). "
+    "Use torch.accelerator.{} instead."
+)
 
 # distribution name -> version, as the vendors' wheels install them
 DISTRIBUTIONS = {

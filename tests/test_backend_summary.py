@@ -90,7 +90,8 @@ def test_the_tally_says_what_ran_on_the_hardware_when_with_which_versions_and_fr
     text = " ".join(tally(summarize(grid, "neuron"), "AWS Trainium (TorchNeuron)").astext().split())
     assert "9 claims are about AWS Trainium (TorchNeuron)." in text
     assert "2 are only their claimants' word (claimed by AWS in 2, Google in 1): attributed, no public method to check." in text
-    assert ("2 of the 7 executable ones ran on neuron (Trainium2), with torch-neuronx 2.14.0, 2026-03-01: ✔ 1 held, ✘ 1 refuted. "
+    assert ("2 of the 7 executable ones ran on neuron (Trainium2), with torch-neuronx 2.14.0, 2026-03-01: "
+                "✔ 1 held, ✘ 1 refuted. "
             "From: submitted by hand, not reproduced 2.") in text
     assert "1 was checked only on a stand-in: on xla (XLA on CPU (Test CPU), torch_xla 2.9.0), 1 claim: ✔ 1 held." in text
     assert "4 are not yet checked anywhere." in text

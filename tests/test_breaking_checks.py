@@ -139,7 +139,8 @@ def test_autocast_is_refuted_where_autocast_does_nothing(monkeypatch, tmp_path):
     assert refuted(record, "returns the device type's autocast dtype"), outcomes(record)
 
 
-# Code written for CUDA on a host without CUDA: each stand-in is a torch whose CUDA call does what the claim says it does not.
+# Code written for CUDA on a host without CUDA: each stand-in is a torch whose CUDA call does
+# what the claim says it does not.
 
 def test_cuda_calls_raise_is_refuted_where_tensor_cuda_returns_the_tensor(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *args, **kwargs: self)  # silently stays on the CPU
@@ -355,7 +356,9 @@ def test_context_parallel_is_refuted_where_each_rank_computes_the_whole_sequence
 def test_pipeline_parallel_is_refuted_where_micro_batch_gradients_are_summed(monkeypatch, tmp_path):
     from torch.distributed.pipelining import ScheduleGPipe
 
-    summing = lambda stage, n_microbatches, **options: ScheduleGPipe(stage, n_microbatches, scale_grads=False, **options)  # noqa: E731
+    def summing(stage, n_microbatches, **options):
+        return ScheduleGPipe(stage, n_microbatches, scale_grads=False, **options)
+
     monkeypatch.setattr(gallery_module(monkeypatch, "_parallel"), "ScheduleGPipe", summing)
     record = run_gallery("pipeline_parallel_matches_single_process", monkeypatch, tmp_path)
     assert refuted(record, "each stage's parameters match", "rank 0 0.weight: max abs error"), outcomes(record)

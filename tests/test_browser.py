@@ -35,7 +35,8 @@ def _browser_paths() -> tuple[str, str]:
     missing = [path for path in (chromium, driver) if not Path(path).is_file()]
     if missing:
         reason = (
-            f"{' and '.join(missing)} not found: install Debian's browser with `apt-get install chromium chromium-driver` "
+            f"{' and '.join(missing)} not found: install Debian's browser "
+            "with `apt-get install chromium chromium-driver` "
             "(.ci/run does), or set TORCHCLAIMS_CHROMIUM and TORCHCLAIMS_CHROMEDRIVER"
         )
         if os.environ.get("CI"):
@@ -176,9 +177,15 @@ def test_filter_refuted_claims_about_cpu_share_the_url_land_on_the_evidence_and_
     query = urllib.parse.parse_qs(urllib.parse.urlparse(driver.current_url).query)
     assert query == {"backend": ["cpu"], "verdict": ["refuted"]}
     assert visible_rows(driver) == ["matrix-kb-holds", "matrix-kb-refuted"]
-    topics = driver.execute_script("return Array.from(document.querySelectorAll('tr.tc-topic-row')).filter(r => !r.hidden).map(r => r.dataset.topic)")
+    topics = driver.execute_script(
+        "return Array.from(document.querySelectorAll('tr.tc-topic-row'))"
+        ".filter(r => !r.hidden).map(r => r.dataset.topic)"
+    )
     assert topics == ["device-switch"]  # a topic with nothing left shows no header
-    columns = driver.execute_script("return Array.from(document.querySelectorAll('thead th[data-backend]')).filter(th => th.offsetParent).map(th => th.dataset.backend)")
+    columns = driver.execute_script(
+        "return Array.from(document.querySelectorAll('thead th[data-backend]'))"
+        ".filter(th => th.offsetParent).map(th => th.dataset.backend)"
+    )
     assert columns == ["cpu", "xla"]  # only backends with records have a column, and a filter hides none of them
     screenshot(driver, "matrix-refuted-about-cpu-desktop")
 
@@ -288,7 +295,8 @@ for (const el of document.body.querySelectorAll('*')) {
   const style = getComputedStyle(el);
   if (style.position === 'fixed' || el.closest('.sidebar-drawer, .toc-drawer')) continue;  // off-canvas menus
   const rect = el.getBoundingClientRect();
-  if (rect.width && rect.right > width + 1) offenders.push(`${el.tagName.toLowerCase()}.${el.className} ${Math.round(rect.right)}px`);
+  if (rect.width && rect.right > width + 1)
+    offenders.push(`${el.tagName.toLowerCase()}.${el.className} ${Math.round(rect.right)}px`);
 }
 return {width, scroll: document.documentElement.scrollWidth, offenders: offenders.slice(0, 10)};
 """
@@ -336,7 +344,8 @@ def test_on_a_phone_the_matrix_keeps_its_claim_column_and_header_in_view(phone, 
         const b = box.getBoundingClientRect();
         const claim = document.querySelector('#matrix-kb-long th[scope=row]').getBoundingClientRect();
         const head = document.querySelector('thead th[data-backend=cpu]').getBoundingClientRect();
-        return {scrolled: box.scrollLeft, down: box.scrollTop, left: claim.left - b.left, top: head.top - b.top, bottom: b.bottom - head.bottom};"""
+        return {scrolled: box.scrollLeft, down: box.scrollTop, left: claim.left - b.left, top: head.top - b.top,
+                bottom: b.bottom - head.bottom};"""
     )
     assert moved["scrolled"] > 0  # the matrix is wider than a phone and scrolls inside its box
     assert abs(moved["left"]) <= 2, moved  # the claim column stays at the box's left edge
@@ -345,7 +354,8 @@ def test_on_a_phone_the_matrix_keeps_its_claim_column_and_header_in_view(phone, 
 
 
 CONTRAST = """
-const lum = (rgb) => { const c = rgb.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+const lum = (rgb) => {
+  const c = rgb.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
   return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]; };
 const parse = (s) => s.match(/[\\d.]+/g).map(Number);
 const background = (el) => { for (; el; el = el.parentElement) { const c = parse(getComputedStyle(el).backgroundColor);
@@ -354,10 +364,13 @@ document.querySelectorAll('details').forEach(d => d.open = true);
 const low = [];
 for (const el of document.querySelectorAll(arguments[0])) {
   const own = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
-  if (!own || !el.getClientRects().length || el.closest(".tc-sr, .headerlink")) continue;  // the theme's ¶ shows on hover only
+  // the theme's ¶ shows on hover only
+  if (!own || !el.getClientRects().length || el.closest(".tc-sr, .headerlink")) continue;
   const fg = lum(parse(getComputedStyle(el).color).slice(0, 3)), bg = lum(background(el));
   const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
-  if (ratio < 4.5) low.push(`${el.tagName.toLowerCase()}.${el.className}: ${ratio.toFixed(2)} "${el.textContent.trim().slice(0, 30)}"`);
+  if (ratio < 4.5)
+    low.push(`${el.tagName.toLowerCase()}.${el.className}: ${ratio.toFixed(2)} `
+             + `"${el.textContent.trim().slice(0, 30)}"`);
 }
 return low;
 """
@@ -480,8 +493,10 @@ HOME_LAYOUT = """
 const box = document.querySelector('.tc-matrix-scroll').getBoundingClientRect();
 const scroll = document.querySelector('.tc-matrix-scroll');
 const choice = document.querySelector('ul.tc-choice').getBoundingClientRect();
-const cells = Array.from(document.querySelectorAll('.tc-matrix a.tc-run:not([hidden])')).map(a => a.getBoundingClientRect());
-return {choiceTop: choice.top, choiceBottom: choice.bottom, boxTop: box.top, innerHeight, sideways: scroll.scrollWidth - scroll.clientWidth,
+const cells = Array.from(document.querySelectorAll('.tc-matrix a.tc-run:not([hidden])'))
+  .map(a => a.getBoundingClientRect());
+return {choiceTop: choice.top, choiceBottom: choice.bottom, boxTop: box.top, innerHeight,
+        sideways: scroll.scrollWidth - scroll.clientWidth,
         page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
         cut: cells.filter(r => r.right > box.right + 1 || r.left < box.left - 1).length, cells: cells.length,
         titles: document.querySelectorAll('.tc-matrix-page [title]').length};
@@ -507,7 +522,10 @@ def test_at_1400_px_the_home_page_shows_the_accelerator_choice_first_and_every_d
         assert layout["choiceBottom"] <= layout["boxTop"], layout  # above the table
         assert layout["sideways"] <= 0 and layout["page"] <= 0 and layout["cut"] == 0 and layout["cells"] > 0, layout
         assert layout["titles"] == 0, layout  # no tooltip text: reasons and environments are in the evidence
-    heads = desktop.execute_script("return Array.from(document.querySelectorAll('thead th[data-backend]')).map(th => [th.dataset.backend, th.querySelector('a') && th.querySelector('a').getAttribute('href')])")
+    heads = desktop.execute_script(
+        "return Array.from(document.querySelectorAll('thead th[data-backend]'))"
+        ".map(th => [th.dataset.backend, th.querySelector('a') && th.querySelector('a').getAttribute('href')])"
+    )
     assert heads == [["cpu", None], ["xla", "docs/accelerators/xla.html"]]  # only backends with records; each leads to its page
     said = desktop.find_element("css selector", ".tc-no-record")
     assert said.is_displayed() and "neuron (AWS Trainium (TorchNeuron))" in said.text and "1 about neuron" in said.text
@@ -614,7 +632,8 @@ def sweep_state(driver) -> dict:
         const value = (name) => form.elements.namedItem(name).value;
         return {run: value('run'), vs: value('vs'), q: value('q'), show: value('show'),
                 query: Object.fromEntries(new URLSearchParams(location.search)),
-                rows: Array.from(document.querySelectorAll('table.tc-sweep-table tbody tr[data-name]')).map(r => r.dataset.name),
+                rows: Array.from(document.querySelectorAll('table.tc-sweep-table tbody tr[data-name]'))
+                  .map(r => r.dataset.name),
                 status: document.querySelector('.tc-sweep-status').textContent};"""
     )
 
@@ -693,8 +712,9 @@ def test_a_row_link_opens_that_row_in_view(width, server):
     wait_for(lambda: driver.find_elements("css selector", ".tc-sweep-details"), "the linked row's details")
     state = driver.execute_script(
         """const row = document.getElementById('row-norm'); const r = row.getBoundingClientRect();
-        return {focused: document.activeElement.closest('tr') === row, top: r.top, bottom: r.bottom, height: innerHeight,
-                open: row.nextElementSibling.className, search: document.querySelector('.tc-sweep-controls [name=q]').value};"""
+        return {focused: document.activeElement.closest('tr') === row, top: r.top, bottom: r.bottom,
+                height: innerHeight, open: row.nextElementSibling.className,
+                search: document.querySelector('.tc-sweep-controls [name=q]').value};"""
     )
     assert state["focused"] and state["open"] == "tc-sweep-details", state
     assert 0 <= state["top"] and state["bottom"] <= state["height"], state
@@ -717,7 +737,8 @@ def test_the_run_picker_and_search_come_before_the_summaries(width, server):
     wait_for(lambda: len(sweep_rows(width)) == 3, "the table")
     tops = width.execute_script(
         """const top = (el) => el.getBoundingClientRect().top + scrollY;
-        return {run: top(document.querySelector('.tc-sweep-controls [name=run]')), search: top(document.querySelector('.tc-sweep-controls [name=q]')),
+        return {run: top(document.querySelector('.tc-sweep-controls [name=run]')),
+                search: top(document.querySelector('.tc-sweep-controls [name=q]')),
                 summary: top(document.querySelector('.tc-sweep-run'))};"""
     )
     assert tops["run"] < tops["summary"] and tops["search"] < tops["summary"], tops
@@ -752,7 +773,8 @@ def test_on_a_phone_the_coverage_controls_fit_whatever_the_width_of_their_text(p
         document.querySelector('.tc-sweep-controls input').placeholder += 'W'.repeat(120);
         const width = document.documentElement.clientWidth;
         const wide = Array.from(document.querySelectorAll('.tc-sweep-controls select, .tc-sweep-controls input'))
-          .filter(c => c.getBoundingClientRect().right > width + 1).map(c => `${c.name} ${Math.round(c.getBoundingClientRect().right)}px`);
+          .filter(c => c.getBoundingClientRect().right > width + 1)
+          .map(c => `${c.name} ${Math.round(c.getBoundingClientRect().right)}px`);
         return {width, wide, scroll: document.documentElement.scrollWidth};"""
     )
     assert found["wide"] == [] and found["scroll"] <= found["width"], found

@@ -144,7 +144,7 @@ def test_show_fits_120_columns_and_sorts_versions_as_versions(tmp_path, capsys):
     headers = [line.split() for line in lines if line.startswith(" ")]
     assert [v for header in headers for v in header] == versions, "versions as versions"
     assert len(headers) == 2, "the columns that do not fit go on in a second block"
-    assert all(line.split()[1:] == ["holds*"] * len(header) for line, header in zip([l for l in lines if l.startswith(long_id)], headers))
+    assert all(line.split()[1:] == ["holds*"] * len(header) for line, header in zip([row for row in lines if row.startswith(long_id)], headers, strict=True))
 
 
 def test_show_with_claim_ids_prints_every_record_in_full(tmp_path, capsys):

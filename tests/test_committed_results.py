@@ -25,7 +25,8 @@ def test_committed_results_were_made_by_the_current_scripts():
     listing = "\n".join(f"  results/{name}: {', '.join(ids)}" for name, ids in sorted(outdated.items()))
     assert not outdated, (
         "committed results made by an older version of a script that still exists "
-        f"(`nox -s sweep` re-runs those claims in each release's environment; `-- --dry-run` says what that costs):\n{listing}"
+        "(`nox -s sweep` re-runs those claims in each release's environment; "
+        f"`-- --dry-run` says what that costs):\n{listing}"
     )
 
 

@@ -1,4 +1,5 @@
-"""README and CONTRIBUTING stay short and quote only generated figures; the docs pages' figures and limits come from their source."""
+"""README and CONTRIBUTING stay short and quote only generated figures; the docs pages' figures
+and limits come from their source."""
 
 from __future__ import annotations
 
@@ -71,7 +72,10 @@ def test_the_pages_render_the_figures_and_limits_from_their_files(tmp_path):
     (tmp_path / "benchmarks").mkdir()
     for name in (BUILD_SPEED, MEASURED):
         (tmp_path / name).write_text((ROOT / name).read_text(encoding="utf-8"))
-    page = "# Figures\n\n```{build-speed}\n```\n\n```{measured} commands\n```\n\n```{limits-table}\n```\n\n```{measured} no-such-group\n```\n"
+    page = (
+        "# Figures\n\n```{build-speed}\n```\n\n```{measured} commands\n```\n\n"
+        "```{limits-table}\n```\n\n```{measured} no-such-group\n```\n"
+    )
     (tmp_path / "docs" / "figures.md").write_text(page)
     (tmp_path / "index.md").write_text((tmp_path / "index.md").read_text().replace("docs/topic\n", "docs/topic\ndocs/figures\n"))
     result = build(tmp_path, TORCHCLAIMS_EXECUTE="0", TORCHCLAIMS_PUBLISH_DIR="_build/site-100%")

@@ -92,7 +92,10 @@ def forge_helper(root: Path) -> None:
 @pytest.mark.parametrize("where", ["inline", "helper"])
 def test_a_script_that_patches_the_verification_api_gets_an_error_naming_the_check(tmp_path, where):
     if where == "inline":
-        body = "from torchclaims.verify import Check\nCheck.expect = lambda self, condition, failure: setattr(self, '_judgements', 1) or True\n" + ONES_VS_ZEROS
+        body = (
+            "from torchclaims.verify import Check\n"
+            "Check.expect = lambda self, condition, failure: setattr(self, '_judgements', 1) or True\n" + ONES_VS_ZEROS
+        )
     else:
         forge_helper(tmp_path)
         body = "import _speedups  # noqa: F401\n" + ONES_VS_ZEROS
@@ -136,7 +139,8 @@ from torchclaims.records import ResultRecord, ScriptInfo, Verdict, record_json
 with v.check("one equals zero") as check:
     check.equal(1, 0, "one")
 forged = ResultRecord(claim_id="kb-says-holds", verdict=Verdict.HOLDS, checks=v._checks, started_at=v._started_at,
-                      duration_s=0.1, script=ScriptInfo(path="gallery/kb_says_holds.py", sha256=""), environment=collect(v.backend))
+                      duration_s=0.1, script=ScriptInfo(path="gallery/kb_says_holds.py", sha256=""),
+                      environment=collect(v.backend))
 with os.fdopen(int(os.environ[RECORD_FD_ENV]), "w") as handle:
     handle.write(record_json(forged))
 """
@@ -222,12 +226,16 @@ def attempt(what, make):  # "reached", or the error that refused it
     except OSError as exc:
         return type(exc).__name__
 seen = {{
-    "TCP to this machine": attempt("tcp", lambda: socket.create_connection(("127.0.0.1", {server.getsockname()[1]}), timeout=5)),
+    "TCP to this machine": attempt(
+        "tcp", lambda: socket.create_connection(("127.0.0.1", {server.getsockname()[1]}), timeout=5)
+    ),
     "an abstract socket of this machine": attempt("unix", lambda: socket.socket(socket.AF_UNIX).connect({name!r})),
     "TCP to the internet": attempt("net", lambda: socket.create_connection(("1.1.1.1", 443), timeout=5)),
 }}
 # UDP is not refused (a loopback claim sends to its own loopback): the test sees that nothing arrives.
-attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", {udp.getsockname()[1]})))
+attempt(
+    "udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", {udp.getsockname()[1]}))
+)
 own = socket.create_server(("127.0.0.1", 0)) if LOOPBACK else None
 with v.check("nothing outside the sandbox is reached") as check:
     for what, outcome in seen.items():

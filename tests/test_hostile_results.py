@@ -423,7 +423,10 @@ def test_merge_says_which_file_it_duplicates_or_shadows(kb):
     other = write_results_file(kb / "other.json", [record(kb, "b-claim", started_at=STARTED + timedelta(hours=2))], label="laptop",
                                created=STARTED + timedelta(hours=2))
     run = cli("merge", str(other), "--into", str(kb / "results"), "--root", str(kb))
-    assert f"note: shadows {kept.name} in the column 'cpu · torch 2.13.0': for the 1 claim in both, the site shows the newer record" in run.stdout
+    assert (
+        f"note: shadows {kept.name} in the column 'cpu · torch 2.13.0': "
+        "for the 1 claim in both, the site shows the newer record"
+    ) in run.stdout
     assert len(list((kb / "results").glob("*.json"))) == 3  # merge never replaces a file
 
 

@@ -126,7 +126,8 @@ raise SystemExit(1)
 
 
 def test_flooded_output_is_kept_within_the_byte_limit(tmp_path):
-    write_claim(tmp_path, "kb-flood", 'import sys\nfor i in range(20000):\n    print("x" * 150)\nprint("y" * 2_000_000)\nraise ValueError("the end of the flood")\n')
+    write_claim(tmp_path, "kb-flood", 'import sys\nfor i in range(20000):\n    print("x" * 150)\n'
+        'print("y" * 2_000_000)\nraise ValueError("the end of the flood")\n')
     (record,) = run_claims(tmp_path, timeout=120).records.values()
     tail = record.log_tail.encode()
     assert len(tail) <= limits.LIMITS.log_tail_bytes

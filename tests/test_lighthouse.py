@@ -135,6 +135,7 @@ def test_lighthouse_on_a_phone_scores_at_least_90_for_accessibility_and_best_pra
     document = next(r for r in report["audits"]["network-requests"]["details"]["items"] if r["resourceType"] == "Document")
     assert document["transferSize"] < document["resourceSize"] / 2, f"{path} was not served compressed: {document}"
     scores = {category: round(100 * report["categories"][category]["score"]) for category in CATEGORIES}
-    print(f"lighthouse {path}: {scores}, CPU slowdown {cpu_slowdown} (benchmark index {report['environment']['benchmarkIndex']})")
+    print(f"lighthouse {path}: {scores}, CPU slowdown {cpu_slowdown} "
+        f"(benchmark index {report['environment']['benchmarkIndex']})")
     low = {category: _failing(report, category) for category, score in scores.items() if score < MIN_SCORE}
     assert low == {}, f"{path} scores {scores}: " + json.dumps(low, indent=1)

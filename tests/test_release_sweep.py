@@ -212,7 +212,8 @@ def test_claims_asked_to_run_again_run_although_current_and_an_unknown_one_is_re
 
 
 def test_an_environment_that_differs_beyond_the_kernel_build_runs_every_claim(project):
-    """verify merges only into a file of the same environment; the sweep then runs the rest, and replaces the old file."""
+    """verify merges only into a file of the same environment; the sweep then runs the rest, and
+    replaces the old file."""
     old = commit_run(project, "2.9.0")
     (project / "gallery" / "beta.py").write_text((project / "gallery" / "beta.py").read_text() + "\n# changed\n")
     recorder = Recorder(project, python="3.13.1")
@@ -341,9 +342,11 @@ def test_the_command_line_dry_run_plans_without_installing(project, capsys):
     assert main(["sweep", "--root", str(project), "--dry-run", "--work-dir", str(project / ".sweep"), "--series", "torch", "--versions", "2.9.0"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[:4] == [
-        "torch-2.9.0: 1 script(s) changed (beta): they run and merge into cpu-torch2.9.0-1.json, which keeps 1 record(s)",
+        "torch-2.9.0: 1 script(s) changed (beta): they run and merge into cpu-torch2.9.0-1.json, "
+        "which keeps 1 record(s)",
         "  install: torch===2.9.0 and this project [claims] into a new venv, other packages at sweep/constraints.txt",
-        "  download: torch 2.9.0 from the package index (torch's CUDA build on Linux, several GB) and the held packages; "
+        "  download: torch 2.9.0 from the package index "
+        "(torch's CUDA build on Linux, several GB) and the held packages; "
         "pip keeps no cache and the venv is removed afterwards",
         "  run: 1 claim(s): beta on cpu, 300 s each at most",
     ]
@@ -370,7 +373,8 @@ def test_a_series_may_give_its_claims_more_time(project):
 
 
 def test_the_sessions_index_words_mean_the_package_index_to_the_sweep(project, capsys, monkeypatch):
-    """TORCHCLAIMS_TORCH_INDEX=auto (or pypi) chooses the CPU build for the nox sessions; the sweep's releases stay the index's builds."""
+    """TORCHCLAIMS_TORCH_INDEX=auto (or pypi) chooses the CPU build for the nox sessions; the
+    sweep's releases stay the index's builds."""
     commit_run(project, "2.9.0")
     for word in ("auto", "pypi"):
         monkeypatch.setenv("TORCHCLAIMS_TORCH_INDEX", word)

@@ -82,7 +82,8 @@ def test_a_run_stands_for_a_release_only_when_the_release_is_the_only_change(tmp
     assert series["transformers"].release_of(run) == "4.57.6"
     assert series["torch"].release_of(run) is None
     assert series["transformers"].release_of(make_environment(torch="2.14.1", packages={**held, "torch": "2.14.1"})) is None
-    # torch-tpu on a CPU host (nox -s tpu): a run of the vendor's package, never the plain release's, so a sweep never replaces it
+    # torch-tpu on a CPU host (nox -s tpu): a run of the vendor's package, never the plain
+    # release's, so a sweep never replaces it
     vendor = make_environment(torch="2.10.0", packages={**held, "torch-tpu": "0.2.0", "libtpu": "0.0.52"})
     assert series["torch"].release_of(vendor) is None
     xla = make_environment(backend="xla", torch="2.9.0", packages={"torch": "2.9.0", "torch_xla": "2.9.0", "numpy": "2.4.6"})

@@ -129,7 +129,12 @@ CACHE_REPORT = """
 import json, os, tempfile
 from torch._inductor.runtime.cache_dir_utils import cache_dir
 place = cache_dir()
-seen = {"dir": place, "tmp": tempfile.gettempdir(), "entries": os.listdir(place), "triton": os.environ.get("TRITON_CACHE_DIR")}
+seen = {
+    "dir": place,
+    "tmp": tempfile.gettempdir(),
+    "entries": os.listdir(place),
+    "triton": os.environ.get("TRITON_CACHE_DIR"),
+}
 with v.check("runs") as check:
     check.measure("caches", json.dumps(seen))
     check.expect(True, "")

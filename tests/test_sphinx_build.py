@@ -157,7 +157,8 @@ def test_a_figure_without_a_record_says_so_and_warns(site):
 def test_a_verdict_in_prose_names_its_backend_device_and_scope(site):
     root, _, second = site
     text = html(root, "docs/figures")
-    assert re.search(r"On xla the claim ✘ refuted submitted by hand, not reproduced — xla · [^·]+ · torch_xla 2\.9\.0 \(torch 2\.9\.0\), \S+, xla-run\.json, xla box "
+    assert re.search(r"On xla the claim ✘ refuted submitted by hand, not reproduced — "
+                         r"xla · [^·]+ · torch_xla 2\.9\.0 \(torch 2\.9\.0\), \S+, xla-run\.json, xla box "
                      r"\(outside the scope of the claim: says nothing about the CPU\)", text)
     assert "on CUDA ∅ not run (no record on cuda)" in text
     assert "claim-verdict: kb-holds has no record on cuda" in second.stderr
@@ -182,10 +183,16 @@ def test_matrix_merges_the_committed_results_file(site):
     # every backend without one is named once, with how many claims are about it, instead of a column of empty cells
     for backend in ("cuda", "rocm", "mps", "xpu", "neuron", "tpu"):
         assert f' data-backend="{backend}"' not in raw.split('class="tc-matrix"', 1)[1]
-    assert "No record yet from cuda (NVIDIA GPUs), rocm (AMD GPUs), mps (Apple GPUs), xpu (Intel GPUs), neuron (AWS Trainium (TorchNeuron)), tpu" in text
+    assert (
+        "No record yet from cuda (NVIDIA GPUs), rocm (AMD GPUs), mps (Apple GPUs), "
+        "xpu (Intel GPUs), neuron (AWS Trainium (TorchNeuron)), tpu"
+    ) in text
     assert "Claims about them: 0 about cuda, 0 about rocm, 0 about mps, 0 about xpu, 1 about neuron, 0 about tpu" in text
     # each cell links to the evidence of its run and keeps its badge
-    assert '<a class="tc-run tc-source-build" href="topic.html#claim-kb-holds--cpu--torch-2-13-0" data-version="torch 2.13.0" data-verdict="holds"' in raw
+    assert (
+        '<a class="tc-run tc-source-build" href="topic.html#claim-kb-holds--cpu--torch-2-13-0" '
+        'data-version="torch 2.13.0" data-verdict="holds"'
+    ) in raw
     assert '<th scope="col" data-backend="xla"' in raw and '<th scope="row">' in raw and "<caption>" in raw
     topic = html(root, "docs/topic")
     assert re.search(r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted submitted by hand, not reproduced \S+, xla-run\.json, xla box", topic)
@@ -281,7 +288,8 @@ def test_an_accelerator_page_counts_the_claims_about_it_from_the_records(site):
     assert re.search(r"1 was checked only on a stand-in: on cpu \([^)]+, torch 2\.13\.0\), 1 claim: ✔ 1 held\. "
                      r"A stand-in.s verdict is evidence about what ran there, never about AWS Trainium \(TorchNeuron\)\.", text)
     group = text[text.index("Held on a stand-in, not yet run on neuron (1)"):]
-    assert re.match(r"Held on a stand-in, not yet run on neuron \(1\) ¶ Claim kb-vendor cpu ✔ holds torch 2\.13\.0, \S+ this build outside its scope", group)
+    assert re.match(r"Held on a stand-in, not yet run on neuron \(1\) ¶ "
+                 r"Claim kb-vendor cpu ✔ holds torch 2\.13\.0, \S+ this build outside its scope", group)
     assert 'torchclaims verify --backend neuron --label "your machine, driver and lab" --output results/' in text
     assert "runs every executable claim (6; 1 of them is about neuron)" in text
     raw = (root / "_build" / "html" / "docs" / "accelerators" / "neuron.html").read_text()

@@ -27,6 +27,7 @@ from torchclaims.coverage.pool import Failure
 # flags for good, so each test imports it in its own process (tests/conftest.py).
 pytestmark = pytest.mark.own_process
 CPU = torch.device("cpu")
+NO_FALLBACK = NoFallback()  # the default probe of run(); it holds no state
 
 
 @functools.cache
@@ -36,7 +37,7 @@ def op(name: str):
     return {entry.name + (f".{entry.variant_test_name}" if entry.variant_test_name else ""): entry for entry in op_db}[name]
 
 
-def run(op, dtype="float32", probe=NoFallback(), **kwargs):
+def run(op, dtype="float32", probe=NO_FALLBACK, **kwargs):
     settings = dict(atol=1e-3, rtol=1e-3, compare_with_cpu=True, probe=probe, sync=lambda: None, max_samples=None)
     return check_cell(op, dtype, CPU, **(settings | kwargs))
 

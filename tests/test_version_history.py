@@ -25,7 +25,7 @@ def run(version: str, verdicts: dict[str, str], origin: str | None = None, day: 
 
 def sentence(*verdicts: str | None) -> str:
     chosen = {
-        version: run(version, {"c": verdict}) for version, verdict in zip(TORCH.versions, verdicts) if verdict is not None
+        version: run(version, {"c": verdict}) for version, verdict in zip(TORCH.versions, verdicts, strict=True) if verdict is not None
     }
     return range_sentence(TORCH, strip(TORCH, chosen, "c"))
 
@@ -120,7 +120,7 @@ def test_an_upgrade_comparison_names_packages_verdicts_and_measurements():
 
 
 def test_a_reason_shown_beside_the_sentence_is_left_out_of_it_and_only_that_one():
-    chosen = {v: run(v, {"c": verdict}) for v, verdict in zip(TORCH.versions, ["error", "error", "unverified", "unverified"])}
+    chosen = {v: run(v, {"c": verdict}) for v, verdict in zip(TORCH.versions, ["error", "error", "unverified", "unverified"], strict=True)}
     steps = strip(TORCH, chosen, "c")
     assert range_sentence(TORCH, steps, said="unverified for a test reason") == (
         "unverified from torch 2.11.0; error before torch 2.11.0 (error for a test reason)"

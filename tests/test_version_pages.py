@@ -1,4 +1,5 @@
-"""A small site with runs of two earlier torch releases: strips, range columns, upgrade pages, the build against history."""
+"""A small site with runs of two earlier torch releases: strips, range columns, upgrade pages,
+the build against history."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def site(tmp_path_factory):
     build_torch = holds.environment.torch.split("+")[0]
     (root / "sweep").mkdir()
     (root / "sweep" / "releases.toml").write_text(
-        f'[series.torch]\nbackend = "cpu"\npackage = "torch"\nversions = ["2.9.0", "2.10.0", "2.11.0", "{build_torch}"]\n'
+        '[series.torch]\nbackend = "cpu"\npackage = "torch"\n'
+        f'versions = ["2.9.0", "2.10.0", "2.11.0", "{build_torch}"]\n'
     )
     (root / "sweep" / "constraints.txt").write_text(f"numpy=={holds.environment.packages['numpy']}\n")
     for version, verdict in (("2.9.0", Verdict.HOLDS), ("2.10.0", Verdict.REFUTED)):
@@ -118,7 +120,10 @@ def test_the_upgrade_page_and_torchclaims_diff_say_the_same(site):
 def test_the_build_is_compared_with_the_committed_history(site):
     root, build_torch, _ = site
     text = html(root, "docs/changes.html")
-    assert f"This build (torch {build_torch}) against the committed run of the nearest earlier release, torch 2.10.0: 1 claim moved: kb-holds." in text
+    assert (
+        f"This build (torch {build_torch}) against the committed run of the nearest earlier release, "
+        "torch 2.10.0: 1 claim moved: kb-holds."
+    ) in text
     assert "Before: cpu-torch2.10.0.json" in text and "After: this build" in text
     assert "✘ refuted submitted by hand, not reproduced ✔ holds this build" in text  # each verdict with its source
 

@@ -168,7 +168,8 @@ def disagreements(attestation: Attestation, results_path: Path, provenance: Prov
                 results_path,
                 "provenance",
                 f"states {provenance.repository} run {provenance.run_id} at {provenance.commit[:12]}, "
-                f"but the attestation names {attestation.repository} run {attestation.run_id} at {attestation.commit[:12]}",
+                f"but the attestation names {attestation.repository} "
+                f"run {attestation.run_id} at {attestation.commit[:12]}",
             )
         )
     return problems

@@ -51,7 +51,8 @@ print('\\n'.join(p for p in sys.path if p and p not in std and not p.endswith(('
     # Python 3.11's venv brings an old setuptools that would hide the one torch requires.
     "$venv/bin/python" -m pip uninstall --quiet --yes setuptools
 fi
-"$venv/bin/python" -m pip install --quiet --no-index --find-links "$here/wheels" -c "$here/constraints.txt" "torchclaims[claims]"
+"$venv/bin/python" -m pip install --quiet --no-index --find-links "$here/wheels" \\
+    -c "$here/constraints.txt" "torchclaims[claims]"
 cd "$here"
 exec "$venv/bin/python" -m torchclaims verify --records-dir "$here/records" "$@"
 """

@@ -47,12 +47,12 @@ MOVED_CLAIMANTS = (
 PROJECT = "torchclaims"  # the maker of every proposition that is not a source's own claim
 
 
-class ClaimKind(str, Enum):
+class ClaimKind(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and f"{member}" to the value
     EXECUTABLE = "executable"  # a gallery script verifies it
     ATTRIBUTED = "attributed"  # testimony or a figure with no public method: no verdict
 
 
-class Relation(str, Enum):
+class Relation(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and f"{member}" to the value
     """How the proposition this project checks stands to the sources' claim."""
 
     IS = "is"  # the claim itself, in checkable words: its claimants state it
@@ -73,14 +73,14 @@ _WORDING = {  # how a page introduces the proposition
 }
 
 
-class CompilerCaches(str, Enum):
+class CompilerCaches(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and f"{member}" to the value
     """Whether a claim's run may find compiled kernels that earlier runs left (torchclaims.compiler_caches)."""
 
     SHARED = "shared"  # kept between runs: the verdict does not depend on them
     COLD = "cold"  # empty for each run: the claim times compiling or counts compilations
 
 
-class Network(str, Enum):
+class Network(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and f"{member}" to the value
     """What network a claim's script may use (torchclaims.sandbox)."""
 
     NONE = "none"
@@ -97,7 +97,8 @@ class Source(BaseModel):
         Field(
             pattern=r"^https?://\S+$",
             max_length=limits.URL_CHARS,
-            description="Address of the primary source; may be left out only for an unconfirmed source whose note says where the quote was seen",
+            description="Address of the primary source; may be left out only for an unconfirmed source "
+            "whose note says where the quote was seen",
         ),
     ] = None
     quote: Annotated[str, Field(min_length=1, max_length=limits.QUOTE_CHARS, description="Verbatim excerpt, under 40 words")]
@@ -136,7 +137,8 @@ class Source(BaseModel):
         if self.claimant is not None and not self.about:
             raise ValueError("a source with a claimant must say which backends its claim is about: about = [\"neuron\", ...]")
         if self.claimant is None and self.about:
-            raise ValueError("about says what a claimant's claim covers: name the claimant, or leave about out for an evidence-only source")
+            raise ValueError("about says what a claimant's claim covers: name the claimant, "
+                "or leave about out for an evidence-only source")
         return self
 
     @model_validator(mode="after")
@@ -144,7 +146,8 @@ class Source(BaseModel):
         # A quote known only from coverage with no public address is kept, but
         # never passed off as confirmed: the note must say where it was seen.
         if self.url is None and (self.confirmed or not self.note):
-            raise ValueError("a source needs a url; only an unconfirmed source (confirmed = false) may leave it out, with a note saying where the quote was seen")
+            raise ValueError("a source needs a url; only an unconfirmed source (confirmed = false) may leave it out, "
+                "with a note saying where the quote was seen")
         return self
 
 
@@ -176,7 +179,8 @@ class Claim(BaseModel):
     topic: str = Field(description="One of: " + ", ".join(TOPICS))
     about: list[str] = Field(
         min_length=1,
-        description="Backends the proposition is about; each must be one some source's claim speaks about, unless it is an own finding",
+        description="Backends the proposition is about; each must be one some source's claim speaks about, "
+        "unless it is an own finding",
     )
     relation: Relation = Field(description="How the proposition stands to the sources' claim")
     sources: list[Source] = Field(min_length=1)
@@ -197,11 +201,13 @@ class Claim(BaseModel):
     )
     compiler_caches: CompilerCaches = Field(
         CompilerCaches.SHARED,
-        description="cold: the script times compiling or counts compilations, so each run starts from empty compiler caches",
+        description="cold: the script times compiling or counts compilations, so each run starts "
+        "from empty compiler caches",
     )
 
     network: Network = Field(
-        Network.NONE, description="loopback: the script starts processes that talk over 127.0.0.1 (a process group); no other network either way"
+        Network.NONE, description="loopback: the script starts processes that talk over 127.0.0.1 (a process group); "
+        "no other network either way"
     )
 
     @field_validator("topic")
@@ -232,7 +238,8 @@ class Claim(BaseModel):
             raise ValueError("an own finding has no claimant: its sources are evidence, so leave claimant and about out of each")
         if relation not in (None, Relation.OWN_FINDING) and not claimants:
             raise ValueError(
-                "no source names a claimant, so no source makes this claim: name the claimant (and what its claim is about) "
+                "no source names a claimant, so no source makes this claim: "
+                "name the claimant (and what its claim is about) "
                 "in the source that makes it, or use relation = \"own-finding\""
             )
         if PROJECT in claimants:

@@ -317,7 +317,8 @@ def column_key(column: str) -> tuple:
 
 
 def column_blocks(columns: list[str], per_block: int) -> list[list[str]]:
-    """Columns in blocks of at most ``per_block``; a group (backend and package) starts a new block where it would not fit whole."""
+    """Columns in blocks of at most ``per_block``; a group (backend and package) starts a new
+    block where it would not fit whole."""
     blocks: list[list[str]] = [[]]
     groups: dict[str, list[str]] = {}
     for column in columns:
@@ -333,7 +334,8 @@ def column_blocks(columns: list[str], per_block: int) -> list[list[str]]:
 
 
 def matrix_lines(claims, store) -> list[str]:
-    """The claims x columns table in blocks of at most SHOW_WIDTH characters, then where each column's records come from."""
+    """The claims x columns table in blocks of at most SHOW_WIDTH characters, then where each
+    column's records come from."""
     from .provenance import Trust
 
     mark = {Trust.BY_HAND: "*", Trust.ATTESTED: "+"}
@@ -409,7 +411,8 @@ def cmd_bundle(args) -> ExitCode:
 
     started = time.perf_counter()
     packed = bundle(_root(args), Path(args.output).resolve(), args.python_version)
-    print(f"packed {packed.path}: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, in {time.perf_counter() - started:.0f} s")
+    print(f"packed {packed.path}: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, "
+        f"in {time.perf_counter() - started:.0f} s")
     print(f"on the machine with torch: {packed.path / 'run.sh'} --backend <backend>  (PYTHON=... names its interpreter)")
     return ExitCode.OK
 
@@ -499,7 +502,8 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--workflow-run", action="store_true", help="inside a GitHub Actions job: each results file states the run as its provenance")
     sweep.set_defaults(run=cmd_sweep)
 
-    pack = add("bundle", "pack what verify needs (wheels, claims/, gallery/, run.sh) into a folder for a machine with torch and no package index")
+    pack = add("bundle", "pack what verify needs (wheels, claims/, gallery/, run.sh) into a folder "
+        "for a machine with torch and no package index")
     pack.add_argument("output", help="the folder to create")
     pack.add_argument("--python-version", default=f"{sys.version_info.major}.{sys.version_info.minor}", help="CPython of the target machine (default: this one's)")
     pack.set_defaults(run=cmd_bundle)

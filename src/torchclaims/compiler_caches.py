@@ -20,7 +20,8 @@ import tempfile
 
 # How a cold run's record states its cache state (a condition of the verdict).
 COLD_CONDITION = (
-    "cold: empty inductor (FX graph, AOT autograd, kernels, Dynamo's remembered dynamic shapes), Triton, Neuron and XLA "
+    "cold: empty inductor (FX graph, AOT autograd, kernels, Dynamo's remembered dynamic shapes), "
+    "Triton, Neuron and XLA "
     "compile caches made for this run; "
     "kept, as torch's own fresh_cache() keeps them: precompiled C++ headers, and which vector instructions "
     "the CPU has (found once by the fork server when it preloads the compiler)"

@@ -144,7 +144,8 @@ def verify(
 def _preload(runner: Runner, uses: list[frozenset[str]], log: Callable[[str], None]) -> None:
     groups = runner.preload_for(uses)
     if groups:
-        log(f"torchclaims: the fork server preloads {', '.join(g.rsplit('.', 1)[-1] for g in groups)} (used by more claims than workers)")
+        log(f"torchclaims: the fork server preloads {', '.join(g.rsplit('.', 1)[-1] for g in groups)} "
+            "(used by more claims than workers)")
 
 
 class _Prober:
@@ -163,7 +164,8 @@ class _Prober:
             return None, "probing every run (no shortcuts)"
         probe, why = recall(self.path, self.parts)
         if probe is not None:
-            self.log(f"torchclaims: backend {probe.backend}: {probe.why} (as probed before: nothing the probe reads has changed)")
+            self.log(f"torchclaims: backend {probe.backend}: {probe.why} "
+                "(as probed before: nothing the probe reads has changed)")
         return probe, why
 
     def measure(self, why: str) -> Probe:

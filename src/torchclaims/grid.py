@@ -130,7 +130,8 @@ class Grid:
         return [self.cell(claim, backend, version) for version in versions]
 
     def newest(self, claim: Claim, backend: str) -> Cell | None:
-        """The one verdict a summary shows for a backend: the version its column shows, else the newest with a record."""
+        """The one verdict a summary shows for a backend: the version its column shows, else the
+        newest with a record."""
         return next((cell for cell in self.cells(claim, backend) if cell.entry), None)
 
     def runs(self, claim: Claim) -> list[Cell]:

@@ -58,7 +58,10 @@ def measurement_fails(measurement: Measurement, others: dict[str, Measurement]) 
             if rtol == 0:
                 scale = 0.0
             else:
-                return f"{measurement.name!r} is judged against the largest reference magnitude, which the check did not record"
+                return (
+                    f"{measurement.name!r} is judged against the largest reference magnitude, "
+                    "which the check did not record"
+                )
         return None if value <= atol + rtol * scale else f"{shown} (the largest reference magnitude is {scale:g})"
     literal = _LITERAL.match(tolerance)
     if literal and isinstance(measurement.value, bool):

@@ -274,7 +274,7 @@ def _valid_facts(value: object) -> bool:
 
 
 def _shaped(item: object, *types) -> bool:
-    return isinstance(item, list) and len(item) == len(types) and all(isinstance(v, t) for v, t in zip(item, types))
+    return isinstance(item, list) and len(item) == len(types) and all(isinstance(v, t) for v, t in zip(item, types, strict=True))
 
 
 def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -> list[Problem]:
@@ -319,7 +319,8 @@ def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -
                 problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, whose record names script {claim.script}", line))
             elif title not in (None, claim.title):
                 problems.append(
-                    Problem(Path(rel), "", f"the docstring's title must be the claim's title, so the claim has one title everywhere: {claim.title!r}", 2)
+                    Problem(Path(rel), "", "the docstring's title must be the claim's title, so the claim has one title everywhere: "
+                        f"{claim.title!r}", 2)
                 )
     return problems
 

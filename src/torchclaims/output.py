@@ -61,7 +61,8 @@ def _same_configuration(path: Path, results: ResultsFile) -> ResultsFile:
     except InvalidFileError:
         raise UsageError(f"{path} exists and is not a valid results file; it was left as it is: choose another --output") from None
     if not same_run_configuration(existing, results):
-        raise UsageError(f"{path} holds results of another environment, or made another way; it was left as it is: choose another --output")
+        raise UsageError(f"{path} holds results of another environment, or made another way; "
+            "it was left as it is: choose another --output")
     return existing
 
 
@@ -116,5 +117,6 @@ def overlaps(results: ResultsFile, folder: Path, keep: Path) -> list[str]:
         if same_run_configuration(other, results):
             notes.append(f"note: duplicates {path.name}: the same environment, provenance and label ({claims} in both)")
         elif column_label(other.environment) == column and shared:
-            notes.append(f"note: shadows {path.name} in the column {column!r}: for the {claims} in both, the site shows the newer record")
+            notes.append(f"note: shadows {path.name} in the column {column!r}: "
+                f"for the {claims} in both, the site shows the newer record")
     return notes

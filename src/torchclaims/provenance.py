@@ -216,7 +216,10 @@ class Source:
         label = f" ({self.label})" if self.label else ""
         git = f"; {self.committed.describe()}" if self.committed else "; no commit adding it is known in this checkout"
         if self.trust is Trust.ATTESTED:
-            return f"{self.origin}: {self.provenance.describe()}; GitHub artifact attestation verified by this build{label}{git}"
+            return (
+                f"{self.origin}: {self.provenance.describe()}; "
+                f"GitHub artifact attestation verified by this build{label}{git}"
+            )
         declared = ""
         if self.provenance and self.provenance.kind == WORKFLOW:
             declared = f"; it declares {self.provenance.describe()}, with no attestation verified by this build"

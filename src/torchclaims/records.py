@@ -27,7 +27,7 @@ from .coverage.table import SweepTable
 RECORD_SCHEMA_VERSION = 1
 
 
-class Verdict(str, Enum):
+class Verdict(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and f"{member}" to the value
     """Outcome of a check, and of a claim: never more hopeful than the evidence."""
 
     HOLDS = "holds"  # the checks ran on this backend and the proposition held

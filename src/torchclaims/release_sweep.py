@@ -194,11 +194,17 @@ def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Relea
         changed |= again
         differ = (foreseen_differences(results.environment) + unrecorded_fields(base)) if changed or new else []
         if differ:  # the re-run records could not share the file: the new file must hold every claim
-            why = f"{why}: this machine records another configuration than {base.name} ({'; '.join(differ)}), so all {len(scripts)} claims run"
+            why = (
+                f"{why}: this machine records another configuration than {base.name} ({'; '.join(differ)}), "
+                f"so all {len(scripts)} claims run"
+            )
             planned.append(Planned(release, base, None, why, prune, foreign))
             continue
         if changed or new:
-            why = f"{why}: they run and merge into {base.name}, which keeps {len(held) - len(changed) - len(prune)} record(s)"
+            why = (
+                f"{why}: they run and merge into {base.name}, "
+                f"which keeps {len(held) - len(changed) - len(prune)} record(s)"
+            )
         planned.append(Planned(release, base, tuple(sorted(changed | new)), why or f"current: {base.name}", prune, foreign))
     return planned
 
@@ -302,7 +308,8 @@ class Sweep:
                   else f"{packages} from the package index (torch's CUDA build on Linux, several GB)")
         claims = f"{len(planned.claims)} claim(s): {' '.join(planned.claims)}" if planned.claims is not None else "every executable claim"
         lines = [
-            f"  install: {' '.join(self.requirements(release))} and this project [claims] into a new venv, other packages at sweep/constraints.txt",
+            f"  install: {' '.join(self.requirements(release))} and this project [claims] into a new venv, "
+            "other packages at sweep/constraints.txt",
             f"  download: {source} and the held packages; pip keeps no cache and the venv is removed afterwards",
             f"  run: {claims} on {release.series.backend}, {release.series.timeout or self.timeout:g} s each at most",
         ]
@@ -448,7 +455,8 @@ def report(measured: list[Measured], wall_s: float, peak_bytes: int) -> list[str
                      f"(target for all 7 torch + 2 torch_xla releases: < {TARGET_FULL_MIN} min)")
     elif any(m.status == "would run" for m in measured):
         would = [m for m in measured if m.status == "would run"]
-        lines.append(f"dry run: {len(would)} release(s) would run {sum(m.claims for m in would)} claim run(s) in all; nothing was installed")
+        lines.append(f"dry run: {len(would)} release(s) would run {sum(m.claims for m in would)} claim run(s) in all; "
+            "nothing was installed")
     else:
         lines.append(f"nothing to run: {wall_s:.1f} s (target < {TARGET_IDLE_S} s)")
     return lines

@@ -132,7 +132,8 @@ class Releases:
         return [s for s in self.series.values() if s.backend == backend]
 
     def constraints_for(self, series: Series) -> str:
-        """The constraints file's text less what the series does not hold (pip refuses a pin that contradicts a requirement)."""
+        """The constraints file's text less what the series does not hold (pip refuses a pin that
+        contradicts a requirement)."""
         lines = self.constraints_path.read_text(encoding="utf-8").splitlines()
         kept = [line for line in lines if not (PIN.match(line.strip()) and canonical(PIN.match(line.strip())[1]) in series.unheld)]
         return "\n".join(kept) + "\n"

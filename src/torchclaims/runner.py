@@ -309,7 +309,7 @@ class _Running:
 def _plain_files(folder: Path) -> list[Path]:
     """Every regular file below ``folder``, links not followed (the script made them)."""
     found = []
-    for parent, dirs, files in os.walk(folder):
+    for parent, _dirs, files in os.walk(folder):
         found += [Path(parent, name) for name in files if Path(parent, name).is_file() and not Path(parent, name).is_symlink()]
     return found
 

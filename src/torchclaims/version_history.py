@@ -12,6 +12,7 @@ named as such, and a stale run is marked. Free of Sphinx imports.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -129,7 +130,8 @@ def segments(steps: list[Step]) -> list[list[Step]]:
 
 
 def range_sentence(series: Series, steps: list[Step], said: str = "") -> str:
-    """What the strip says, newest first: 'holds since torch 2.11.0; unverified before (…)'; ``said``: a reason shown beside it."""
+    """What the strip says, newest first: 'holds since torch 2.11.0; unverified before (…)';
+    ``said``: a reason shown beside it."""
     package = series.package
     groups = segments(steps)
     if not groups:
@@ -137,7 +139,10 @@ def range_sentence(series: Series, steps: list[Step], said: str = "") -> str:
     newest = groups[-1]
     verdict = newest[0].kind
     if len(groups) == 1:
-        first = f"{verdict} on every {package} release with a run ({_span(package, [s.version for s in newest])}){_reason(newest, said)}"
+        first = (
+            f"{verdict} on every {package} release with a run "
+            f"({_span(package, [s.version for s in newest])}){_reason(newest, said)}"
+        )
     else:
         word = "since" if verdict == Verdict.HOLDS.value else "from"
         first = f"{verdict} {word} {package} {newest[0].version}{_reason(newest, said)}"
@@ -158,7 +163,7 @@ def range_sentence(series: Series, steps: list[Step], said: str = "") -> str:
 def consecutive(chosen: dict[str, Run]) -> list[tuple[str, str]]:
     """Neighbouring releases that both have a run, oldest pair first."""
     versions = list(chosen)
-    return list(zip(versions, versions[1:]))
+    return list(itertools.pairwise(versions))
 
 
 def baseline_for(committed: dict[str, Run], version: str) -> Run | None:

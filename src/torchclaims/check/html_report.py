@@ -16,7 +16,8 @@ STYLESHEET = Path(__file__).resolve().parent.parent / "sphinxext" / "static" / "
 CLASS = {WRONG: "mismatch", NOT_COVERED: "not-run"}  # statuses drawn with the site's outcome colours
 EXTRA_CSS = """
 body { font-family: system-ui, sans-serif; max-width: 72em; margin: 1.5em auto; padding: 0 1em; color: #1b1d22; }
-table { border-collapse: collapse; margin: .6em 0; } th, td { border: 1px solid #c9ccd1; padding: .25em .5em; text-align: left; vertical-align: top; }
+table { border-collapse: collapse; margin: .6em 0; }
+th, td { border: 1px solid #c9ccd1; padding: .25em .5em; text-align: left; vertical-align: top; }
 td.n { text-align: right; } code { font-size: .9em; } .tc-flag { font-weight: 600; color: #7a0d0d; }
 """
 

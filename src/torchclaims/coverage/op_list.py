@@ -92,7 +92,7 @@ def _metadata(op, device_type: str, dtype) -> tuple[str, float, float]:
             elif decorator is unittest.expectedFailure:
                 excluded = excluded or "op_db expects test_compare_cpu to fail here"
             elif getattr(decorator, "__qualname__", "").startswith("skip.<locals>"):  # unittest.skip(reason)
-                cells = dict(zip(decorator.__code__.co_freevars, decorator.__closure__ or ()))
+                cells = dict(zip(decorator.__code__.co_freevars, decorator.__closure__ or (), strict=True))
                 reason = cells["reason"].cell_contents if "reason" in cells else "skipped"
                 excluded = excluded or f"op_db skips test_compare_cpu: {reason}"
             elif name in ONLY and device_type not in ONLY[name]:

@@ -94,7 +94,8 @@ def tally(summary: Summary, name: str) -> nodes.bullet_list:
     attributed = summary.count(Group.ATTRIBUTED)
     if attributed:
         who = ", ".join(f"{k} in {n}" for k, n in summary.attributed_by.most_common())
-        items.append(paragraph(nodes.strong("", str(attributed)), f" {'is' if attributed == 1 else 'are'} only their claimants' word (claimed by {who}): attributed, no public method to check."))
+        items.append(paragraph(nodes.strong("", str(attributed)), f" {'is' if attributed == 1 else 'are'} only their claimants' word (claimed by {who}): "
+                "attributed, no public method to check."))
     ran = summary.count(*ON_HARDWARE)
     if ran:
         first, last = summary.dates()
@@ -110,7 +111,8 @@ def tally(summary: Summary, name: str) -> nodes.bullet_list:
     only = summary.count(*ON_STAND_IN)
     if only:
         shown = [
-            f"on {s.backend} ({and_words(list(s.devices))}, {and_words(list(s.versions))}), {_plural(sum(s.verdicts.values()), 'claim')}: {_counts(s.verdicts)}"
+            f"on {s.backend} ({and_words(list(s.devices))}, {and_words(list(s.versions))}), "
+            f"{_plural(sum(s.verdicts.values()), 'claim')}: {_counts(s.verdicts)}"
             for s in summary.stand_ins()
         ]
         items.append(paragraph(
@@ -137,7 +139,8 @@ def fill_the_column(app, backend: str, name: str, executable: int, about: int) -
     command = f'torchclaims verify --backend {backend} --label "your machine, driver and lab" --output results/'
     section += nodes.literal_block(command, command, language="bash")
     parts = [
-        f"runs every executable claim ({executable}; {about} of them {'is' if about == 1 else 'are'} about {backend}), each in its own process with a time limit, and writes ",
+        f"runs every executable claim ({executable}; {about} of them {'is' if about == 1 else 'are'} about {backend}), "
+        "each in its own process with a time limit, and writes ",
         nodes.literal("", f"results/{backend}-torch<version>-<time>.json"), " with its figures. Commit the file and its figures folder in a pull request; ",
         nodes.literal("", "torchclaims merge FILE"), " checks a file made on another machine and copies it into results/.",
     ]
@@ -191,7 +194,8 @@ class AcceleratorChoiceDirective(SphinxDirective):
         for summary in sorted(summaries, key=lambda s: -len(s.standings)):
             ran, only = summary.count(*ON_HARDWARE), summary.count(*ON_STAND_IN)
             facts = (
-                f"{_plural(len(summary.standings), 'claim')} about it · {summary.count(Group.ATTRIBUTED)} only their word · "
+                f"{_plural(len(summary.standings), 'claim')} about it · "
+                f"{summary.count(Group.ATTRIBUTED)} only their word · "
                 f"{ran} ran on it · {only} only on a stand-in"
             )
             link = doc_link(f"{summary.backend} · {reader_name(summary.backend)}", page_docname(self.env.app, summary.backend))

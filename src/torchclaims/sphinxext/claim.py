@@ -32,9 +32,13 @@ from .versions import strip_placeholder
 
 
 def freshness_text(entry: Entry) -> str:
-    """'— xla · XLA on CPU (AMD EPYC) · torch_xla 2.9.0 (torch 2.9.0), 2026-11-29, xla-….json': where, with what, when, from where."""
+    """'— xla · XLA on CPU (AMD EPYC) · torch_xla 2.9.0 (torch 2.9.0), 2026-11-29, xla-….json':
+    where, with what, when, from where."""
     env = entry.record.environment
-    return f"— {env.backend} · {device_words(env)} · {entry.version} (torch {env.torch}), {entry.record.date}, {origin_text(entry)}"
+    return (
+        f"— {env.backend} · {device_words(env)} · {entry.version} (torch {env.torch}), "
+        f"{entry.record.date}, {origin_text(entry)}"
+    )
 
 
 def attributed_badge() -> nodes.inline:
@@ -118,7 +122,8 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
         left_out = state.store.rejected.get(claim.id, [])
         if left_out:
             section += nodes.rubric("", "Records left out")
-            section += paragraph("These submitted records failed the checks every results file must pass, so they are not shown as verdicts:")
+            section += paragraph("These submitted records failed the checks every results file must pass, "
+                "so they are not shown as verdicts:")
             section += bullets([paragraph(f"{p.path.name} [{p.field}]: {p.message}") for p in left_out])
         if claim.id in state.script_sha:
             section += paragraph("Verification script: ", doc_link(claim.script, state.example_docname(claim)))

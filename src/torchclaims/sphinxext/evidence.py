@@ -230,5 +230,9 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
     note = f"Every record of this claim, by backend and version ({len(records)}), loads here when this block opens."
     body.append(later(f"claim-{claim.id}--runs", [runs], note))  # most of a topic page's weight: loaded on demand
     backends = len({e.backend for e, _ in records})
-    summary = [f"Evidence: {len(records)} record{'s' if len(records) > 1 else ''} on {backends} backend{'s' if backends > 1 else ''}: checks, environment, what differs per release, downloads"]
+    summary = [
+        f"Evidence: {len(records)} record{'s' if len(records) > 1 else ''} "
+        f"on {backends} backend{'s' if backends > 1 else ''}: "
+        "checks, environment, what differs per release, downloads"
+    ]
     return folded(summary, body, ids=[f"claim-{claim.id}--evidence"], classes=["tc-evidence"])

@@ -38,13 +38,15 @@ def limit_rows() -> list[tuple[str, str]]:
     L = limits.LIMITS
     return [
         ("results file", f"{size(L.results_file_bytes)}; arrays and objects nested at most {L.json_depth} deep; at most "
-         f"{limits.MAX_RECORDS:,} records, {limits.MAX_CHECKS} checks per record, {limits.MAX_MEASUREMENTS:,} measurements per check, "
+         f"{limits.MAX_RECORDS:,} records, {limits.MAX_CHECKS} checks per record, "
+          f"{limits.MAX_MEASUREMENTS:,} measurements per check, "
          f"{limits.MAX_FIGURES} figures per record, {limits.MAX_MAP_ENTRIES} entries per map"),
         ("text in a result record", f"reasons, details, condition values cut at {limits.RECORD_TEXT_CHARS:,} characters, "
          f"names at {limits.RECORD_NAME_CHARS} (with a mark)"),
         ("one result record file (_build/records)", size(L.record_file_bytes)),
         ("claim record (claims/*.toml)", f"{size(L.claim_file_bytes)} of UTF-8; proposition at most {limits.STATEMENT_CHARS:,} characters, "
-         f"caveats and notes {limits.NOTE_CHARS:,}, quotes {limits.QUOTE_CHARS} (and under {MAX_QUOTE_WORDS} words), "
+         f"caveats and notes {limits.NOTE_CHARS:,}, "
+          f"quotes {limits.QUOTE_CHARS} (and under {MAX_QUOTE_WORDS} words), "
          f"claimants and publishers {limits.NAME_CHARS}, URLs {limits.URL_CHARS:,}"),
         ("gallery script", f"{size(L.script_bytes)} of UTF-8"),
         ("a script's output on its gallery page", f"{size(L.page_output_bytes)}, then a mark says it was cut; "

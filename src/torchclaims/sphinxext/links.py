@@ -84,7 +84,7 @@ class ResolveClaimLinks(SphinxPostTransform):
             node.replace_self(reference)
         for node in list(self.document.findall(nodes.raw)):
             if node.get("tc_links"):
-                text = _MARKER.sub(lambda m: self._uri(m[1], (m[2] or "#")[1:], node) or "#", node.astext())
+                text = _MARKER.sub(lambda m, node=node: self._uri(m[1], (m[2] or "#")[1:], node) or "#", node.astext())
                 node.replace_self(nodes.raw("", text, format="html"))
 
     def _uri(self, label: str, anchor: str, node: nodes.Node) -> str | None:

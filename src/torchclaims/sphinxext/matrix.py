@@ -101,24 +101,34 @@ def _totals(grid: Grid, column: Column) -> str:
 def _header(grid: Grid, column: Column, ranges: list[RangeView], marks: dict[str, str], pages: dict[str, str]) -> str:
     backend = esc(column.backend)
     devices = "".join(
-        f'<span class="tc-device" data-version="{esc(v)}"{"" if i == 0 else " hidden"}>{esc(" / ".join(column.devices.get(v, ())))}'
+        f'<span class="tc-device" data-version="{esc(v)}"{"" if i == 0 else " hidden"}>'
+        f'{esc(" / ".join(column.devices.get(v, ())))}'
         + (f'<span class="tc-badge tc-source">{esc(marks[v])}</span>' if v in marks else "") + "</span>"
         for i, v in enumerate(column.versions)
     )
     picks = [(v, v) for v in column.versions] + [(view.value, view.label) for view in ranges]
     if len(picks) > 1:
         options = "".join(f'<option value="{esc(v)}">{esc(label)}</option>' for v, label in picks)
-        version = f'<label class="tc-version"><span class="tc-sr">version shown for {backend}</span><select data-tc-version="{backend}">{options}</select></label>'
+        version = (
+            f'<label class="tc-version"><span class="tc-sr">version shown for {backend}</span>'
+            f'<select data-tc-version="{backend}">{options}</select></label>'
+        )
     else:
         version = f'<span class="tc-version">{esc(column.shown)}</span>'
     name = f'<a href="{esc(pages[column.backend])}">{backend}</a>' if column.backend in pages else backend
-    return f'<th scope="col" data-backend="{backend}"><span class="tc-backend">{name}</span>{devices}{version}{_totals(grid, column)}</th>'
+    return (
+        f'<th scope="col" data-backend="{backend}"><span class="tc-backend">{name}</span>'
+        f"{devices}{version}{_totals(grid, column)}</th>"
+    )
 
 
 def _attributed(claim: Claim, span: int) -> str:
     """One cell across the row of a claim that has no verdict anywhere."""
     words = f"❝ {and_words(claim.claimed_by)}'s word, no public method: no verdict on any backend"
-    return f'<td class="tc-attributed-row" colspan="{span}"><span class="tc-run" data-verdict="{ATTRIBUTED}"><span class="tc-badge tc-attributed">{esc(words)}</span></span></td>'
+    return (
+        f'<td class="tc-attributed-row" colspan="{span}"><span class="tc-run" data-verdict="{ATTRIBUTED}">'
+        f'<span class="tc-badge tc-attributed">{esc(words)}</span></span></td>'
+    )
 
 
 def _row(grid: Grid, claim: Claim, columns: list[Column], ranges: dict[str, list[RangeView]], marks: dict[str, dict[str, str]]) -> tuple[str, dict[str, str]]:
@@ -166,7 +176,8 @@ def _backend_notes(grid: Grid, pages: dict[str, str]) -> str:
             "no claim ran there yet, so every column shows a stand-in: evidence about what ran there, never about " + name
         )
         page = f' <a href="{esc(pages[column.backend])}">What is known about {name}</a>.' if column.backend in pages else ""
-        notes.append(f'<p class="tc-backend-note" data-backend="{esc(column.backend)}" hidden>Claims about {esc(column.backend)} ({name}): {where}.{page}</p>')
+        notes.append(f'<p class="tc-backend-note" data-backend="{esc(column.backend)}" hidden>'
+            f'Claims about {esc(column.backend)} ({name}): {where}.{page}</p>')
     return "".join(notes)
 
 
@@ -192,8 +203,10 @@ def _legend(state: BuildState, root: str) -> str:
     items = "".join(f'<li><span class="tc-badge tc-{k}">{WORDS[k][0]} {WORDS[k][1]}</span> {esc(MEANING[k])}</li>' for k in KINDS)
     return (
         '<aside class="tc-legend" aria-label="Legend"><h2>Legend</h2><ul>' + items
-        + '<li><span class="tc-target-mark">◎ target</span> the claim is about this backend: a verdict here speaks to it</li>'
-        + '<li><span class="tc-scope">outside its scope</span> a verdict on a backend the claim is not about (the CPU reference, XLA on the CPU): '
+        + '<li><span class="tc-target-mark">◎ target</span> '
+          'the claim is about this backend: a verdict here speaks to it</li>'
+        + '<li><span class="tc-scope">outside its scope</span> a verdict on a backend the claim is not about '
+          '(the CPU reference, XLA on the CPU): '
         "evidence about what ran there, never about the vendor's hardware</li>"
         + '<li><span class="tc-badge tc-stale">stale</span> made by an older script, or older than the age limit</li>'
         + "<li>Dates are UTC. A header's counts are for the version it shows; pick another version in the header. "
@@ -221,7 +234,10 @@ def stamp(state: BuildState) -> str:
     env = state.outcome.probe.environment if state.outcome else None
     if env is None:
         return f"{when} that ran no claim: its records are those an earlier build left."
-    return f"{when} on {device_words(env)} ({env.backend}) with torch {env.torch}, Python {env.python}, torchclaims {env.torchclaims}."
+    return (
+        f"{when} on {device_words(env)} ({env.backend}) with torch {env.torch}, Python {env.python}, "
+        f"torchclaims {env.torchclaims}."
+    )
 
 
 def _downloads(state: BuildState, root: str) -> str:
@@ -231,7 +247,7 @@ def _downloads(state: BuildState, root: str) -> str:
             if entry.origin != EARLIER_BUILD:
                 files.setdefault(entry.origin, []).append(entry)
     items = []
-    for origin, entries in sorted(files.items(), key=lambda item: item[1][0].column):
+    for entries in sorted(files.values(), key=lambda entries: entries[0].column):
         download = download_for(entries[0])
         what = f"{entries[0].column}, {len(entries)} record{'s' if len(entries) > 1 else ''} ({origin_text(entries[0])})"
         items.append(f'<li>{esc(what)}: <a href="{root}{download.json}">JSON</a> · <a href="{root}{download.csv}">CSV</a></li>')
@@ -256,7 +272,8 @@ class ClaimsMatrixDirective(SphinxDirective):
         for topic, topic_claims in claims.by_topic().items():
             if topic_claims:
                 rows.append(
-                    f'<tr class="tc-topic-row" data-topic="{esc(topic)}"><th scope="rowgroup" colspan="{len(columns) + 1}">'
+                    f'<tr class="tc-topic-row" data-topic="{esc(topic)}">'
+                    f'<th scope="rowgroup" colspan="{len(columns) + 1}">'
                     f"<span>{esc(TOPICS[topic])}</span></th></tr>"
                 )
             for claim in topic_claims:
@@ -265,7 +282,8 @@ class ClaimsMatrixDirective(SphinxDirective):
                 rows.append(row)
         total = len(claims.claims)
         caption = (
-            f"{total} claims × {len(columns)} backends with records. Each cell: the newest verdict of the claim on the backend, "
+            f"{total} claims × {len(columns)} backends with records. "
+            "Each cell: the newest verdict of the claim on the backend, "
             "for the version its header names; ∅ where no record exists."
         )
         later = {row: runs for row, runs in later.items() if runs}
@@ -273,11 +291,13 @@ class ClaimsMatrixDirective(SphinxDirective):
         data = f' data-tc-later="{esc(data_name(docname))}" data-tc-src="{esc(data_src(docname))}"' if later else ""
         heads = "".join(_header(grid, column, ranges.get(column.backend, []), marks[column.backend], pages) for column in columns)
         markup = (
-            f'<div class="tc-matrix-page">{_filters(grid, total)}{_backend_notes(grid, pages)}{_no_record(grid, empty, pages)}<div class="tc-matrix-layout">'
+            f'<div class="tc-matrix-page">{_filters(grid, total)}{_backend_notes(grid, pages)}'
+            f'{_no_record(grid, empty, pages)}<div class="tc-matrix-layout">'
             '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends (scrolls inside)">'
             f'<table class="tc-matrix"{data}><caption>{esc(caption)}</caption><thead><tr><th scope="col" class="tc-corner">Claim</th>{heads}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>'
-            '<p class="tc-no-matches" hidden>No claim matches these filters. <button type="button" data-tc-reset>Show all claims</button></p></div>'
+            '<p class="tc-no-matches" hidden>No claim matches these filters. '
+            '<button type="button" data-tc-reset>Show all claims</button></p></div>'
             f'{_legend(state, "../" * self.env.docname.count("/"))}</div></div>'
         )
         return [raw_html(markup)] + ([later_data("matrix", later)] if later else [])

@@ -25,7 +25,8 @@ NOT_RUN = "not run"
 
 
 def verdict_line(state: BuildState) -> str:
-    """'63 executable claims, this build on cpu: 40 holds, 5 refuted, 15 unverified, 3 error; 11 attributed (no verdict)'."""
+    """'63 executable claims, this build on cpu: 40 holds, 5 refuted, 15 unverified, 3 error;
+    11 attributed (no verdict)'."""
     shown = {e.record.claim_id: e.record for entries in state.store.entries.values() for e in entries if e.origin == THIS_BUILD}
     executable = [c.id for c in state.claims.executable()]
     counts = Counter(shown[c].verdict.value if c in shown else NOT_RUN for c in executable)
@@ -33,7 +34,10 @@ def verdict_line(state: BuildState) -> str:
     parts = [f"{counts[name]} {name}" for name in [v.value for v in Verdict] + [NOT_RUN] if counts[name]]
     where = f"this build on {', '.join(backends)}" if backends else "this build"
     attributed = len(state.claims.claims) - len(executable)
-    return f"{len(executable)} executable claims, {where}: {', '.join(parts) or 'none'}; {attributed} attributed (no verdict)"
+    return (
+        f"{len(executable)} executable claims, {where}: {', '.join(parts) or 'none'}; "
+        f"{attributed} attributed (no verdict)"
+    )
 
 
 def _epilog(app: Sphinx) -> None:

@@ -154,7 +154,8 @@ class RangeView:
         """The matrix cell's slice for this range: the strip and its sentence, hidden until picked."""
         steps = steps_for(self.state, self.versions, self.series, claim_id)
         badges = " ".join(
-            f'<span class="tc-badge tc-{esc(s.kind)} tc-step">{esc(s.version)} {SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL}'
+            f'<span class="tc-badge tc-{esc(s.kind)} tc-step">{esc(s.version)} '
+            f'{SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL}'
             f'{" stale" if s.stale else ""}<span class="tc-sr"> {esc(s.kind if s.record else "not run")}</span></span>'
             for s in steps
         )
