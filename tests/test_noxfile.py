@@ -104,3 +104,26 @@ def test_the_local_wheel_check_asks_pip_without_any_index(noxfile, monkeypatch, 
     session = Session(tmp_path / "venv")
     session.bin = str(Path(sys.executable).parent)
     assert noxfile.local_wheel(session, "no-such-distribution-anywhere==1.0") is False
+
+
+class LintSession(Session):
+    def run(self, *args):
+        self.runs.append(list(args))
+
+
+def lint(noxfile, tmp_path) -> LintSession:
+    session = LintSession(tmp_path / "venv")
+    session.runs = []
+    noxfile.lint(session)
+    return session
+
+
+def test_lint_runs_ruff_on_the_code_and_installs_again_only_for_another_ruff(noxfile, monkeypatch, tmp_path):
+    assert lint(noxfile, tmp_path).installs == [["-e", ".", noxfile.RUFF]]
+    again = lint(noxfile, tmp_path)
+    assert again.installs == []
+    paths = list(noxfile.RUFF_PATHS)
+    assert again.runs == [["torchclaims", "lint"], ["ruff", "format", "--check", *paths], ["ruff", "check", *paths]]
+    assert all((ROOT / path).exists() for path in paths), "every path ruff is given exists"
+    monkeypatch.setattr(noxfile, "RUFF", "ruff==0.17.7")
+    assert lint(noxfile, tmp_path).installs == [["-e", ".", "ruff==0.17.7"]]
