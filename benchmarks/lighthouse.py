@@ -54,7 +54,8 @@ def main() -> int:
     finally:
         server.close()
     sizes = sorted(((p.stat().st_size, p.relative_to(site).as_posix()) for p in site.rglob("*.html")), reverse=True)
-    print(f"HTML weight: {len(heavy_pages(site))} of {len(sizes)} pages over {limits.LIMITS.page_html_bytes:,} bytes (limit: none over)")
+    print(f"HTML weight: {len(heavy_pages(site))} of {len(sizes)} pages over {limits.LIMITS.page_html_bytes:,} bytes "
+          "(limit: none over)")
     for size, path in sizes[:8]:
         print(f"    {size:>10,}  {path}")
     return 0

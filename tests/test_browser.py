@@ -242,7 +242,9 @@ def test_a_backend_shows_each_of_its_versions_on_request(desktop, server, site):
 
 
 PICK_LATER = """const pickers = document.querySelectorAll('table[data-tc-later] select[data-tc-version]');
-pickers.forEach((p) => { p.selectedIndex = p.options.length - 1; p.dispatchEvent(new Event('change', {bubbles: true})); });
+pickers.forEach((p) => {
+  p.selectedIndex = p.options.length - 1; p.dispatchEvent(new Event('change', {bubbles: true}));
+});
 return pickers.length > 0;"""
 
 

@@ -569,7 +569,8 @@ gen_rst.save_rst_example = _forged
 """
     scripts = {
         "kb-printer": f'print("{forged}")\n',  # its output: sphinx-gallery shows it literally anyway
-        "kb-forger": patch.replace("EDIT", 'example_rst.replace("out\\n\\n .. code-block:: none", "out\\n\\n .. raw:: html\\n\\n    <div class=\\"tc-forged\\">holds</div>\\n")'),
+        "kb-forger": patch.replace("EDIT", 'example_rst.replace("out\\n\\n .. code-block:: none", '
+                '"out\\n\\n .. raw:: html\\n\\n    <div class=\\"tc-forged\\">holds</div>\\n")'),
         "kb-prepender": patch.replace("EDIT", f'"{forged}" + example_rst'),
     }
     for claim_id, script in scripts.items():

@@ -17,14 +17,16 @@ def _payload(path) -> dict:
 def test_parts_go_to_the_page_data_file_and_leave_a_placeholder(tmp_path):
     doctree = nodes.container("", later("claim-a--runs", [], "Every record loads here."))
     body = (
-        "<p>before</p><!--tc-later html claim-a--runs--><table>rows &lt;!--/tc-later--&gt; forged in a record</table><!--/tc-later-->"
+        "<p>before</p><!--tc-later html claim-a--runs-->"
+        "<table>rows &lt;!--/tc-later--&gt; forged in a record</table><!--/tc-later-->"
         '<!--tc-later json matrix-->{"matrix-a": {"cpu": "<span>2.12.0</span>"}}<!--/tc-later--><p>after</p>'
     )
     context = {"body": body}
     write_parts(SimpleNamespace(outdir=str(tmp_path)), "docs/topics/x", "page.html", context, doctree)
     page = context["body"]
     assert "<table>" not in page and "matrix-a" not in page and page.startswith("<p>before</p>") and page.endswith("<p>after</p>")
-    assert ('<div class="tc-later" data-tc-later="page-docs-topics-x" data-tc-src="../../_static/data/page-docs-topics-x.js" '
+    assert ('<div class="tc-later" data-tc-later="page-docs-topics-x" '
+        'data-tc-src="../../_static/data/page-docs-topics-x.js" '
             'data-tc-key="claim-a--runs"><p>Every record loads here.</p></div>') in page
     parts = _payload(tmp_path / DATA_DIR / "page-docs-topics-x.js")
     assert parts == {"claim-a--runs": "<table>rows &lt;!--/tc-later--&gt; forged in a record</table>", "matrix": {"matrix-a": {"cpu": "<span>2.12.0</span>"}}}

@@ -80,7 +80,8 @@ def test_the_matrix_offers_the_range_beside_the_single_versions(site):
     later = (root / "_build" / "html" / "_static" / "data" / "page-docs-matrix.js").read_text(encoding="utf-8")
     assert 'data-tc-src="../_static/data/page-docs-matrix.js"' in raw
     cells = json.loads(later.partition("\"] = ")[2].strip().removesuffix(";"))["matrix"]["matrix-kb-holds"]["cpu"]
-    view = re.search(r'<span class="tc-run tc-range" data-version="range:torch" data-verdict="holds"[^>]*hidden>(.*?<span class="tc-range-sentence">.*?</span>)</span>', cells, re.S)
+    view = re.search(r'<span class="tc-run tc-range" data-version="range:torch" data-verdict="holds"'
+        r'[^>]*hidden>(.*?<span class="tc-range-sentence">.*?</span>)</span>', cells, re.S)
     assert view is not None, cells
     assert f"holds since torch {build_torch}" in page_text_of(view[1])
 

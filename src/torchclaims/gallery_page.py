@@ -13,6 +13,7 @@ executed (``plot_gallery`` off), with that output put back after each block.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -80,7 +81,7 @@ def merged(own: str, staged: str, stem: str, figures: list[str], image_dir: Path
     if len(own_parts) != len(staged_parts):
         return _before_footer(own, f"\n.. note:: {WITHHELD}\n\n")
     pieces = []
-    for own_part, staged_part in zip(own_parts, staged_parts):
+    for own_part, staged_part in zip(own_parts, staged_parts, strict=True):
         # A block's part: its line marker (none before the first), then its text or
         # code; sphinx-gallery puts a code block's output after it, or before it
         # in a script of one code block.
@@ -99,7 +100,7 @@ def _blocks(page: str) -> list[str]:
     end = _TIMING.search(page) or _FOOTER.search(page)
     body = page[: end.start()] if end else page
     starts = [0, *(m.start() for m in _MARKER.finditer(body)), len(body)]
-    return [body[a:b] for a, b in zip(starts, starts[1:])]
+    return [body[a:b] for a, b in itertools.pairwise(starts)]
 
 
 def _output(region: str, stem: str, figures: list[str], image_dir: Path, sources_dir: Path) -> str:

@@ -241,7 +241,8 @@ def description(abi: int, loopback: bool) -> str:
     scoped = "; no signal or abstract Unix socket outside" if abi >= SCOPE_ABI else ""
     return (
         f"sandboxed: Landlock ABI {abi} (writes only to its own directory; {network}{scoped}), "
-        "user, PID, network and mount namespaces (empty /run, /tmp, /var/tmp and /dev/shm: no Unix socket of the machine there)"
+        "user, PID, network and mount namespaces "
+        "(empty /run, /tmp, /var/tmp and /dev/shm: no Unix socket of the machine there)"
     )
 
 

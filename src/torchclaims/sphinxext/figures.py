@@ -55,7 +55,8 @@ def limit_rows() -> list[tuple[str, str]]:
         ("what a build remembers (the probe's answer, the memo)", f"{size(PROBE_BYTES)} and {size(MEMO_BYTES)}; "
          "anything malformed is probed or worked out again"),
         ("a published page (what the site gives a reader)", f"{L.page_html_bytes:,} bytes of HTML, uncompressed; data a page loads "
-         "on demand (coverage tables, the matrix's other versions, a claim's table of every record) lies beside it, once"),
+         "on demand (coverage tables, the matrix's other versions, a claim's table of every record) "
+          "lies beside it, once"),
     ]
 
 

@@ -145,7 +145,8 @@ def _row(grid: Grid, claim: Claim, columns: list[Column], ranges: dict[str, list
     else:
         cells = _attributed(claim, len(columns))
     row = (
-        f'<tr class="tc-claim-row" id="{matrix_anchor(claim.id)}" data-topic="{esc(claim.topic)}" data-about="{esc(" ".join(claim.about))}" '
+        f'<tr class="tc-claim-row" id="{matrix_anchor(claim.id)}" data-topic="{esc(claim.topic)}" '
+        f'data-about="{esc(" ".join(claim.about))}" '
         f'data-text="{esc(" ".join(words).lower())}">{head}{cells}</tr>'
     )
     return row, {backend: runs for backend, runs in later.items() if runs}
@@ -294,7 +295,8 @@ class ClaimsMatrixDirective(SphinxDirective):
             f'<div class="tc-matrix-page">{_filters(grid, total)}{_backend_notes(grid, pages)}'
             f'{_no_record(grid, empty, pages)}<div class="tc-matrix-layout">'
             '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends (scrolls inside)">'
-            f'<table class="tc-matrix"{data}><caption>{esc(caption)}</caption><thead><tr><th scope="col" class="tc-corner">Claim</th>{heads}</tr></thead>'
+            f'<table class="tc-matrix"{data}><caption>{esc(caption)}</caption>'
+            f'<thead><tr><th scope="col" class="tc-corner">Claim</th>{heads}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>'
             '<p class="tc-no-matches" hidden>No claim matches these filters. '
             '<button type="button" data-tc-reset>Show all claims</button></p></div>'

@@ -67,7 +67,8 @@ def later(key: str, children: list[nodes.Node], note: str) -> deferred:
 
 
 def later_data(key: str, payload) -> deferred:
-    """``payload`` (JSON; its strings may hold raw HTML with claim links) into the page's data file, and nothing in the page."""
+    """``payload`` (JSON; its strings may hold raw HTML with claim links) into the page's data file,
+    and nothing in the page."""
     # ensure_ascii=False keeps the link markers (private-use characters) whole for the resolver
     return deferred("", raw_html(json.dumps(payload, separators=(",", ":"), ensure_ascii=False)), key=key, format="json")
 
@@ -82,7 +83,8 @@ def _depart(self, node: deferred) -> None:
 
 def _placeholder(pagename: str, key: str, note: str) -> str:
     return (
-        f'<div class="tc-later" data-tc-later="{esc(data_name(pagename))}" data-tc-src="{esc(data_src(pagename))}" data-tc-key="{esc(key)}">'
+        f'<div class="tc-later" data-tc-later="{esc(data_name(pagename))}" data-tc-src="{esc(data_src(pagename))}" '
+        f'data-tc-key="{esc(key)}">'
         f"<p>{esc(note)}</p></div>"
     )
 

@@ -54,7 +54,8 @@ def myst_token(text: str) -> str:
 
 
 def section_id(series: Series, old: str, new: str) -> str:
-    """The anchor of the section comparing ``old`` with ``new``; ValueError for a name or version that is not a token."""
+    """The anchor of the section comparing ``old`` with ``new``; ValueError for a name or version
+    that is not a token."""
     return nodes.make_id("-".join(["upgrade", *(myst_token(part) for part in (series.name, old, new))]))
 
 
@@ -116,7 +117,10 @@ class UpgradeIndexDirective(SphinxDirective):
                     warn(f"no upgrade section for {series.name}: {exc}", "releases", location=self.get_location())
                     continue
                 comparison = compare(committed[old], committed[new])
-                counts = f": {len(comparison.verdicts)} verdicts moved, {sum(len(m) for m in comparison.moved.values())} measurements or rows moved"
+                counts = (
+                    f": {len(comparison.verdicts)} verdicts moved, "
+                    f"{sum(len(m) for m in comparison.moved.values())} measurements or rows moved"
+                )
                 title = f"{series.package} {old} → {new}"
                 items.append(paragraph(nodes.reference("", title, refid=anchor, internal=True), counts))
                 section = nodes.section(ids=[anchor])
