@@ -79,4 +79,5 @@ generate_file_rst.__name__, gen_rst.CODE_OUTPUT, gen_rst.__version__  # public
 
 
 def test_names_of_other_packages_are_not_counted():
-    assert private_uses("import multiprocessing\nmultiprocessing.resource_tracker._resource_tracker\nfrom sphinx.util import logging\nlogging._x\n") == []
+    assert private_uses("import multiprocessing\nmultiprocessing.resource_tracker._resource_tracker\n"
+            "from sphinx.util import logging\nlogging._x\n") == []

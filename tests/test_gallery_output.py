@@ -61,7 +61,9 @@ def test_a_page_staged_past_its_limit_shows_no_output_and_says_why(tmp_path):
     filler = f"""
 import sphinx_gallery.gen_rst as gen_rst
 _save = gen_rst.save_rst_example
-gen_rst.save_rst_example = lambda example_rst, *args, **kwargs: _save("x" * {limits.LIMITS.staged_page_bytes + 1}, *args, **kwargs)
+gen_rst.save_rst_example = lambda example_rst, *args, **kwargs: _save(
+    "x" * {limits.LIMITS.staged_page_bytes + 1}, *args, **kwargs
+)
 print("printed")
 with v.check("runs") as check:
     check.expect(True, "")
