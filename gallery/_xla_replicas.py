@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from _dist import free_port
 from _jobs import make_batch, make_model, shard
 
 DEVICES = 2
@@ -78,6 +79,7 @@ STEPS = {
     "ddp gradient_as_bucket_view=True": lambda *args: ddp_step(*args, gradient_as_bucket_view=True),
     "ddp gradient_as_bucket_view=False": lambda *args: ddp_step(*args, gradient_as_bucket_view=False),
 }
+PROCESS_GROUP_STEPS = {"ddp gradient_as_bucket_view=True", "ddp gradient_as_bucket_view=False"}  # these open a TCP store
 
 
 def replica(index: int, step: str, folder: str) -> None:
@@ -125,6 +127,8 @@ def run(step: str, timeout_s: float = 200.0) -> Ended:
         raise ValueError(f"unknown step {step!r}; known: {sorted(STEPS)}")
     with tempfile.TemporaryDirectory() as folder:
         env = dict(os.environ, CPU_NUM_DEVICES=str(DEVICES), PYTHONPATH=os.pathsep.join(sys.path))  # finds _jobs
+        if step in PROCESS_GROUP_STEPS:  # xla:// opens a TCP store: on a free port, not its fixed default
+            env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
         done = subprocess.run([sys.executable, "-m", "_xla_replicas", step, folder],
                               capture_output=True, text=True, timeout=timeout_s, env=env)
         results = {}
