@@ -305,3 +305,51 @@ def a_second_cpu_backend(monkeypatch, name: str = "second-cpu") -> None:
     monkeypatch.setattr(backends, "resolve_backend", lambda requested: (stand_in, "") if requested == name else resolve(requested))
     monkeypatch.setattr(backends.Backend, "device", lambda self: SECOND_CPU if self.name == name else device(self))
     monkeypatch.setattr(verify.Verification, "on_reference", property(lambda self: self.device == self.reference_device))
+
+
+# A torch_xla of thread replicas on the CPU, for scripts that run torch_xla.launch in a fresh process.
+THREAD_REPLICAS = {
+    "__init__.py": '''
+import os, threading, torch
+_replica = threading.local()
+def device():
+    return torch.device("cpu")
+def sync():
+    pass
+def launch(fn, args=()):
+    """One thread per CPU_NUM_DEVICES, as PJRT CPU runs them; an exception in a replica fails the launch."""
+    failed = []
+    def replica(index):
+        _replica.ordinal = index
+        try:
+            fn(index, *args)
+        except BaseException as exc:
+            failed.append(exc)
+    threads = [threading.Thread(target=replica, args=(i,)) for i in range(int(os.environ.get("CPU_NUM_DEVICES", "1")))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failed:
+        raise failed[0]
+''',
+    "runtime.py": '''
+import os
+from torch_xla import _replica
+def global_ordinal():
+    return _replica.ordinal
+def world_size():
+    return int(os.environ.get("CPU_NUM_DEVICES", "1"))
+''',
+    "core/__init__.py": "",
+}
+
+
+def thread_replicas(monkeypatch, tmp_path: Path, xla_model: str) -> None:
+    """A ``torch_xla`` package whose ``launch`` runs thread replicas on the CPU and whose ``core/xla_model.py``
+    is ``xla_model``, ahead on the path of the fresh processes the script starts (they get the script's sys.path)."""
+    package = tmp_path / "standin" / "torch_xla"
+    for name, text in {**THREAD_REPLICAS, "core/xla_model.py": xla_model}.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(package.parent))

@@ -21,6 +21,7 @@ from breaking import (
     outcomes,
     refuted,
     run_gallery,
+    thread_replicas,
     triton_on_the_cpu,
 )
 
@@ -502,6 +503,40 @@ def test_xla_gloo_device_tensors_is_refuted_where_gloo_leaves_device_tensors_unr
     monkeypatch.setattr(torch.distributed, "all_reduce", unreduced_on_the_device)
     record = run_gallery("xla_gloo_device_tensors", monkeypatch, tmp_path)
     assert refuted(record, "all_reduce of device tensors", "rank 0: all_reduce of the tensors on cpu: values differ"), outcomes(record)
+
+
+AVERAGING_OPTIMIZER_STEP = """
+import os, threading
+import torch_xla.runtime as xr
+_barrier, _grads = threading.Barrier(int(os.environ["CPU_NUM_DEVICES"])), {}
+def optimizer_step(optimizer):
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    _grads[xr.global_ordinal()] = [p.grad.clone() for p in params]
+    _barrier.wait()
+    for i, p in enumerate(params):
+        p.grad.copy_(sum(grads[i] for grads in _grads.values()) / len(_grads))
+    _barrier.wait()
+    optimizer.step()
+"""
+
+
+def test_xla_replicas_optimizer_step_holds_where_it_averages_the_gradients(monkeypatch, tmp_path):
+    thread_replicas(monkeypatch, tmp_path, AVERAGING_OPTIMIZER_STEP)
+    record = run_gallery("xla_replicas_optimizer_step", monkeypatch, tmp_path, as_backend="xla")
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_xla_replicas_optimizer_step_is_refuted_where_it_combines_no_gradients(monkeypatch, tmp_path):
+    thread_replicas(monkeypatch, tmp_path, "def optimizer_step(optimizer):\n    optimizer.step()\n")  # each replica its own step
+    record = run_gallery("xla_replicas_optimizer_step", monkeypatch, tmp_path, as_backend="xla")
+    assert outcomes(record)["2 staggered thread replicas complete the step"] is Verdict.HOLDS
+    assert refuted(record, "one step on the whole batch", "replica 0 0.weight: max abs error"), outcomes(record)
+
+
+def test_xla_ddp_over_gloo_is_refuted_where_gloo_takes_the_device_model(monkeypatch, tmp_path):
+    a_second_cpu_backend(monkeypatch, "xla")  # a device whose tensors gloo takes: DDP over gloo trains on it
+    record = run_gallery("xla_ddp_over_gloo", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "DDP over gloo raises", "worker 0 took the DDP step over gloo without an error"), outcomes(record)
 
 
 CRASH_ON_UNBATCHED_NLL_LOSS = """
