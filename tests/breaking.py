@@ -345,11 +345,57 @@ def world_size():
 }
 
 
-def thread_replicas(monkeypatch, tmp_path: Path, xla_model: str) -> None:
-    """A ``torch_xla`` package whose ``launch`` runs thread replicas on the CPU and whose ``core/xla_model.py``
-    is ``xla_model``, ahead on the path of the fresh processes the script starts (they get the script's sys.path)."""
+def thread_replicas(monkeypatch, tmp_path: Path, **modules: str) -> None:
+    """A ``torch_xla`` package whose ``launch`` runs thread replicas on the CPU, with the other modules a test
+    gives (``xla_model`` for ``core/xla_model.py``, ``xla_backend`` for ``distributed/xla_backend.py``), ahead
+    on the path of the fresh processes the script starts (they get the script's sys.path)."""
+    paths = {"xla_model": "core/xla_model.py", "xla_backend": "distributed/xla_backend.py"}
     package = tmp_path / "standin" / "torch_xla"
-    for name, text in {**THREAD_REPLICAS, "core/xla_model.py": xla_model}.items():
+    files = {**THREAD_REPLICAS, "distributed/__init__.py": "", **{paths[name]: text for name, text in modules.items()}}
+    for name, text in files.items():
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(text, encoding="utf-8")
     monkeypatch.syspath_prepend(str(package.parent))
+
+
+# The 'xla' process group of THREAD_REPLICAS: one group object for the process, shared by the replica threads;
+# each collective hands every replica's tensor to every replica, and COMBINE (given by the test) makes the result.
+THREAD_PROCESS_GROUP = """
+import threading
+import torch, torch.distributed as dist
+import torch_xla.runtime as xr
+from torch._C._distributed_c10d import ProcessGroup
+
+def _done(result):
+    future = torch.futures.Future()
+    future.set_result(result)
+    return torch._C._distributed_c10d._create_work_from_future(future)
+
+class ThreadGroup(ProcessGroup):
+    def __init__(self, store, rank, size, timeout):
+        super().__init__(rank, size)
+        self._barrier, self._slots = threading.Barrier(size), {}
+    def getBackendName(self):
+        return "xla"
+    def _exchange(self, tensor):
+        self._slots[xr.global_ordinal()] = tensor.clone()
+        self._barrier.wait()
+        every = [self._slots[rank] for rank in sorted(self._slots)]
+        self._barrier.wait()
+        return every
+    def allreduce(self, tensors, opts):
+        for tensor in tensors:
+            tensor.copy_(COMBINE(tensor, self._exchange(tensor)))
+        return _done(tensors)
+    def allgather(self, outputs, inputs, opts):
+        for out, tensor in zip(outputs, inputs):
+            for slot, value in zip(out, self._exchange(tensor)):
+                slot.copy_(value)
+        return _done(outputs)
+
+def _rendezvous(url, timeout=None, **options):
+    yield dist.HashStore(), 0, xr.world_size()
+
+dist.Backend.register_backend("xla", ThreadGroup, devices=["cpu"])
+dist.register_rendezvous_handler("xla", _rendezvous)
+"""

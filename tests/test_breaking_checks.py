@@ -20,6 +20,7 @@ from breaking import (
     moved_to_second_cpu,
     outcomes,
     refuted,
+    THREAD_PROCESS_GROUP,
     run_gallery,
     thread_replicas,
     triton_on_the_cpu,
@@ -521,16 +522,30 @@ def optimizer_step(optimizer):
 
 
 def test_xla_replicas_optimizer_step_holds_where_it_averages_the_gradients(monkeypatch, tmp_path):
-    thread_replicas(monkeypatch, tmp_path, AVERAGING_OPTIMIZER_STEP)
+    thread_replicas(monkeypatch, tmp_path, xla_model=AVERAGING_OPTIMIZER_STEP)
     record = run_gallery("xla_replicas_optimizer_step", monkeypatch, tmp_path, as_backend="xla")
     assert record.verdict is Verdict.HOLDS, outcomes(record)
 
 
 def test_xla_replicas_optimizer_step_is_refuted_where_it_combines_no_gradients(monkeypatch, tmp_path):
-    thread_replicas(monkeypatch, tmp_path, "def optimizer_step(optimizer):\n    optimizer.step()\n")  # each replica its own step
+    thread_replicas(monkeypatch, tmp_path, xla_model="def optimizer_step(optimizer):\n    optimizer.step()\n")  # each replica its own step
     record = run_gallery("xla_replicas_optimizer_step", monkeypatch, tmp_path, as_backend="xla")
     assert outcomes(record)["2 staggered thread replicas complete the step"] is Verdict.HOLDS
     assert refuted(record, "one step on the whole batch", "replica 0 0.weight: max abs error"), outcomes(record)
+
+
+def test_xla_ddp_bucket_view_holds_with_both_settings_where_the_group_sums(monkeypatch, tmp_path):
+    summing = "COMBINE = lambda mine, every: sum(every)\n" + THREAD_PROCESS_GROUP
+    thread_replicas(monkeypatch, tmp_path, xla_backend=summing)
+    record = run_gallery("xla_ddp_gradient_as_bucket_view", monkeypatch, tmp_path, as_backend="xla")
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_xla_ddp_bucket_view_is_refuted_where_the_group_reduces_nothing(monkeypatch, tmp_path):
+    unreduced = "COMBINE = lambda mine, every: mine\n" + THREAD_PROCESS_GROUP  # each replica keeps its own gradient
+    thread_replicas(monkeypatch, tmp_path, xla_backend=unreduced)
+    record = run_gallery("xla_ddp_gradient_as_bucket_view", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "gradient_as_bucket_view=False", "replica 0 0.weight: max abs error"), outcomes(record)
 
 
 def test_xla_ddp_over_gloo_is_refuted_where_gloo_takes_the_device_model(monkeypatch, tmp_path):
