@@ -3,9 +3,10 @@
 With ``PJRT_DEVICE=CPU`` and ``CPU_NUM_DEVICES=2``, ``torch_xla.launch`` runs
 one replica per CPU device, as threads of one process. Replicas started
 together were seen to time out in XLA's collective rendezvous
-(xla-cpu-thread-replicas); here replica r starts ``STAGGER_S * r`` seconds
-after replica 0. Each replica takes one SGD step of the distributed claims'
-model (``_jobs``) on its slice of the batch, in one of the ways in ``STEPS``,
+(xla-cpu-thread-replicas); here the replicas are staggered: replica 1 starts
+once replica 0 has compiled its step (``wait_for_first_program``). Each
+replica takes one SGD step of the distributed claims' model (``_jobs``) on
+its slice of the batch, in one of the ways in ``STEPS``,
 and saves its parameters; the claim script compares them with one ordinary
 step on the CPU.
 
@@ -33,7 +34,6 @@ from _dist import free_port
 from _jobs import make_batch, make_model, shard
 
 DEVICES = 2
-STAGGER_S = 3.0  # seconds between the starts of consecutive replicas
 ERROR_CHARS = 300  # characters of the child's last error kept
 
 
@@ -82,12 +82,28 @@ STEPS = {
 PROCESS_GROUP_STEPS = {"ddp gradient_as_bucket_view=True", "ddp gradient_as_bucket_view=False"}  # these open a TCP store
 
 
+def wait_for_first_program(limit_s: float = 120.0) -> None:
+    """Return once this process has compiled a program (replica 0's step), or after ``limit_s``.
+
+    XLA's CompileTime metric belongs to the process, so every replica sees
+    replica 0's compilation in it. With a fixed stagger of a few seconds
+    instead, the replicas were seen to time out in the collective's
+    rendezvous on a loaded machine.
+    """
+    import torch_xla.debug.metrics as met
+
+    deadline = time.monotonic() + limit_s
+    while (met.metric_data("CompileTime") or (0,))[0] < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def replica(index: int, step: str, folder: str) -> None:
     import torch_xla
     import torch_xla.runtime as xr
 
     rank, world_size = xr.global_ordinal(), xr.world_size()
-    time.sleep(STAGGER_S * rank)
+    if rank:
+        wait_for_first_program()  # the whole step is one program, DDP's included
     device = torch_xla.device()
     model = make_model().to(device)
     inputs, targets = make_batch()

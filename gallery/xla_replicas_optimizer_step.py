@@ -6,7 +6,7 @@ A data-parallel step with xm.optimizer_step over staggered thread replicas gives
 
 Our finding (no source claims it): on the PJRT CPU runtime with
 ``CPU_NUM_DEVICES=2``, ``torch_xla.launch`` runs two thread replicas, and when
-the second starts a few seconds after the first, one data-parallel SGD step
+the second starts once the first has compiled its step, one data-parallel SGD step
 with ``xm.optimizer_step`` (torch_xla's own way: it all-reduces the gradients
 before the step) leaves on both replicas the parameters of one ordinary step
 on the whole batch on the CPU.
@@ -30,7 +30,7 @@ v = verification(
     model="MLP 8-16-1 with Tanh, float32, seed 0 (the distributed claims' model)",
     inputs=f"batch of 8 random inputs and targets; replica r of {_xla_replicas.DEVICES} gets rows 4r..4r+3",
     method=f"torch_xla.launch with PJRT_DEVICE=CPU, CPU_NUM_DEVICES={_xla_replicas.DEVICES} in a fresh process; "
-    f"replica r starts {_xla_replicas.STAGGER_S:g} s x r after replica 0; one SGD step (lr 0.1, MSE mean) with "
+    f"replica 1 starts once replica 0 has compiled its step (XLA's CompileTime metric); one SGD step (lr 0.1, MSE mean) with "
     f"xm.optimizer_step; parameters against one step on the whole batch on the CPU, rtol {RTOL:g}, atol {ATOL:g}",
 )
 

@@ -342,6 +342,9 @@ def world_size():
     return int(os.environ.get("CPU_NUM_DEVICES", "1"))
 ''',
     "core/__init__.py": "",
+    "debug/__init__.py": "",
+    # Nothing to compile here: replicas that wait for replica 0's compilations find them done.
+    "debug/metrics.py": "def metric_data(name):\n    return (2**31, 0, [])\n",
 }
 
 
