@@ -82,18 +82,24 @@ STEPS = {
 PROCESS_GROUP_STEPS = {"ddp gradient_as_bucket_view=True", "ddp gradient_as_bucket_view=False"}  # these open a TCP store
 
 
-def wait_for_first_program(limit_s: float = 120.0) -> None:
-    """Return once this process has compiled a program (replica 0's step), or after ``limit_s``.
+def wait_for_first_program(limit_s: float = 120.0, settled_s: float = 1.0) -> None:
+    """Return once this process has compiled a program and compiled no other for ``settled_s`` (replica 0 has
+    compiled its step and waits in its collective), or after ``limit_s``.
 
     XLA's CompileTime metric belongs to the process, so every replica sees
-    replica 0's compilation in it. With a fixed stagger of a few seconds
+    replica 0's compilations in it. With a fixed stagger of a few seconds
     instead, the replicas were seen to time out in the collective's
     rendezvous on a loaded machine.
     """
     import torch_xla.debug.metrics as met
 
-    deadline = time.monotonic() + limit_s
-    while (met.metric_data("CompileTime") or (0,))[0] < 1 and time.monotonic() < deadline:
+    deadline, seen, since = time.monotonic() + limit_s, 0, time.monotonic()
+    while time.monotonic() < deadline:
+        count = (met.metric_data("CompileTime") or (0,))[0]
+        if count != seen:
+            seen, since = count, time.monotonic()
+        elif seen and time.monotonic() - since >= settled_s:
+            return
         time.sleep(0.05)
 
 

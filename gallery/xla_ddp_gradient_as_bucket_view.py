@@ -31,7 +31,7 @@ v = verification(
     model="MLP 8-16-1 with Tanh, float32, seed 0 (the distributed claims' model)",
     inputs=f"batch of 8 random inputs and targets; replica r of {_xla_replicas.DEVICES} gets rows 4r..4r+3",
     method=f"torch_xla.launch with PJRT_DEVICE=CPU, CPU_NUM_DEVICES={_xla_replicas.DEVICES}, one fresh process per "
-    "setting; replica 1 starts once replica 0 has compiled its step (XLA's CompileTime metric); init_process_group('xla', "
+    "setting; replica 1 starts once replica 0 has compiled its step (XLA's CompileTime metric, then no compilation for 1 s); init_process_group('xla', "
     "init_method='xla://'); DDP(model, gradient_as_bucket_view=..., init_sync=False); one SGD step (lr 0.1, MSE mean); "
     f"parameters against one step on the whole batch on the CPU, rtol {RTOL:g}, atol {ATOL:g}",
 )

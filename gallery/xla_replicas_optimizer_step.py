@@ -30,7 +30,7 @@ v = verification(
     model="MLP 8-16-1 with Tanh, float32, seed 0 (the distributed claims' model)",
     inputs=f"batch of 8 random inputs and targets; replica r of {_xla_replicas.DEVICES} gets rows 4r..4r+3",
     method=f"torch_xla.launch with PJRT_DEVICE=CPU, CPU_NUM_DEVICES={_xla_replicas.DEVICES} in a fresh process; "
-    f"replica 1 starts once replica 0 has compiled its step (XLA's CompileTime metric); one SGD step (lr 0.1, MSE mean) with "
+    f"replica 1 starts once replica 0 has compiled its step (XLA's CompileTime metric, then no compilation for 1 s); one SGD step (lr 0.1, MSE mean) with "
     f"xm.optimizer_step; parameters against one step on the whole batch on the CPU, rtol {RTOL:g}, atol {ATOL:g}",
 )
 
