@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import torch
 from breaking import (
     GALLERY,
+    THREAD_PROCESS_GROUP,
     OnTheDevice,
     CpuEvent,
     a_second_cpu,
@@ -20,7 +21,6 @@ from breaking import (
     moved_to_second_cpu,
     outcomes,
     refuted,
-    THREAD_PROCESS_GROUP,
     run_gallery,
     thread_replicas,
     triton_on_the_cpu,
@@ -528,7 +528,8 @@ def test_xla_replicas_optimizer_step_holds_where_it_averages_the_gradients(monke
 
 
 def test_xla_replicas_optimizer_step_is_refuted_where_it_combines_no_gradients(monkeypatch, tmp_path):
-    thread_replicas(monkeypatch, tmp_path, xla_model="def optimizer_step(optimizer):\n    optimizer.step()\n")  # each replica its own step
+    own_step = "def optimizer_step(optimizer):\n    optimizer.step()\n"  # each replica steps on its own gradients
+    thread_replicas(monkeypatch, tmp_path, xla_model=own_step)
     record = run_gallery("xla_replicas_optimizer_step", monkeypatch, tmp_path, as_backend="xla")
     assert outcomes(record)["2 staggered thread replicas complete the step"] is Verdict.HOLDS
     assert refuted(record, "one step on the whole batch", "replica 0 0.weight: max abs error"), outcomes(record)
@@ -551,7 +552,8 @@ def test_xla_ddp_bucket_view_is_refuted_where_the_group_reduces_nothing(monkeypa
 def test_xla_ddp_over_gloo_is_refuted_where_gloo_takes_the_device_model(monkeypatch, tmp_path):
     a_second_cpu_backend(monkeypatch, "xla")  # a device whose tensors gloo takes: DDP over gloo trains on it
     record = run_gallery("xla_ddp_over_gloo", monkeypatch, tmp_path, as_backend="xla")
-    assert refuted(record, "DDP over gloo raises", "worker 0 took the DDP step over gloo without an error"), outcomes(record)
+    took_it = "worker 0 took the DDP step over gloo without an error"
+    assert refuted(record, "DDP over gloo raises", took_it), outcomes(record)
 
 
 CRASH_ON_UNBATCHED_NLL_LOSS = """
