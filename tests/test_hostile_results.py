@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import factories
@@ -73,26 +73,64 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=30,
 )
+# Values a field's type nearly accepts: dates with and without a time zone, valid verdicts, numbers as text.
+NEAR_MISSES = (
+    st.datetimes().map(datetime.isoformat)
+    | st.datetimes(timezones=st.just(timezone.utc)).map(datetime.isoformat)
+    | st.sampled_from(["holds", "refuted", "unverified", "error", "cpu", "1.5", "", "2026-03-01"])
+)
+VALUES = JSON | NEAR_MISSES
+
+
+def assert_shown_or_reported(store, path, fields: tuple[str, ...], claim_id: str | None = "a-claim") -> None:
+    """The file loads without a problem and its record is shown, or a problem names the
+    file and a field within one of ``fields`` and the record is left out: never lost
+    without a word. ``claim_id`` None: the fuzzed value replaced the records themselves."""
+    problems = [str(p) for p in store.problems]
+    assert all(p.path == path for p in store.problems), problems
+    if not problems:
+        assert claim_id is None or claim_id in store.entries, "the file loaded without a problem, but its record is not shown"
+        return
+    assert claim_id not in store.entries, f"a record shown despite a problem with its file: {problems}"
+    assert any(p.field == f or p.field.startswith(f"{f}.") for p in store.problems for f in fields), (
+        f"the record is left out, but no problem names {' or '.join(fields)}: {problems}"
+    )
 
 
 @FAST
-@given(key=st.sampled_from(["created", "label", "provenance", "environment", "records", "format", "schema_version"]), value=JSON)
+@given(key=st.sampled_from(["created", "label", "provenance", "environment", "records", "format", "schema_version"]), value=VALUES)
 def test_any_value_in_any_top_level_field_is_reported_or_accepted(tmp_path, key, value):
     data = make_results([make_record("a-claim")]).model_dump(mode="json")
     data[key] = value
     path = tmp_path / "fuzzed.json"
     path.write_text(json.dumps(data))
-    store = load_store({}, None, tmp_path)  # never raises
-    assert all(p.path == path for p in store.problems)
+    # A file-wide value can also make the record disagree with it (started after the file was created).
+    assert_shown_or_reported(load_store({}, None, tmp_path), path, (key, "records.0"), None if key == "records" else "a-claim")
 
 
 @FAST
-@given(field=st.sampled_from(["claim_id", "verdict", "checks", "started_at", "script", "environment", "figures", "conditions"]), value=JSON)
+@given(field=st.sampled_from(["claim_id", "verdict", "checks", "started_at", "script", "environment", "figures", "conditions"]), value=VALUES)
 def test_any_value_in_any_record_field_is_reported_or_accepted(tmp_path, field, value):
     data = make_results([make_record("a-claim")]).model_dump(mode="json")
     data["records"][0][field] = value
-    (tmp_path / "fuzzed.json").write_text(json.dumps(data))
-    load_store({}, None, tmp_path)  # never raises
+    path = tmp_path / "fuzzed.json"
+    path.write_text(json.dumps(data))
+    # Changed checks can also make the stated verdict disagree with them (it is judged again from the checks).
+    assert_shown_or_reported(load_store({}, None, tmp_path), path, (f"records.0.{field}", "records.0.verdict"), claim_id=value if field == "claim_id" and isinstance(value, str) else "a-claim")
+
+
+@pytest.mark.parametrize("field", ["created", "records.0.started_at"])
+def test_a_time_without_a_time_zone_is_reported_not_compared(tmp_path, field):
+    """The dates are checked against the clock: a naive one would raise TypeError there."""
+    data = make_results([make_record("a-claim")]).model_dump(mode="json")
+    where = data["records"][0] if field.startswith("records") else data
+    where[field.rsplit(".", 1)[-1]] = "2026-03-01T12:00:00"
+    path = tmp_path / "naive.json"
+    path.write_text(json.dumps(data))
+    store = load_store({}, None, tmp_path)
+    assert "a-claim" not in store.entries
+    assert [(p.path, p.field) for p in store.problems] == [(path, field)]
+    assert "timezone" in store.problems[0].message
 
 
 @pytest.mark.parametrize("depth", [40, 5000, 200_000])

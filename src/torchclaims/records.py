@@ -16,7 +16,7 @@ from pathlib import Path
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from . import limits
 from .errors import InvalidFileError, Problem, problems_from_validation
@@ -163,7 +163,7 @@ class ResultRecord(BaseModel):
     reason: RecordText = ""  # why unverified or error; the cause is named here
     checks: list[CheckResult] = Field(default_factory=list, max_length=limits.MAX_CHECKS)
     conditions: dict[RecordName, RecordText] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # model, inputs, method...
-    started_at: datetime
+    started_at: AwareDatetime  # compared with other times: a date without a zone is refused, never a crash
     duration_s: Seconds
     script: ScriptInfo
     cache_key: RecordName = ""  # stamped by the runner; see torchclaims.cache

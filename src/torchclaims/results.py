@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from . import limits
 from .errors import InvalidFileError, Problem
@@ -33,7 +32,7 @@ class ResultsFile(BaseModel):
 
     format: str = RESULTS_FORMAT
     schema_version: int = RESULTS_SCHEMA_VERSION
-    created: datetime
+    created: AwareDatetime  # as ResultRecord.started_at
     label: RecordName = Field("", description="Free text naming the machine or CI runner")
     provenance: Provenance = Field(default_factory=Provenance, description="How the file was made")
     environment: Environment
