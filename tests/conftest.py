@@ -33,6 +33,10 @@ def restore_environment() -> None:
         os.environ["PYTEST_CURRENT_TEST"] = current
 
 
+def pytest_addoption(parser):
+    parser.addoption("--regen-doctrees", action="store_true", help="write tests/doctrees/*.txt from this build (test_directive_doctrees.py)")
+
+
 @pytest.fixture(autouse=True)
 def the_process_is_left_as_it_was():
     restore_environment()  # autouse: before the test's own fixtures, after the module's

@@ -1,0 +1,206 @@
+"""Each directive and role of torchclaims.sphinxext, alone on a page, against its expected doctree.
+
+One small project (write_project: four claims, fixture records and results) is built once,
+in this process, with execution off: the pages read fixture records and
+results files, so no claim runs. Each test compares one page's doctree, after
+the post-transforms, with tests/doctrees/<page>.txt; a change to what a
+directive makes shows as a diff of that file. After an intended change,
+``pytest tests/test_directive_doctrees.py --regen-doctrees`` writes the files
+again: review their diff like code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from docutils import nodes
+from factories import STARTED, make_environment, make_results
+from kb import CONF, write_claim
+from sphinx.testing.util import SphinxTestApp
+
+from torchclaims.records import CheckResult, Measurement, ResultRecord, ScriptInfo, Verdict, write_record
+from torchclaims.results import write_results
+from torchclaims.sphinxext import setup
+
+EXPECTED = Path(__file__).parent / "doctrees"
+RELEASES = ("2.9.0", "2.10.0", "2.13.0")
+
+# One page per directive and role that setup() registers (test_every_directive_and_role_has_a_page checks the list).
+PAGES = {
+    "claim": "```{claim} kb-holds\n```\n",
+    "topic-claims": "```{topic-claims} device-switch\n```\n",
+    "claim-verdict": "The claim {claim-verdict}`kb-holds` here, {claim-verdict}`kb-holds xla` on xla.\n",
+    "claim-measure": "On the CPU the sum is off by {claim-measure}`kb-holds cpu sum: max abs error`.\n",
+    "claims-matrix": "```{claims-matrix}\n```\n",
+    "claims-changes": "```{claims-changes}\n```\n",
+    "accelerators/xla": "```{accelerator} xla\n```\n",  # where accelerator-choice looks for a backend's page
+    "accelerator-choice": "```{accelerator-choice}\n```\n",
+    "accelerator-groups": "```{accelerator-groups}\n```\n",
+    "backend-descriptors": "```{backend-descriptors}\n```\n",
+    "limits-table": "```{limits-table}\n```\n",
+    "build-speed": "```{build-speed}\n```\n",
+    "measured": "```{measured} runner\n```\n",
+    "coverage-table": "```{coverage-table} kb-sweep\n```\n",
+    "upgrade": "```{upgrade} torch 2.9.0 2.10.0\n```\n",
+    "upgrade-index": "```{upgrade-index}\n```\n",
+    "build-against-history": "```{build-against-history}\n```\n",
+    "check-report": "```{check-report} examples/missing.py:step\n```\n",  # the report itself: test_a_check_report_...
+}
+
+BUILD_SPEED = {
+    "measured_at": "2026-03-01", "cores": 2, "claims": 3, "source": "benchmarks/build_speed.py",
+    "figures": [{"figure": "cold build / plain", "value": "0.9", "unit": "x", "target": "<= 0.7", "verdict": "missed"}],
+    "builds": [{"build": "cold", "seconds": 116, "claims_run": 3, "peak_pss_mb": 900, "torch_imported_by": 2, "left_behind": 0}],
+}
+MEASURED = {"figures": [{"group": "runner", "what": "a fork", "figure": "0.2 s", "date": "2026-03-01", "how": "benchmarks/x.py"}]}
+
+
+def environment(backend: str = "cpu", torch: str = "2.13.0"):
+    if backend == "xla":
+        return make_environment(backend="xla", device="xla:0", device_name="XLA CPU", torch=torch,
+                                packages={"torch": torch, "torch_xla": torch, "numpy": "2.4.6"})
+    return make_environment(torch=torch)
+
+
+def script(root: Path, claim_id: str) -> ScriptInfo:
+    import hashlib
+
+    path = f"gallery/{claim_id.replace('-', '_')}.py"
+    return ScriptInfo(path=path, sha256=hashlib.sha256((root / path).read_bytes()).hexdigest())
+
+
+def record(root: Path, claim_id: str, verdict: Verdict, env, **fields) -> ResultRecord:
+    checks = fields.pop("checks", None) or [CheckResult(
+        name="addition on the device", outcome=verdict,
+        measurements=[Measurement(name="sum: max abs error", value=0.0, tolerance="== 0")],
+    )]
+    reason = "" if verdict in (Verdict.HOLDS, Verdict.REFUTED) else "no accelerator on this machine"
+    return ResultRecord(claim_id=claim_id, verdict=verdict, reason=reason, checks=checks, started_at=STARTED,
+                        duration_s=1.5, script=script(root, claim_id), environment=env, **fields)
+
+
+def sweep_table():
+    from kb import xla_sweep_table
+
+    return xla_sweep_table()
+
+
+def write_project(root: Path, pages: dict[str, str] = PAGES) -> None:
+    """Claims with scripts, this build's records (execution off), committed results of three releases and
+    of xla, the release list and the benchmark figures: what the directives read."""
+    (root / "conf.py").write_text(CONF + "torchclaims_execute = False\ntorchclaims_max_age_days = 100000  # the fixture records never age\n")
+    (root / "gallery").mkdir()
+    (root / "gallery" / "GALLERY_HEADER.rst").write_text("Scripts\n=======\n")
+    write_claim(root, "kb-holds", "holds", about=("cpu", "xla"))
+    write_claim(root, "kb-unverified", "unverified")
+    write_claim(root, "kb-said", None)
+    write_claim(root, "kb-sweep", "sweep")
+    cpu = environment()
+    build = [record(root, "kb-holds", Verdict.HOLDS, cpu), record(root, "kb-unverified", Verdict.UNVERIFIED, cpu),
+             record(root, "kb-sweep", Verdict.HOLDS, cpu, tables=[sweep_table()])]
+    for built in build:
+        write_record(root / "_build" / "records" / "cpu" / f"{built.claim_id}.json", built)
+    (root / "results").mkdir()
+    for version, verdict in zip(RELEASES, (Verdict.HOLDS, Verdict.REFUTED, Verdict.HOLDS), strict=True):
+        env = environment(torch=version)
+        runs = [record(root, "kb-holds", verdict, env), record(root, "kb-unverified", Verdict.UNVERIFIED, env)]
+        write_results(root / "results" / f"cpu-torch{version}.json", make_results(runs, env, label=f"sweep: torch {version} on cpu"))
+    xla = environment("xla", "2.9.0")
+    write_results(root / "results" / "xla-torch2.9.0.json", make_results([record(root, "kb-holds", Verdict.REFUTED, xla)], xla, label="xla box"))
+    (root / "sweep").mkdir()
+    (root / "sweep" / "releases.toml").write_text(f'[series.torch]\nbackend = "cpu"\npackage = "torch"\nversions = {json.dumps(list(RELEASES))}\n')
+    (root / "sweep" / "constraints.txt").write_text("numpy==2.4.6\n")
+    (root / "benchmarks").mkdir()
+    (root / "benchmarks" / "build_speed.json").write_text(json.dumps(BUILD_SPEED))
+    (root / "benchmarks" / "measured.json").write_text(json.dumps(MEASURED))
+    for name, body in pages.items():
+        page = root / "docs" / f"{name}.md"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(f"# {name}\n\n{body}")
+    (root / "index.md").write_text("# Directives\n\n```{toctree}\n" + "".join(f"docs/{name}\n" for name in pages) + "```\n")
+
+
+def sphinx_build(root: Path):
+    """Build ``root`` in this process; the app (to read doctrees from) and the warnings."""
+    warnings = StringIO()
+    app = SphinxTestApp("html", srcdir=root, status=StringIO(), warning=warnings)
+    app.build()
+    return app, warnings.getvalue()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("directives")
+    write_project(root)
+    app, warnings = sphinx_build(root)
+    yield app, warnings
+    app.cleanup()
+
+
+def doctree_text(app, docname: str) -> str:
+    """The page's doctree as the HTML writer gets it, raw HTML a tag a line, without what differs between runs."""
+    doctree = app.env.get_and_resolve_doctree(docname, app.builder, tags=app.tags)
+    for raw in doctree.findall(nodes.raw):
+        raw.children = [nodes.Text(re.sub(r">\s*<", ">\n<", raw.astext()))]
+    text = doctree.pformat().split("\n", 1)[1]  # below <document>, whose attributes are docutils' own
+    text = text.replace(str(app.srcdir), "<srcdir>")
+    return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", "<build time> UTC", text)
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_each_directive_gives_its_expected_doctree(built, name, request):
+    app, _ = built
+    actual = doctree_text(app, f"docs/{name}")
+    expected = EXPECTED / f"{name.replace('/', '-')}.txt"
+    if request.config.getoption("--regen-doctrees"):
+        expected.write_text(actual, encoding="utf-8")
+    assert expected.is_file(), f"no {expected}: run pytest {__file__} --regen-doctrees, and review it"
+    assert actual == expected.read_text(encoding="utf-8"), f"{name} changed: if intended, --regen-doctrees and review the diff"
+
+
+def test_every_directive_and_role_has_a_page():
+    """A new directive fails here until it has a page above (and an expected doctree)."""
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: self.calls.append((name, args))
+
+    app = Recorder()
+    setup(app)
+    registered = sorted(args[0] for name, args in app.calls if name in ("add_directive", "add_role"))
+    used = sorted({re.search(r"\{([a-z-]+)\}", body).group(1) for body in PAGES.values()})
+    assert used == registered
+
+
+def test_the_build_warns_only_where_a_page_asks_for_what_is_missing(built):
+    _, warnings = built
+    lines = [line for line in warnings.splitlines() if "WARNING" in line]
+    assert len(lines) == 1 and "no example 'examples/missing.py:step'" in lines[0], warnings
+
+
+@pytest.mark.processes
+def test_a_check_report_is_made_in_its_own_process_and_published(tmp_path):
+    """check-report runs ``torchclaims check`` on an example (a child process that imports torch)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    example = Path(__file__).resolve().parents[1] / "examples" / "check" / "native_mlp.py"
+    (root / "examples").mkdir()
+    (root / "examples" / "native_mlp.py").write_bytes(example.read_bytes())
+    write_project(root, {"check-report": "```{check-report} examples/native_mlp.py:mlp\n```\n"})
+    app, warnings = sphinx_build(root)
+    try:
+        doctree = app.env.get_and_resolve_doctree("docs/check-report", app.builder, tags=app.tags)
+    finally:
+        app.cleanup()
+    assert "[torchclaims.check-report]" not in warnings, warnings  # the other pages are not there: links to them warn
+    (summary,) = doctree.findall(nodes.literal_block)
+    assert summary.astext().startswith("torchclaims check native_mlp.py:mlp: ")
+    (link,) = doctree.findall(nodes.reference)
+    assert link["refuri"].startswith("../_static/check/") and (Path(app.outdir) / link["refuri"].removeprefix("../")).is_file()
