@@ -137,12 +137,21 @@ def docs(session: nox.Session) -> None:
     session.log("site: _build/html/index.html (open it in a browser, or serve the folder: python -m http.server -d _build/html)")
 
 
+# The slow lanes (markers in pyproject.toml): what `-- --fast` leaves out.
+FAST_LANE = "not (claims or processes or browser)"
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite (includes every real claim on the CPU)."""
+    """Run the test suite (includes every real claim on the CPU); CI and a pull request run it whole.
+
+    `nox -s tests -- --fast` leaves out the slow lanes (real claims, claim processes and
+    site builds, the browser), for a quick check while editing; other arguments go to pytest.
+    """
     opts = options(session)
     install(session, opts.torch, "docs,claims,test", opts.torch_index)
-    session.run("pytest", *opts.rest)
+    lane = ["-m", FAST_LANE] if "--fast" in opts.rest else []
+    session.run("pytest", *lane, *(a for a in opts.rest if a != "--fast"))
 
 
 @nox.session

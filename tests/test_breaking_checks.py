@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from types import SimpleNamespace
 
 import torch
@@ -27,6 +29,8 @@ from breaking import (
 )
 
 from torchclaims.records import Verdict
+
+pytestmark = pytest.mark.claims  # runs the real claim scripts against broken stand-ins
 
 
 def test_eager_mode_holds_on_an_eager_stand_in(monkeypatch, tmp_path):

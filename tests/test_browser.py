@@ -22,6 +22,8 @@ import pytest
 from browser_site import LONG_VALUE, Server, build_browser_site
 from torchclaims.site import leftovers
 
+pytestmark = pytest.mark.browser  # drives Chromium over a built site
+
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}

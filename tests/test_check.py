@@ -259,6 +259,7 @@ def test_sweep_cell_records_the_operators_its_samples_dispatched():
 # -- on a backend ---------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_backend_run_on_the_cpu_writes_a_record_that_diff_accepts(tmp_path, capsys):
     target = str(EXAMPLES / "native_mlp.py:mlp")
     out = tmp_path / "run.json"

@@ -19,7 +19,7 @@ from hostile import SRC, Sightings, end, tagged
 from kb import write_claim, write_site
 from test_hostile_scripts import leaver, new_tag
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="processes are found through /proc")
+pytestmark = [pytest.mark.processes, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="processes are found through /proc")]
 
 
 def environment(**extra: str) -> dict[str, str]:

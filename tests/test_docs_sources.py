@@ -67,6 +67,7 @@ def test_the_committed_speed_figures_have_the_shape_the_benchmark_writes(monkeyp
     assert all(set(f) == figure_keys for f in committed["figures"]) and committed["figures"]
 
 
+@pytest.mark.processes
 def test_the_pages_render_the_figures_and_limits_from_their_files(tmp_path):
     write_site(tmp_path)
     (tmp_path / "benchmarks").mkdir()

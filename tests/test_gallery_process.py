@@ -3,7 +3,10 @@ there, and a figure a script draws still reaches its gallery page."""
 
 from __future__ import annotations
 
+import pytest
 from kb import build, write_claim, write_site
+
+pytestmark = pytest.mark.processes  # a Sphinx build of a small knowledge base
 
 PROBE = '''
 import sys

@@ -36,10 +36,10 @@ from torchclaims.records import Verdict, read_record, record_json
 from torchclaims.store import Entry, THIS_BUILD
 
 # Where CI=true the sandbox is required: these tests then run, and fail without it.
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.processes, pytest.mark.skipif(
     not sandbox.required() and (not sys.platform.startswith("linux") or sandbox.landlock_abi() < sandbox.MIN_ABI),
     reason="the sandbox needs Linux with Landlock ABI 4 or later",
-)
+)]
 
 # A check comparing ones with zeros: it can only hold if something forged it.
 ONES_VS_ZEROS = """

@@ -309,6 +309,7 @@ def test_merge_with_attestation_needs_gh_and_says_so(kb, monkeypatch):
     assert run.returncode == 2 and "GitHub CLI (gh)" in run.stderr
 
 
+@pytest.mark.processes
 def test_a_corrupt_earlier_record_is_replaced_not_fatal(tmp_path):
     write_claim(tmp_path, "kb-holds", "holds")
     corrupt = tmp_path / "_build" / "records" / "cpu" / "kb-holds.json"
@@ -478,6 +479,7 @@ def test_upgrade_pages_take_only_validated_tokens():
             myst_token(bad)
 
 
+@pytest.mark.processes
 def test_verify_output_reruns_a_cached_record_that_lost_its_figures_and_says_so(tmp_path):
     from kb import write_claim as write_kb_claim
 

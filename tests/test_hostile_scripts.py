@@ -22,7 +22,7 @@ from torchclaims.records import Verdict, read_record
 from torchclaims.results import read_results
 from torchclaims.runner import Runner
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process trees are read from /proc")
+pytestmark = [pytest.mark.processes, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process trees are read from /proc")]
 
 
 def leaver(tag: str, ending: str) -> str:

@@ -23,7 +23,10 @@ from torchclaims import limits
 from torchclaims.records import now
 from torchclaims.results import ResultsFile, write_results
 
+pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, which run its claims
+
 # Fields whose format is fixed (patterns, enums, dates) keep their valid values.
+
 STRUCTURAL = {"format", "schema_version", "created", "started_at", "verdict", "outcome", "claim_id", "backend", "device", "sha256"}
 STRUCTURAL |= {"figures", "kind", "repository", "commit", "run_id", "run_attempt", "duration_s"}
 # Identifiers are checked against their grammar on admission (markup-version.json carries markup in one).

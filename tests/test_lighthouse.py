@@ -30,6 +30,8 @@ import pytest
 
 from browser_site import Server
 
+pytestmark = pytest.mark.browser  # drives Chromium over a built site
+
 ROOT = Path(__file__).resolve().parents[1]
 LIGHTHOUSE = ROOT / "tests" / "lighthouse" / "node_modules" / "lighthouse" / "cli" / "index.js"
 REPORTS = ROOT / "_build" / "lighthouse"

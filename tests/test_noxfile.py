@@ -127,3 +127,19 @@ def test_lint_runs_ruff_on_the_code_and_installs_again_only_for_another_ruff(nox
     assert all((ROOT / path).exists() for path in paths), "every path ruff is given exists"
     monkeypatch.setattr(noxfile, "RUFF", "ruff==0.17.7")
     assert lint(noxfile, tmp_path).installs == [["-e", ".", "ruff==0.17.7"]]
+
+
+def test_the_fast_lane_leaves_out_every_slow_lane_and_nothing_else(noxfile, monkeypatch, tmp_path):
+    import re
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    lanes = {line.split(":")[0] for line in declared} - {"own_process"}  # own_process says how a test runs, not how long
+    assert set(re.findall(r"[a-z_]+", noxfile.FAST_LANE)) - {"not", "or", "and"} == lanes
+    monkeypatch.setattr(noxfile, "local_wheel", lambda session, requirement: True)
+    session = LintSession(tmp_path / "venv")  # it records what it runs
+    session.name, session.posargs, session.runs = "tests", ["--fast", "-x"], []
+    noxfile.tests(session)
+    session.posargs = ["tests/test_lint.py"]
+    noxfile.tests(session)
+    assert session.runs == [["pytest", "-m", noxfile.FAST_LANE, "-x"], ["pytest", "tests/test_lint.py"]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from kb import write_claim
 from hostile import run_claims
 
@@ -36,6 +37,7 @@ def test_one_huge_line_is_cut_to_its_end():
     assert len(text.encode()) <= 200 and text.endswith("xEND") and "earlier bytes of output not kept" in text
 
 
+@pytest.mark.processes
 def test_scripts_find_torchs_caches_where_torch_keeps_them(tmp_path):
     body = """
 import os, tempfile, getpass

@@ -47,6 +47,7 @@ def test_outside_a_workflow_the_run_cannot_be_stated():
         from_github_actions({k: v for k, v in GITHUB.items() if k != "GITHUB_SHA"})
 
 
+@pytest.mark.processes
 def test_verify_states_the_run_in_the_results_file(tmp_path):
     make_kb(tmp_path, "a-claim")
     run = cli("verify", "--root", str(tmp_path), "--workflow-run", "--output", str(tmp_path / "out"), env=GITHUB)

@@ -13,6 +13,8 @@ from torchclaims.claims import load_claims
 from torchclaims.execution import Settings, history_dir, verify
 from torchclaims.records import Environment, Verdict, read_record
 
+pytestmark = pytest.mark.processes  # claim processes, each way a script can end
+
 CASES = {
     "kb-holds": ("holds", Verdict.HOLDS, ""),
     "kb-refuted": ("refuted", Verdict.REFUTED, ""),

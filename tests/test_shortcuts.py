@@ -25,6 +25,9 @@ from torchclaims.runner import Job, Probe, Runner
 from torchclaims.scheduling import longest_first
 
 
+pytestmark = pytest.mark.processes  # verify runs with and without the fork server's shortcuts
+
+
 # -- the remembered probe -----------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ from torchclaims.coverage.pool import Failure
 
 # Importing op_db (torch.testing._internal.common_utils) freezes the torch.backends
 # flags for good, so each test imports it in its own process (tests/conftest.py).
-pytestmark = pytest.mark.own_process
+pytestmark = [pytest.mark.processes, pytest.mark.own_process]
 CPU = torch.device("cpu")
 NO_FALLBACK = NoFallback()  # the default probe of run(); it holds no state
 

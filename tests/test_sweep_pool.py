@@ -9,6 +9,8 @@ import pytest
 from sweep_workers import echo, never_ready
 from torchclaims.coverage.pool import Failure, WorkerPool, WorkerUnavailable, machine_workers
 
+pytestmark = pytest.mark.processes  # worker processes that crash and hang
+
 
 def test_every_item_gets_its_answer_from_parallel_workers():
     pool = WorkerPool(echo, ("x-",), workers=2)

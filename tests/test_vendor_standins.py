@@ -20,6 +20,7 @@ import pytest
 import standins
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.processes  # a child process per stand-in backend
 
 CHILD = """
 import json, sys
