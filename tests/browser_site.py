@@ -17,8 +17,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb import build, write_accelerator_pages, write_claim, write_site, xla_sweep_table
-from torchclaims.records import Environment, Verdict, read_record
+from kb import build, moved, write_accelerator_pages, write_claim, write_site, xla_sweep_table
+from torchclaims.records import Verdict, read_record
 from torchclaims.results import build_results, write_results
 
 LONG_VALUE = "XLA_FLAGS= --xla_cpu_enable_fast_math=false " + "and-a-long-tail " * 20
@@ -95,13 +95,10 @@ def build_browser_site(root: Path) -> Site:
 
 def _results_file(root: Path, name: str, records: list, backend: str, torch: str, packages: dict, device_name: str) -> None:
     """The records, as if run on another backend or version, in a results file under results/."""
-    env = Environment.model_validate(
-        {**records[0].environment.model_dump(), "backend": backend, "device": f"{backend}:0" if backend != "cpu" else "cpu",
-         "device_name": device_name, "torch": torch, "packages": {"torch": torch, **packages}}
-    )
-    moved = [r.model_copy(update={"environment": env, "figures": []}) for r in records]
+    env = moved(records[0].environment, backend, torch, packages, device_name=device_name)
+    copies = [r.model_copy(update={"environment": env, "figures": []}) for r in records]
     (root / "results").mkdir(exist_ok=True)
-    write_results(root / "results" / f"{name}.json", build_results(moved, env, label=f"{name} box"))
+    write_results(root / "results" / f"{name}.json", build_results(copies, env, label=f"{name} box"))
 
 
 class Server:

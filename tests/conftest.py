@@ -9,17 +9,22 @@ so setting torch.backends.cudnn.benchmark raises. Each test starts and ends
 with the environment the run started with (what collection or a module's
 fixture set is undone too); a test that needs op_db runs in its own forked
 process (``@pytest.mark.own_process``), and one that freezes the flags here fails.
+
+It also holds what several test files share: the ``new_site`` fixture and the
+``--regen-doctrees`` option of tests/test_directive_doctrees.py.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+from pathlib import Path
 
 import pytest
 import torch
 
 from forked import run_forked
+from kb import write_claim, write_site
 
 OWN_PROCESS_LIMIT_S = 900  # a test that takes longer on a loaded 2-core machine is stuck
 STARTED_WITH = dict(os.environ)  # conftest is imported before any test module
@@ -46,6 +51,21 @@ def the_process_is_left_as_it_was():
     if torch.backends.flags_frozen() and not frozen:
         pytest.fail("this test froze the torch.backends flags in the test process (it imported "
                     "torch.testing._internal.common_utils); mark it @pytest.mark.own_process")
+
+
+@pytest.fixture(scope="session")
+def new_site(tmp_path_factory):
+    """Writes the site of a small knowledge base (tests/kb.py) into a new folder and returns it:
+    ``new_site("name", ("kb-holds", "holds"), ...)``, each claim as kb.write_claim's arguments."""
+
+    def make(name: str, *claims: tuple) -> Path:
+        root = tmp_path_factory.mktemp(name)
+        write_site(root)
+        for claim in claims:
+            write_claim(root, *claim)
+        return root
+
+    return make
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from torchclaims.records import Environment
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 RECORD = """\
@@ -205,6 +207,34 @@ def build(root: Path, **env: str) -> subprocess.CompletedProcess:
         env=environment,
         timeout=600,
     )
+
+
+def built(root: Path, **env: str) -> subprocess.CompletedProcess:
+    """``build``, for a test that needs the build to succeed: a failure shows Sphinx's last lines."""
+    result = build(root, **env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def add_page(root: Path, name: str, text: str) -> None:
+    """docs/<name>.md, listed in the site's toctree (INDEX) after the pages added before it."""
+    (root / "docs" / f"{name}.md").write_text(text)
+    index = root / "index.md"
+    index.write_text(index.read_text().replace("docs/matrix\n", f"docs/{name}\ndocs/matrix\n", 1))
+
+
+def moved(environment: Environment, backend: str | None = None, torch: str | None = None, packages: dict | None = None, **fields) -> Environment:
+    """``environment`` as a run on another backend or release reports it: the device follows the
+    backend, packages["torch"] follows torch, and ``packages`` (given) replaces the other packages."""
+    data = environment.model_dump()
+    if backend is not None:
+        data.update(backend=backend, device="cpu" if backend == "cpu" else f"{backend}:0")
+    if torch is not None:
+        data["torch"] = torch
+        data["packages"] = {**data["packages"], "torch": torch}
+    if packages is not None:
+        data["packages"] = {"torch": data["torch"], **packages}
+    return Environment.model_validate({**data, **fields})
 
 
 def read_page(path: Path) -> str:

@@ -8,30 +8,26 @@ import re
 
 import pytest
 
-from kb import build, page_text, write_claim, write_site, xla_sweep_table
-from torchclaims.records import Environment, read_record
+from kb import add_page, built, moved, page_text, xla_sweep_table
+from torchclaims.records import read_record
 from torchclaims.results import build_results, write_results
+
+pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, which run its claims
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    root = tmp_path_factory.mktemp("coverage-site")
-    write_site(root)
-    write_claim(root, "kb-sweep", "sweep", topic="op-coverage")
-    (root / "docs" / "coverage.md").write_text("# Coverage\n\n```{coverage-table} kb-sweep\n```\n")
-    (root / "docs" / "topic-ops.md").write_text("# Ops\n\n```{topic-claims} op-coverage\n```\n")
-    index = root / "index.md"
-    index.write_text(index.read_text().replace("docs/topic\n", "docs/topic\ndocs/coverage\ndocs/topic-ops\n"))
-    assert build(root).returncode == 0
+def site(new_site):
+    root = new_site("coverage-site", ("kb-sweep", "sweep", "op-coverage"))
+    add_page(root, "coverage", "# Coverage\n\n```{coverage-table} kb-sweep\n```\n")
+    add_page(root, "topic-ops", "# Ops\n\n```{topic-claims} op-coverage\n```\n")
+    built(root)
     # The same claim from an xla run, where histc falls back to the CPU and norm differs.
     record = read_record(root / "_build" / "records" / "cpu" / "kb-sweep.json")
-    env = Environment.model_validate({**record.environment.model_dump(), "backend": "xla", "device": "xla:0",
-                                      "torch": "2.9.0", "packages": {"torch": "2.9.0", "torch_xla": "2.9.0"}})
+    env = moved(record.environment, "xla", "2.9.0", {"torch_xla": "2.9.0"})
     xla = record.model_copy(update={"environment": env, "tables": [xla_sweep_table()]})
     (root / "results").mkdir(exist_ok=True)
     write_results(root / "results" / "xla-run.json", build_results([xla], env, label="xla box"))
-    result = build(root)
-    assert result.returncode == 0, result.stderr[-3000:]
+    built(root)
     return root
 
 
@@ -95,16 +91,12 @@ def test_the_site_search_lists_every_row_name_with_its_anchor(site):
         assert anchor == f"row-{name}"
 
 
-def test_a_second_table_on_one_page_is_refused_with_a_warning(tmp_path):
-    write_site(tmp_path)
-    write_claim(tmp_path, "kb-sweep", "sweep", topic="op-coverage")
-    (tmp_path / "docs" / "coverage.md").write_text("# Coverage\n\n```{coverage-table} kb-sweep\n```\n\n```{coverage-table} kb-sweep\n```\n")
-    index = tmp_path / "index.md"
-    index.write_text(index.read_text().replace("docs/topic\n", "docs/topic\ndocs/coverage\n"))
-    result = build(tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
+def test_a_second_table_on_one_page_is_refused_with_a_warning(new_site):
+    root = new_site("two-tables", ("kb-sweep", "sweep", "op-coverage"))
+    add_page(root, "coverage", "# Coverage\n\n```{coverage-table} kb-sweep\n```\n\n```{coverage-table} kb-sweep\n```\n")
+    result = built(root)
     assert "coverage.md" in result.stderr and "a page holds one coverage table" in result.stderr
-    assert (tmp_path / "_build" / "html" / "docs" / "coverage.html").read_text().count('class="tc-sweep"') == 1
+    assert (root / "_build" / "html" / "docs" / "coverage.html").read_text().count('class="tc-sweep"') == 1
 
 
 def test_the_table_script_is_only_on_pages_with_a_table(site):
@@ -119,7 +111,7 @@ def test_a_data_file_removed_from_the_output_comes_back_with_the_next_build(site
     removed = sorted(data_dir.glob("*.js"))[0]
     text = removed.read_text()
     removed.unlink()
-    assert build(site).returncode == 0  # nothing else changed: the data files are otherwise left alone
+    built(site)  # nothing else changed: the data files are otherwise left alone
     assert removed.read_text() == text
 
 

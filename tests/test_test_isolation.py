@@ -6,14 +6,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.processes  # an inner pytest run
 
 HERE = Path(__file__).parent
 
 
 def test_a_test_that_freezes_the_backend_flags_fails_and_one_in_its_own_process_does_not(pytester, monkeypatch):
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)  # the inner run starts without it
-    for helper in ("conftest.py", "forked.py"):
+    for helper in ("conftest.py", "forked.py", "kb.py"):  # the conftest and what it imports
         shutil.copy(HERE / helper, pytester.path / helper)
     pytester.makeini("[pytest]\nmarkers =\n    own_process: in a forked child\n")
     pytester.makepyfile(test_inner='''

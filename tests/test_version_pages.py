@@ -11,9 +11,11 @@ import sys
 
 import pytest
 
-from kb import build, page_text, write_claim, write_site
-from torchclaims.records import Environment, Verdict, read_record
+from kb import built, moved, page_text
+from torchclaims.records import Verdict, read_record
 from torchclaims.results import build_results, write_results
+
+pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, which run its claims
 
 UPGRADES_PAGE = "# Upgrades\n\n```{upgrade-index}\n```\n"
 CHANGES_PAGE = "# Changes\n\n```{build-against-history}\n```\n\n```{claims-changes}\n```\n"
@@ -21,23 +23,18 @@ CHANGES_PAGE = "# Changes\n\n```{build-against-history}\n```\n\n```{claims-chang
 
 def release_run(record, version: str, verdict: Verdict, **update):
     """The record as another torch release would have made it; its checks say what its verdict says."""
-    env = record.environment.model_dump()
-    env_at = Environment.model_validate({**env, "torch": version, "packages": {**env["packages"], "torch": version}})
+    env_at = moved(record.environment, torch=version)
     checks = [check.model_copy(update={"outcome": verdict}) for check in record.checks]
     return record.model_copy(update={"environment": env_at, "verdict": verdict, "reason": "", "checks": checks, **update}), env_at
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    root = tmp_path_factory.mktemp("versions")
-    write_site(root)
-    write_claim(root, "kb-holds", "holds")
-    write_claim(root, "kb-unverified", "unverified")
+def site(new_site):
+    root = new_site("versions", ("kb-holds", "holds"), ("kb-unverified", "unverified"))
     (root / "docs" / "upgrades.md").write_text(UPGRADES_PAGE)
     (root / "docs" / "changes.md").write_text(CHANGES_PAGE)
     (root / "index.md").write_text((root / "index.md").read_text().replace("docs/changes\n", "docs/changes\ndocs/upgrades\n"))
-    first = build(root)
-    assert first.returncode == 0, first.stderr[-3000:]
+    built(root)
     holds = read_record(root / "_build" / "records" / "cpu" / "kb-holds.json")
     unverified = read_record(root / "_build" / "records" / "cpu" / "kb-unverified.json")
     build_torch = holds.environment.torch.split("+")[0]
@@ -51,9 +48,7 @@ def site(tmp_path_factory):
         record, env = release_run(holds, version, verdict)
         other, _ = release_run(unverified, version, Verdict.UNVERIFIED, reason=unverified.reason)
         write_results(root / "results" / f"cpu-torch{version}.json", build_results([record, other], env, label=f"sweep {version}"))
-    second = build(root)
-    assert second.returncode == 0, second.stderr[-3000:]
-    return root, build_torch, second
+    return root, build_torch, built(root)
 
 
 def html(root, page: str) -> str:
@@ -133,7 +128,6 @@ def test_a_pair_that_goes_away_leaves_no_section(site):
     """Runs last: it changes the site the other tests read."""
     root, _, _ = site
     (root / "results" / "cpu-torch2.10.0.json").unlink()
-    third = build(root)
-    assert third.returncode == 0, third.stderr[-3000:]
+    built(root)
     assert 'id="upgrade-torch-2-9-0-2-10-0"' not in (root / "_build" / "html" / "docs" / "upgrades.html").read_text(encoding="utf-8")
     assert "Fewer than two releases of this series have a committed run" in html(root, "docs/upgrades.html")
