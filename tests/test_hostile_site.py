@@ -17,7 +17,7 @@ import pytest
 from docutils import nodes
 from factories import claim_fields, claim_toml, default_source, make_environment, make_record, make_results, script_info
 from hostile import PAYLOAD, SCRIPT_TAG, active_markup, assert_clean_exit
-from kb import HEADER, build, page_text, write_claim, write_site
+from kb import HEADER, build, page_text, write_claim
 
 from torchclaims import limits
 from torchclaims.records import now
@@ -94,11 +94,8 @@ v.finish()
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hostile-site")
-    write_site(root)
-    write_claim(root, "kb-holds", "holds")
-    write_claim(root, "kb-html", "holds")
+def site(new_site, tmp_path_factory):
+    root = new_site("hostile-site", ("kb-holds", "holds"), ("kb-html", "holds"))
     html_claim = claim_fields(
         "kb-html",
         title="Claim with <script> in its title",
