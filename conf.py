@@ -28,7 +28,19 @@ root_doc = "index"
 
 # conf.py sits at the repository root: prune the walk and allow-list the pages.
 # docs/upgrades/: pages earlier builds generated there (upgrades are sections of docs/upgrades.md now).
-exclude_patterns = ["_build", ".*", "**/.*", "venv", "node_modules", "gallery", "claims", "tests", "results", "src", "docs/upgrades/**"]
+exclude_patterns = [
+    "_build",
+    ".*",
+    "**/.*",
+    "venv",
+    "node_modules",
+    "gallery",
+    "claims",
+    "tests",
+    "results",
+    "src",
+    "docs/upgrades/**",
+]
 include_patterns = ["index.md", "docs/**"]
 
 html_theme = "furo"

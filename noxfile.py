@@ -50,7 +50,8 @@ def options(session: nox.Session, add_help: bool = True) -> argparse.Namespace:
     parser.add_argument("--torch", default=TORCH, help="pip requirement for torch (default %(default)s)")
     parser.add_argument("--force", action="store_true", help="re-run every claim")
     parser.add_argument(
-        "--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", "auto"),
+        "--torch-index",
+        default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", "auto"),
         help="where torch comes from: auto (a local wheel, "
         "else the CPU builds' index if it answers, else the package index), "
         "cpu (the CPU builds' index), pypi (the package index's build: CUDA on Linux) "
@@ -63,7 +64,17 @@ def options(session: nox.Session, add_help: bool = True) -> argparse.Namespace:
 
 def local_wheel(session: nox.Session, requirement: str) -> bool:
     """Whether pip finds a wheel satisfying the pin without any index (its find-links, or the venv itself)."""
-    check = [str(Path(session.bin) / "python"), "-m", "pip", "install", "--dry-run", "--no-index", "--no-deps", "--quiet", requirement]
+    check = [
+        str(Path(session.bin) / "python"),
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--no-index",
+        "--no-deps",
+        "--quiet",
+        requirement,
+    ]
     return subprocess.run(check, capture_output=True).returncode == 0
 
 
@@ -128,13 +139,19 @@ def docs(session: nox.Session) -> None:
     """
     opts = options(session)
     install(session, opts.torch, "docs,claims", opts.torch_index)
-    env = {"TORCHCLAIMS_BACKEND": opts.backend, "TORCHCLAIMS_FORCE": "1" if opts.force else "0", "TORCHCLAIMS_PUBLISH_DIR": "_build/html"}
+    env = {
+        "TORCHCLAIMS_BACKEND": opts.backend,
+        "TORCHCLAIMS_FORCE": "1" if opts.force else "0",
+        "TORCHCLAIMS_PUBLISH_DIR": "_build/html",
+    }
     session.log("sphinx-build -q prints warnings only; a first build verifies every claim, minutes on 2 cores")
     session.run("sphinx-build", "-q", "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx", *opts.rest, env=env)
     verdicts = Path("_build/doctrees/torchclaims-verdicts.txt")  # written by the build (torchclaims.sphinxext.summary)
     if verdicts.is_file():
         session.log(verdicts.read_text(encoding="utf-8").strip())
-    session.log("site: _build/html/index.html (open it in a browser, or serve the folder: python -m http.server -d _build/html)")
+    session.log(
+        "site: _build/html/index.html (open it in a browser, or serve the folder: python -m http.server -d _build/html)"
+    )
 
 
 # The slow lanes (markers in pyproject.toml): what `-- --fast` leaves out.
@@ -174,7 +191,9 @@ def verify(session: nox.Session) -> None:
     """Verify claims without building the site; writes a results file."""
     opts = options(session)
     install(session, opts.torch, "claims", opts.torch_index)
-    session.run("torchclaims", "verify", "--backend", opts.backend, *opts.rest, env={"TORCHCLAIMS_BACKEND": opts.backend})
+    session.run(
+        "torchclaims", "verify", "--backend", opts.backend, *opts.rest, env={"TORCHCLAIMS_BACKEND": opts.backend}
+    )
 
 
 @nox.session(default=False)
@@ -207,7 +226,15 @@ def xla(session: nox.Session) -> None:
     # The coverage sweeps run every operator x dtype and every architecture:
     # minutes each on XLA, so the per-claim time limit is raised for them.
     session.run(
-        "torchclaims", "verify", "--backend", "xla", "--records-dir", "_build/records-xla", "--timeout", "2400", *session.posargs,
+        "torchclaims",
+        "verify",
+        "--backend",
+        "xla",
+        "--records-dir",
+        "_build/records-xla",
+        "--timeout",
+        "2400",
+        *session.posargs,
         env={"PJRT_DEVICE": "CPU", "TORCHCLAIMS_BACKEND": "xla"},
         success_codes=[0, 1],  # 1: a claim errored; its record says why
     )
@@ -216,8 +243,15 @@ def xla(session: nox.Session) -> None:
 TPU_REQUIREMENTS = ["torch==2.13.0", "torch-tpu==0.2.0"]  # torch-tpu 0.2.0 accepts torch 2.11-2.15
 # What the package itself decides on a host without a TPU (verified there on the cpu backend).
 TPU_PACKAGE_CLAIMS = [
-    "torchtpu-package-without-tpu", "backend-autoload", "privateuse1-named-device", "hf-device-strings",
-    "backends-use-privateuse1", "torch-accelerator-agnostic", "torchtpu-device-string", "torchtpu-dist-backend", "memory-apis-portable",
+    "torchtpu-package-without-tpu",
+    "backend-autoload",
+    "privateuse1-named-device",
+    "hf-device-strings",
+    "backends-use-privateuse1",
+    "torch-accelerator-agnostic",
+    "torchtpu-device-string",
+    "torchtpu-dist-backend",
+    "memory-apis-portable",
 ]
 TPU_PACKAGE_LABEL = (
     "vendor package, no TPU: torch-tpu {version} with libtpu {libtpu} installed on a host without a TPU, "
@@ -235,21 +269,50 @@ def tpu(session: nox.Session) -> None:
     """
     session.install(*TPU_REQUIREMENTS, *CONSTRAINTS)
     session.install("-e", ".[claims,test]", *TPU_REQUIREMENTS, *CONSTRAINTS)
-    session.run("pytest", "-q", "tests/test_torchtpu_package.py", "tests/test_vendor_standins.py", env={"TORCHCLAIMS_REQUIRE_VENDOR": "torch_tpu"})
+    session.run(
+        "pytest",
+        "-q",
+        "tests/test_torchtpu_package.py",
+        "tests/test_vendor_standins.py",
+        env={"TORCHCLAIMS_REQUIRE_VENDOR": "torch_tpu"},
+    )
     probe = (
         "import torch; a = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None; "
         "print(getattr(a, 'type', None))"
     )
     if session.run("python", "-c", probe, silent=True).strip().splitlines()[-1] == "tpu":
-        session.run("torchclaims", "verify", "--backend", "tpu", *session.posargs, env={"TORCHCLAIMS_BACKEND": "tpu"}, success_codes=[0, 1])
+        session.run(
+            "torchclaims",
+            "verify",
+            "--backend",
+            "tpu",
+            *session.posargs,
+            env={"TORCHCLAIMS_BACKEND": "tpu"},
+            success_codes=[0, 1],
+        )
         return
     if "--label" in session.posargs:
-        session.error("without a TPU the label is fixed (vendor package, no TPU); pass options such as --output, no claim ids")
-    versions = session.run("python", "-c", "import importlib.metadata as m; print(m.version('torch-tpu'), m.version('libtpu'))", silent=True)
+        session.error(
+            "without a TPU the label is fixed (vendor package, no TPU); pass options such as --output, no claim ids"
+        )
+    versions = session.run(
+        "python",
+        "-c",
+        "import importlib.metadata as m; print(m.version('torch-tpu'), m.version('libtpu'))",
+        silent=True,
+    )
     version, libtpu = versions.strip().splitlines()[-1].split()
     session.run(
-        "torchclaims", "verify", "--backend", "cpu", *session.posargs, "--label", TPU_PACKAGE_LABEL.format(version=version, libtpu=libtpu),
-        *TPU_PACKAGE_CLAIMS, env={"TORCHCLAIMS_BACKEND": "cpu"}, success_codes=[0, 1],
+        "torchclaims",
+        "verify",
+        "--backend",
+        "cpu",
+        *session.posargs,
+        "--label",
+        TPU_PACKAGE_LABEL.format(version=version, libtpu=libtpu),
+        *TPU_PACKAGE_CLAIMS,
+        env={"TORCHCLAIMS_BACKEND": "cpu"},
+        success_codes=[0, 1],
     )
 
 
@@ -267,4 +330,6 @@ def benchmark(session: nox.Session) -> None:
 @nox.session(default=False, python=False)
 def clean(session: nox.Session) -> None:
     """Remove generated files (site, gallery and upgrade pages, records of this machine, the sweep's folder)."""
-    session.run("rm", "-rf", "_build", "docs/auto_gallery", "docs/upgrades", ".sweep", "sg_execution_times.rst", external=True)
+    session.run(
+        "rm", "-rf", "_build", "docs/auto_gallery", "docs/upgrades", ".sweep", "sg_execution_times.rst", external=True
+    )

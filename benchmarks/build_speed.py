@@ -34,7 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -46,10 +46,15 @@ from build_watch import Run  # noqa: E402
 
 WORKERS = "2"
 # What the runner sets for every script, given to the plain run too so both run alike.
-SCRIPT_ENV = {"MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1", "TORCHCLAIMS_BACKEND": "cpu"}
+SCRIPT_ENV = {
+    "MPLBACKEND": "Agg",
+    "HF_HUB_OFFLINE": "1",
+    "TORCHINDUCTOR_COMPILE_THREADS": "1",
+    "TORCHCLAIMS_BACKEND": "cpu",
+}
 TOUCHED = "device_switch_parity.py"  # the script changed for (d)
 
-PLAIN_CONF = '''\
+PLAIN_CONF = """\
 project = "plain sphinx-gallery"
 extensions = ["sphinx_gallery.gen_gallery"]
 exclude_patterns = ["_build"]
@@ -67,12 +72,14 @@ sphinx_gallery_conf = {{
 
 def setup(app):
     app.add_role("claim-verdict", lambda *args, **kwargs: ([], []))  # torchclaims' role: nothing to show here
-'''
+"""
 
 
 def project_files(root: Path) -> list[str]:
     """The files of the working tree that git tracks or would track."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=root, capture_output=True, check=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=root, capture_output=True, check=True
+    )
     return [name for name in listed.stdout.decode().split("\0") if name and (root / name).is_file()]
 
 
@@ -101,7 +108,9 @@ def plain_project(site: Path, destination: Path) -> Path:
     shutil.copytree(site / "claims", destination / "claims")
     scripts = "|".join(name.replace(".", r"\.") for name in claim_scripts(site))
     (destination / "conf.py").write_text(PLAIN_CONF.format(ignore=rf"^_|^(?!({scripts})$)"))
-    (destination / "index.rst").write_text("Plain sphinx-gallery\n====================\n\n.. toctree::\n\n   docs/auto_gallery/index\n")
+    (destination / "index.rst").write_text(
+        "Plain sphinx-gallery\n====================\n\n.. toctree::\n\n   docs/auto_gallery/index\n"
+    )
     return destination
 
 
@@ -165,7 +174,9 @@ def site_and_plain(bench: Bench) -> dict:
     site = copy_project(bench.work / "site")
     plain = plain_project(site, bench.work / "plain")
     site_env = environment(bench.work / "tmp-site", TORCHCLAIMS_JOBS=WORKERS, TORCHCLAIMS_PUBLISH_DIR="_build/html")
-    plain_env = environment(bench.work / "tmp-plain", **SCRIPT_ENV, TORCHCLAIMS_RECORDS_DIR=str(plain / "_build" / "records"))
+    plain_env = environment(
+        bench.work / "tmp-plain", **SCRIPT_ENV, TORCHCLAIMS_RECORDS_DIR=str(plain / "_build" / "records")
+    )
     plain_env["PYTHONPATH"] = str(site / "src")
     site_records, plain_records = site / "_build" / "records" / "cpu", plain / "_build" / "records" / "cpu"
     out = {"claims": len(claim_scripts(site))}
@@ -178,7 +189,10 @@ def site_and_plain(bench: Bench) -> dict:
     touch(plain / "gallery" / TOUCHED)
     out["site touched"] = bench.build(f"(d) torchclaims: {TOUCHED} changed", site, site_env, site_records)
     out["plain touched"] = bench.build(f"(d) plain sphinx-gallery: {TOUCHED} changed", plain, plain_env, plain_records)
-    out["verdicts"] = ({k: r["verdict"] for k, r in records(site_records).items()}, {k: r["verdict"] for k, r in records(plain_records).items()})
+    out["verdicts"] = (
+        {k: r["verdict"] for k, r in records(site_records).items()},
+        {k: r["verdict"] for k, r in records(plain_records).items()},
+    )
     out["compute"] = sum(r["duration_s"] for r in records(site_records).values())
     return out
 
@@ -206,30 +220,56 @@ def verdict_line(ok: bool | None) -> str:
 def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> dict:
     """Print the builds and the figures beside their targets; return the same as data (--json)."""
     load = os.getloadavg()
-    measured_at = datetime.now(timezone.utc)
+    measured_at = datetime.now(UTC)
     out = {
-        "measured_at": f"{measured_at:%Y-%m-%d %H:%M} UTC", "cores": os.cpu_count(), "load_average": [round(x, 1) for x in load],
-        "python": platform.python_version(), "claims": site["claims"] if site else None, "source": "python benchmarks/build_speed.py",
-        "builds": [], "figures": [],
+        "measured_at": f"{measured_at:%Y-%m-%d %H:%M} UTC",
+        "cores": os.cpu_count(),
+        "load_average": [round(x, 1) for x in load],
+        "python": platform.python_version(),
+        "claims": site["claims"] if site else None,
+        "source": "python benchmarks/build_speed.py",
+        "builds": [],
+        "figures": [],
     }
     print()
-    print(f"build speed, {out['measured_at']}, {os.cpu_count()} cores, "
-          f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}, Python {platform.python_version()}")
+    print(
+        f"build speed, {out['measured_at']}, {os.cpu_count()} cores, "
+        f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}, Python {platform.python_version()}"
+    )
     print()
     print(f"{'build':<48} {'wall s':>7} {'ran':>4} {'RSS MB':>7} {'PSS MB':>7}  torch imported by / left behind")
     for label, run, reran in bench.rows:
         importers = f"{len(run.torch_imported_by)} process(es)" if run.torch_imported_by else "no process"
-        print(f"{label:<48} {run.seconds:7.1f} {reran if reran is not None else '-':>4} "
-              f"{run.peak_rss_mb:7.0f} {run.peak_pss_mb:7.0f}  "
-              f"{importers} / {len(run.left_behind)} left")
-        out["builds"].append({"build": label, "seconds": round(run.seconds, 1), "claims_run": reran, "peak_rss_mb": round(run.peak_rss_mb),
-                              "peak_pss_mb": round(run.peak_pss_mb), "torch_imported_by": len(run.torch_imported_by), "left_behind": len(run.left_behind)})
+        print(
+            f"{label:<48} {run.seconds:7.1f} {reran if reran is not None else '-':>4} "
+            f"{run.peak_rss_mb:7.0f} {run.peak_pss_mb:7.0f}  "
+            f"{importers} / {len(run.left_behind)} left"
+        )
+        out["builds"].append(
+            {
+                "build": label,
+                "seconds": round(run.seconds, 1),
+                "claims_run": reran,
+                "peak_rss_mb": round(run.peak_rss_mb),
+                "peak_pss_mb": round(run.peak_pss_mb),
+                "torch_imported_by": len(run.torch_imported_by),
+                "left_behind": len(run.left_behind),
+            }
+        )
     print()
     print(f"{'figure':<62} {'value':>8}  {'target':<10} verdict")
 
     def line(what: str, value: float, target: str, ok: bool | None, unit: str = "x") -> None:
         print(f"{what:<62} {value:7.2f}{unit}  {target:<10} {verdict_line(ok)}")
-        out["figures"].append({"figure": what.strip(), "value": round(value, 2), "unit": unit.strip(), "target": target, "verdict": verdict_line(ok)})
+        out["figures"].append(
+            {
+                "figure": what.strip(),
+                "value": round(value, 2),
+                "unit": unit.strip(),
+                "target": target,
+                "verdict": verdict_line(ok),
+            }
+        )
 
     if site:
         cold = site["site cold"].seconds / site["plain cold"].seconds
@@ -245,17 +285,30 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> dict:
         line("one script changed / plain, one script changed", touched, "", None)
         pss, rss = site["site cold"].peak_pss_mb / 1024, site["site cold"].peak_rss_mb / 1024
         line("peak memory of the process tree, cold build, PSS (GB)", pss, "<= 2", pss <= 2, unit=" ")
-        line("  the same as RSS summed over processes (a shared page counted in each) (GB)", rss, "<= 2", rss <= 2, unit=" ")
+        line(
+            "  the same as RSS summed over processes (a shared page counted in each) (GB)",
+            rss,
+            "<= 2",
+            rss <= 2,
+            unit=" ",
+        )
         line("  plain sphinx-gallery, PSS (GB)", site["plain cold"].peak_pss_mb / 1024, "", None, unit=" ")
-        line("claims' own compute (sum of durations) / cold build wall time", site["compute"] / site["site cold"].seconds, "", None)
+        line(
+            "claims' own compute (sum of durations) / cold build wall time",
+            site["compute"] / site["site cold"].seconds,
+            "",
+            None,
+        )
         left = sum(len(r.left_behind) for label, r, _ in bench.rows if "torchclaims" in label)
         line("processes left behind by torchclaims builds", left, "0", left == 0, unit=" ")
         ours, theirs = site["verdicts"]
         differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
         line("claims whose verdict differs from the plain run", len(differ), "0", not differ, unit=" ")
         for claim_id in differ:
-            print(f"    {claim_id}: torchclaims {ours.get(claim_id, 'no record')}, "
-                  f"plain {theirs.get(claim_id, 'no record')}")
+            print(
+                f"    {claim_id}: torchclaims {ours.get(claim_id, 'no record')}, "
+                f"plain {theirs.get(claim_id, 'no record')}"
+            )
     if 20 in kbs and 200 in kbs:
         small, large = kbs[20], kbs[200]
         same = median(large["same"]) / median(small["same"])
@@ -264,18 +317,34 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> dict:
         # claim, does not grow with the number of claims (a load on the machine
         # slows the claims and the build alike, so this is read per claim).
         beyond = {n: (kb["cold"].seconds - kb["compute"] / int(WORKERS)) / n for n, kb in ((20, small), (200, large))}
-        line("cold build beyond the claims' own compute, per claim: 200 / 20", beyond[200] / beyond[20], "<= 1.0", beyond[200] <= beyond[20])
+        line(
+            "cold build beyond the claims' own compute, per claim: 200 / 20",
+            beyond[200] / beyond[20],
+            "<= 1.0",
+            beyond[200] <= beyond[20],
+        )
         for count, kb in ((20, small), (200, large)):
-            line(f"  {count} claims: cold build s / (claims' own compute s / {WORKERS} workers)", kb["cold"].seconds / (kb["compute"] / int(WORKERS)), "", None)
+            line(
+                f"  {count} claims: cold build s / (claims' own compute s / {WORKERS} workers)",
+                kb["cold"].seconds / (kb["compute"] / int(WORKERS)),
+                "",
+                None,
+            )
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--skip-site", action="store_true", help="leave out (a)-(d): only the synthetic knowledge bases")
+    parser.add_argument(
+        "--skip-site", action="store_true", help="leave out (a)-(d): only the synthetic knowledge bases"
+    )
     parser.add_argument("--skip-kb", action="store_true", help="leave out (e)")
     parser.add_argument("--keep", type=Path, help="work in this (new) folder and keep it, instead of a temporary one")
-    parser.add_argument("--json", type=Path, help="also write the builds and figures here (benchmarks/build_speed.json is what docs/speed.md shows)")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        help="also write the builds and figures here (benchmarks/build_speed.json is what docs/speed.md shows)",
+    )
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="torchclaims-bench-"))
     work.mkdir(parents=True, exist_ok=True)

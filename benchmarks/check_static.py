@@ -21,8 +21,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ["native_mlp.py:mlp", "pixel_cnn.py:pixel_cnn_step", "fft_model.py:spectral_step",
-            "hf_causal_lm.py:tiny_llama_step"]
+EXAMPLES = [
+    "native_mlp.py:mlp",
+    "pixel_cnn.py:pixel_cnn_step",
+    "fft_model.py:spectral_step",
+    "hf_causal_lm.py:tiny_llama_step",
+]
 TARGET_S = 30.0
 
 
@@ -31,18 +35,27 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     runs = parser.parse_args().runs
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before; {runs} runs each; target {TARGET_S:g} s")
+    print(
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before; {runs} runs each; target {TARGET_S:g} s"
+    )
     for example in EXAMPLES:
         times, codes = [], set()
         for _ in range(runs):
             began = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "torchclaims", "check", f"examples/check/{example}"],
-                                  cwd=ROOT, env=env, capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, "-m", "torchclaims", "check", f"examples/check/{example}"],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             times.append(time.perf_counter() - began)
             codes.add(done.returncode)
         median = statistics.median(times)
-        print(f"{example:<36} median {median:5.1f} s  slowest {max(times):5.1f} s  exit {sorted(codes)}  "
-              f"{'within' if median <= TARGET_S else 'OVER'} the target")
+        print(
+            f"{example:<36} median {median:5.1f} s  slowest {max(times):5.1f} s  exit {sorted(codes)}  "
+            f"{'within' if median <= TARGET_S else 'OVER'} the target"
+        )
     print(f"load average {os.getloadavg()[0]:.1f} after")
 
 

@@ -85,11 +85,26 @@ def gib(n: int) -> str:
 
 def session(args) -> None:
     with tempfile.TemporaryDirectory(prefix="tc-bench-") as tmp:
-        command = [sys.executable, "-m", "torchclaims", "verify", "--backend", args.backend, "--output",
-                   f"{tmp}/results.json", "--records-dir", f"{tmp}/records", "--force", "--timeout", str(args.timeout)]
+        command = [
+            sys.executable,
+            "-m",
+            "torchclaims",
+            "verify",
+            "--backend",
+            args.backend,
+            "--output",
+            f"{tmp}/results.json",
+            "--records-dir",
+            f"{tmp}/records",
+            "--force",
+            "--timeout",
+            str(args.timeout),
+        ]
         env = dict(os.environ, TORCHCLAIMS_BACKEND=args.backend)
         began = time.perf_counter()
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         with PeakMemory(process.pid) as memory:
             output, _ = process.communicate()
         wall = time.perf_counter() - began
@@ -97,8 +112,10 @@ def session(args) -> None:
         if args.save and results is not None:
             Path(args.save).write_text(json.dumps(results))
     print(f"session: torchclaims verify --backend {args.backend} (every claim, --force)")
-    print(f"  wall time {wall / 60:.1f} min ({wall:.0f} s); peak memory of the process tree {gib(memory.peak_bytes)}; "
-          f"exit code {process.returncode}")
+    print(
+        f"  wall time {wall / 60:.1f} min ({wall:.0f} s); peak memory of the process tree {gib(memory.peak_bytes)}; "
+        f"exit code {process.returncode}"
+    )
     if results is None:
         print(output[-3000:])
         return
@@ -112,7 +129,9 @@ def session(args) -> None:
         for table in record.get("tables", []):
             measures = {m["name"]: m["value"] for check in record["checks"] for m in check["measurements"]}
             took = measures.get("sweep took")
-            print(f"  {record['claim_id']}: {len(table['rows'])} rows, sweep {took} s, claim {record['duration_s']:.0f} s")
+            print(
+                f"  {record['claim_id']}: {len(table['rows'])} rows, sweep {took} s, claim {record['duration_s']:.0f} s"
+            )
 
 
 def save(args, table) -> None:
@@ -124,24 +143,33 @@ def operators(args) -> None:
     from torchclaims.coverage.operators import sweep_operators
 
     with PeakMemory(os.getpid()) as memory:
-        sweep = sweep_operators(args.backend, max_samples=args.max_samples, workers=args.workers,
-                                tuned_workers=not args.default_settings)
+        sweep = sweep_operators(
+            args.backend, max_samples=args.max_samples, workers=args.workers, tuned_workers=not args.default_settings
+        )
     table = sweep.table
     save(args, table)
     cells = len(sweep.cell_seconds)
     listed = sum(c.listed for c in table.columns)
     outcomes = Counter(outcome for _, _, outcome, _, _ in table.cells())
-    print(f"operators on {args.backend}: {len(table.rows)} op_db entries, {listed} operator x dtype cells "
-          f"({cells} run, the rest excluded by OpInfo), {sweep.samples_run} samples, at most {args.max_samples} per cell")
-    print(f"  wall {sweep.seconds:.0f} s with {sweep.workers} workers ({sweep.worker_starts} started); peak memory "
-          f"{gib(memory.peak_bytes)}")
-    print(f"  throughput: {len(table.rows) / sweep.seconds:.2f} operators/s, {cells / sweep.seconds:.2f} cells/s, "
-          f"{sweep.samples_run / sweep.seconds:.1f} samples/s")
+    print(
+        f"operators on {args.backend}: {len(table.rows)} op_db entries, {listed} operator x dtype cells "
+        f"({cells} run, the rest excluded by OpInfo), {sweep.samples_run} samples, at most {args.max_samples} per cell"
+    )
+    print(
+        f"  wall {sweep.seconds:.0f} s with {sweep.workers} workers ({sweep.worker_starts} started); peak memory "
+        f"{gib(memory.peak_bytes)}"
+    )
+    print(
+        f"  throughput: {len(table.rows) / sweep.seconds:.2f} operators/s, {cells / sweep.seconds:.2f} cells/s, "
+        f"{sweep.samples_run / sweep.seconds:.1f} samples/s"
+    )
     busy = sum(sweep.cell_seconds.values())
-    print(f"  worker time {busy:.0f} s: making samples {sweep.timing.get('samples_s', 0):.0f} s, device calls and "
-          f"fallback probe {sweep.timing.get('device_s', 0):.0f} s, CPU reference and comparison "
-          f"{sweep.timing.get('cpu_s', 0):.0f} s, the rest (pipes, recovery) {busy - sum(sweep.timing.values()):.0f} s; "
-          f"worker start-up not included")
+    print(
+        f"  worker time {busy:.0f} s: making samples {sweep.timing.get('samples_s', 0):.0f} s, device calls and "
+        f"fallback probe {sweep.timing.get('device_s', 0):.0f} s, CPU reference and comparison "
+        f"{sweep.timing.get('cpu_s', 0):.0f} s, the rest (pipes, recovery) {busy - sum(sweep.timing.values()):.0f} s; "
+        f"worker start-up not included"
+    )
     print(f"  outcomes: {dict(outcomes.most_common())}")
     slow = sorted(sweep.cell_seconds.items(), key=lambda kv: -kv[1])[:10]
     print("  slowest cells: " + ", ".join(f"{name} {s:.1f} s" for name, s in slow))
@@ -155,8 +183,10 @@ def architectures(args) -> None:
     save(args, table)
     result = table.column("result")
     print(f"architectures on {args.backend}: {len(table.rows)} listed; {dict(result.count())}")
-    print(f"  wall {facts['seconds']:.0f} s with {facts['workers']} workers ({facts['worker_starts']} started); "
-          f"peak memory {gib(memory.peak_bytes)}; {len(table.rows) / facts['seconds']:.2f} architectures/s")
+    print(
+        f"  wall {facts['seconds']:.0f} s with {facts['workers']} workers ({facts['worker_starts']} started); "
+        f"peak memory {gib(memory.peak_bytes)}; {len(table.rows) / facts['seconds']:.2f} architectures/s"
+    )
     slow = sorted(facts["item_seconds"].items(), key=lambda kv: -kv[1])[:10]
     print("  slowest: " + ", ".join(f"{name} {s:.1f} s" for name, s in slow))
 
@@ -168,8 +198,11 @@ def main() -> None:
     parser.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES)
     parser.add_argument("--workers", type=int, default=None, help="default: one per core (memory permitting)")
     parser.add_argument("--timeout", type=float, default=2400, help="seconds per claim (session)")
-    parser.add_argument("--default-settings", action="store_true",
-                        help="sweep workers keep the backend's defaults (see coverage.worker_settings)")
+    parser.add_argument(
+        "--default-settings",
+        action="store_true",
+        help="sweep workers keep the backend's defaults (see coverage.worker_settings)",
+    )
     parser.add_argument("--save", help="write the sweep's table (or the session's results file) here")
     args = parser.parse_args()
     {"session": session, "operators": operators, "architectures": architectures}[args.what](args)

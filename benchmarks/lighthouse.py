@@ -44,8 +44,13 @@ def main() -> int:
                 print(f"{name}: no such page")
                 continue
             path = page.relative_to(site).as_posix()
-            report = lh.lighthouse(tools, server.url + path, lh.REPORTS / f"perf-{name.replace(' ', '-')}.json",
-                                   categories=("performance",), slowdown=slowdown)
+            report = lh.lighthouse(
+                tools,
+                server.url + path,
+                lh.REPORTS / f"perf-{name.replace(' ', '-')}.json",
+                categories=("performance",),
+                slowdown=slowdown,
+            )
             score = round(100 * report["categories"]["performance"]["score"])
             met = "met" if score >= TARGET_SCORE else "NOT met"
             print(f"performance {path}: {score} (target >= {TARGET_SCORE}: {met}); CPU slowdown {slowdown}")
@@ -54,8 +59,10 @@ def main() -> int:
     finally:
         server.close()
     sizes = sorted(((p.stat().st_size, p.relative_to(site).as_posix()) for p in site.rglob("*.html")), reverse=True)
-    print(f"HTML weight: {len(heavy_pages(site))} of {len(sizes)} pages over {limits.LIMITS.page_html_bytes:,} bytes "
-          "(limit: none over)")
+    print(
+        f"HTML weight: {len(heavy_pages(site))} of {len(sizes)} pages over {limits.LIMITS.page_html_bytes:,} bytes "
+        "(limit: none over)"
+    )
     for size, path in sizes[:8]:
         print(f"    {size:>10,}  {path}")
     return 0

@@ -22,7 +22,6 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from test_bundle import machine_with_torch  # noqa: E402
-
 from torchclaims.bundle import bundle  # noqa: E402
 
 
@@ -35,7 +34,9 @@ def timed(command: list, env: dict) -> float:
 def main(claims: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        packed = bundle(ROOT, Path(tmp) / "bundle", f"{sys.version_info.major}.{sys.version_info.minor}", log=lambda m: None)
+        packed = bundle(
+            ROOT, Path(tmp) / "bundle", f"{sys.version_info.major}.{sys.version_info.minor}", log=lambda m: None
+        )
         pack_s = time.perf_counter() - started
         python = machine_with_torch(Path(tmp))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "TORCHCLAIMS_"))}
@@ -43,8 +44,10 @@ def main(claims: list[str]) -> None:
         script = str(packed.path / "run.sh")
         install_s = timed([script, "--help"], env)
         verify_s = timed([script, "--backend", "cpu", "--output", str(Path(tmp) / "out"), *claims], env)
-    print(f"bundle: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, packed in {pack_s:.0f} s "
-          f"(CPython {sys.version_info.major}.{sys.version_info.minor})")
+    print(
+        f"bundle: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, packed in {pack_s:.0f} s "
+        f"(CPython {sys.version_info.major}.{sys.version_info.minor})"
+    )
     print(f"run.sh, first call (venv + install, no index): {install_s:.0f} s")
     print(f"run.sh --backend cpu {' '.join(claims)}: {verify_s:.0f} s")
     print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")

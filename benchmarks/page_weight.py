@@ -54,9 +54,17 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+    ):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
+    driver = webdriver.Chrome(
+        service=Service(executable_path=shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options
+    )
     driver.set_page_load_timeout(300)
     return driver
 
@@ -72,20 +80,27 @@ def main() -> None:
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{httpd.server_port}/"
     driver = browser()
-    print(f"{'page':36} {'HTML KB':>8} {'nodes':>7} {'words':>7} {'title KB':>8} "
-          f"{'by hand':>7} {'in HTML':>7} {'phone px':>9} {'1400 px sideways':>16}")
+    print(
+        f"{'page':36} {'HTML KB':>8} {'nodes':>7} {'words':>7} {'title KB':>8} "
+        f"{'by hand':>7} {'in HTML':>7} {'phone px':>9} {'1400 px sideways':>16}"
+    )
     try:
         for page in pages(site, args.pages):
             size = (site / page).stat().st_size / 1024
-            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+            driver.execute_cdp_cmd(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True},
+            )
             driver.get(url + page)
             phone = driver.execute_script(MEASURE)
             driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
             driver.get(url + page)
             desktop = driver.execute_script(MEASURE)
             in_html = (site / page).read_text(encoding="utf-8").count("submitted by hand")
-            print(f"{page:36} {size:8.0f} {desktop['nodes']:7d} {desktop['words']:7d} {desktop['titles'] / 1024:8.1f} "
-                  f"{desktop['hand']:7d} {in_html:7d} {phone['height']:9d} {desktop['sideways']:14d}px")
+            print(
+                f"{page:36} {size:8.0f} {desktop['nodes']:7d} {desktop['words']:7d} {desktop['titles'] / 1024:8.1f} "
+                f"{desktop['hand']:7d} {in_html:7d} {phone['height']:9d} {desktop['sideways']:14d}px"
+            )
     finally:
         driver.quit()
         httpd.shutdown()

@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from kb import write_claim  # noqa: E402
-
 from torchclaims.claims import load_claims  # noqa: E402
 from torchclaims.execution import Settings, verify  # noqa: E402
 from torchclaims.sandbox import SWITCH_ENV  # noqa: E402
@@ -62,8 +61,10 @@ def main(count: int) -> None:
     print(f"{count} tiny torch claims on {os.cpu_count()} cores")
     print(f"  one process, no isolation        {in_process:6.1f} s")
     print(f"  one python process per claim     {per_process:6.1f} s")
-    print(f"  torchclaims runner (fork server) {runner['on']:6.1f} s  "
-          "(includes fork-server start and the environment probe)")
+    print(
+        f"  torchclaims runner (fork server) {runner['on']:6.1f} s  "
+        "(includes fork-server start and the environment probe)"
+    )
     print(f"  the same, sandbox off            {runner['off']:6.1f} s")
 
 

@@ -33,7 +33,9 @@ from torchclaims.records import ResultRecord, Verdict, read_record
 GALLERY = Path(__file__).resolve().parents[1] / "gallery"
 
 
-def run_gallery(name: str, monkeypatch, tmp_path: Path, as_backend: str | None = None, in_child=None, **descriptor) -> ResultRecord:
+def run_gallery(
+    name: str, monkeypatch, tmp_path: Path, as_backend: str | None = None, in_child=None, **descriptor
+) -> ResultRecord:
     """Run ``gallery/<name>.py`` on the CPU (named ``as_backend`` when given) with what the test patched, and
     return its record (``descriptor`` changes more of the stand-in's descriptor, its compile_backend say;
     ``in_child`` is called in the child first, for a change that cannot be undone, like a rename).
@@ -85,7 +87,9 @@ class LazyTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, op, meta):
-        return torch.Tensor._make_wrapper_subclass(cls, meta.shape, strides=meta.stride(), dtype=meta.dtype, device="cpu")
+        return torch.Tensor._make_wrapper_subclass(
+            cls, meta.shape, strides=meta.stride(), dtype=meta.dtype, device="cpu"
+        )
 
     def __init__(self, op, meta):
         self._op, self._value = op, None  # op: (func, args, kwargs), or None once computed
@@ -121,7 +125,9 @@ class LazyTensor(torch.Tensor):
         except (NotImplementedError, RuntimeError):
             meta = None  # no meta kernel: run it now
         if not isinstance(meta, torch.Tensor) or func is torch.ops.aten._local_scalar_dense.default:
-            return func(*tree_map(_value, args), **tree_map(_value, kwargs))  # a Python value is asked for: run what was recorded
+            return func(
+                *tree_map(_value, args), **tree_map(_value, kwargs)
+            )  # a Python value is asked for: run what was recorded
         return cls((func, args, kwargs), meta)
 
 
@@ -159,7 +165,6 @@ def lazy_moves(monkeypatch) -> None:
     monkeypatch.setattr(torch.Tensor, "to", moved)
 
 
-
 class CpuEvent:
     """``torch.cuda.Event`` as a build that times the host instead of raising would have it."""
 
@@ -167,7 +172,6 @@ class CpuEvent:
         self._at = None
 
     def record(self, stream=None):
-        import time
 
         self._at = time.perf_counter()
 
@@ -214,7 +218,9 @@ def a_second_cpu(monkeypatch) -> torch.device:
     from torchclaims import backends
 
     monkeypatch.setattr(backends.Backend, "device", lambda self: SECOND_CPU)
-    monkeypatch.setattr(verify.Verification, "on_reference", property(lambda self: self.device == self.reference_device))
+    monkeypatch.setattr(
+        verify.Verification, "on_reference", property(lambda self: self.device == self.reference_device)
+    )
     return SECOND_CPU
 
 
@@ -302,9 +308,13 @@ def a_second_cpu_backend(monkeypatch, name: str = "second-cpu") -> None:
 
     stand_in = dataclasses.replace(all_backends()["cpu"], name=name)
     resolve, device = backends.resolve_backend, backends.Backend.device
-    monkeypatch.setattr(backends, "resolve_backend", lambda requested: (stand_in, "") if requested == name else resolve(requested))
+    monkeypatch.setattr(
+        backends, "resolve_backend", lambda requested: (stand_in, "") if requested == name else resolve(requested)
+    )
     monkeypatch.setattr(backends.Backend, "device", lambda self: SECOND_CPU if self.name == name else device(self))
-    monkeypatch.setattr(verify.Verification, "on_reference", property(lambda self: self.device == self.reference_device))
+    monkeypatch.setattr(
+        verify.Verification, "on_reference", property(lambda self: self.device == self.reference_device)
+    )
 
 
 # A torch_xla of thread replicas on the CPU, for scripts that run torch_xla.launch in a fresh process.
@@ -333,14 +343,14 @@ def launch(fn, args=()):
     if failed:
         raise failed[0]
 ''',
-    "runtime.py": '''
+    "runtime.py": """
 import os
 from torch_xla import _replica
 def global_ordinal():
     return _replica.ordinal
 def world_size():
     return int(os.environ.get("CPU_NUM_DEVICES", "1"))
-''',
+""",
     "core/__init__.py": "",
     "debug/__init__.py": "",
     # Nothing to compile here: replicas that wait for replica 0's compilations find them done.

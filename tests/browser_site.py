@@ -81,19 +81,34 @@ def build_browser_site(root: Path) -> Site:
         raise RuntimeError(first.stderr[-3000:])
     records = {p.stem: read_record(p) for p in (root / "_build" / "records" / "cpu").glob("*.json")}
     refuted = records["kb-holds"].model_copy(
-        update={"verdict": Verdict.REFUTED, "checks": [c.model_copy(update={"outcome": Verdict.REFUTED}) for c in records["kb-holds"].checks]}
+        update={
+            "verdict": Verdict.REFUTED,
+            "checks": [c.model_copy(update={"outcome": Verdict.REFUTED}) for c in records["kb-holds"].checks],
+        }
     )
     sweep = records["kb-sweep"].model_copy(update={"tables": [xla_sweep_table()]})
     on_xla = [refuted, sweep] + [records[i] for i in ("kb-unverified", "kb-figure", "kb-long")]
-    _results_file(root, "xla-run", on_xla, backend="xla", torch="2.9.0", packages={"torch_xla": "2.9.0"}, device_name="XLA CPU (Test CPU)")
-    _results_file(root, "cpu-older", list(records.values()), backend="cpu", torch="2.12.0", packages={}, device_name="Older CPU")
+    _results_file(
+        root,
+        "xla-run",
+        on_xla,
+        backend="xla",
+        torch="2.9.0",
+        packages={"torch_xla": "2.9.0"},
+        device_name="XLA CPU (Test CPU)",
+    )
+    _results_file(
+        root, "cpu-older", list(records.values()), backend="cpu", torch="2.12.0", packages={}, device_name="Older CPU"
+    )
     second = build(root, TORCHCLAIMS_PUBLISH_DIR="_build/site")
     if second.returncode != 0:
         raise RuntimeError(second.stderr[-3000:])
     return Site(root, second.stderr)
 
 
-def _results_file(root: Path, name: str, records: list, backend: str, torch: str, packages: dict, device_name: str) -> None:
+def _results_file(
+    root: Path, name: str, records: list, backend: str, torch: str, packages: dict, device_name: str
+) -> None:
     """The records, as if run on another backend or version, in a results file under results/."""
     env = moved(records[0].environment, backend, torch, packages, device_name=device_name)
     copies = [r.model_copy(update={"environment": env, "figures": []}) for r in records]
@@ -132,7 +147,11 @@ class _GzipHandler(_QuietHandler):
         path = Path(self.translate_path(self.path))
         if path.is_dir() and self.path.split("?")[0].endswith("/"):
             path = path / "index.html"
-        if "gzip" not in self.headers.get("Accept-Encoding", "") or path.suffix not in self.COMPRESSED or not path.is_file():
+        if (
+            "gzip" not in self.headers.get("Accept-Encoding", "")
+            or path.suffix not in self.COMPRESSED
+            or not path.is_file()
+        ):
             super().do_GET()
             return
         body = gzip.compress(path.read_bytes(), compresslevel=6)

@@ -135,7 +135,9 @@ def run(command: list[str], cwd: Path, env: dict[str, str], hook_dir: Path, time
     environment = dict(env, **{MARKER: run_id, IMPORTS: str(imports)})
     environment["PYTHONPATH"] = os.pathsep.join(p for p in (str(hook_dir), env.get("PYTHONPATH", "")) if p)
     started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        command, cwd=cwd, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     sampler = _Sampler(process.pid)
     sampler.start()
     try:
@@ -145,8 +147,21 @@ def run(command: list[str], cwd: Path, env: dict[str, str], hook_dir: Path, time
         sampler.stop.set()
         sampler.join()
     time.sleep(0.5)  # what a build ends on its way out has ended by now
-    noted = {kind: [p.read_text(errors="replace").splitlines()[0] for p in sorted(imports.glob(f"*.{kind}"))] for kind in ("torch", "starts")}
-    return Run(command, seconds, process.returncode, sampler.peak_rss / 1024, sampler.peak_pss / 1024, noted["torch"], noted["starts"], marked(run_id), output)
+    noted = {
+        kind: [p.read_text(errors="replace").splitlines()[0] for p in sorted(imports.glob(f"*.{kind}"))]
+        for kind in ("torch", "starts")
+    }
+    return Run(
+        command,
+        seconds,
+        process.returncode,
+        sampler.peak_rss / 1024,
+        sampler.peak_pss / 1024,
+        noted["torch"],
+        noted["starts"],
+        marked(run_id),
+        output,
+    )
 
 
 def end(left: list[str]) -> None:

@@ -39,7 +39,11 @@ def restore_environment() -> None:
 
 
 def pytest_addoption(parser):
-    parser.addoption("--regen-doctrees", action="store_true", help="write tests/doctrees/*.txt from this build (test_directive_doctrees.py)")
+    parser.addoption(
+        "--regen-doctrees",
+        action="store_true",
+        help="write tests/doctrees/*.txt from this build (test_directive_doctrees.py)",
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -49,8 +53,10 @@ def the_process_is_left_as_it_was():
     yield
     restore_environment()
     if torch.backends.flags_frozen() and not frozen:
-        pytest.fail("this test froze the torch.backends flags in the test process (it imported "
-                    "torch.testing._internal.common_utils); mark it @pytest.mark.own_process")
+        pytest.fail(
+            "this test froze the torch.backends flags in the test process (it imported "
+            "torch.testing._internal.common_utils); mark it @pytest.mark.own_process"
+        )
 
 
 @pytest.fixture(scope="session")

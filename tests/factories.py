@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from torchclaims.records import CheckResult, Environment, ResultRecord, ScriptInfo, Verdict
 from torchclaims.results import ResultsFile, write_results
 
-STARTED = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+STARTED = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SHA = "a" * 64
 
 
@@ -68,7 +68,9 @@ def make_results(records: list[ResultRecord], environment: Environment | None = 
     return ResultsFile(**values)
 
 
-def write_results_file(path: Path, records: list[ResultRecord], environment: Environment | None = None, **overrides) -> Path:
+def write_results_file(
+    path: Path, records: list[ResultRecord], environment: Environment | None = None, **overrides
+) -> Path:
     write_results(path, make_results(records, environment, **overrides))
     return path
 
@@ -124,13 +126,19 @@ def with_claimants(sources, claimed_by, about):
     (and any other without a claimant) names the first, one more source per further claimant.
     Nothing is added for an own finding ([PROJECT]), where the sources are not a list of tables,
     or where a source names a claimant or scope itself."""
-    if not isinstance(sources, list) or not all(isinstance(s, dict) for s in sources) or claimed_by in (None, ["torchclaims"]):
+    if (
+        not isinstance(sources, list)
+        or not all(isinstance(s, dict) for s in sources)
+        or claimed_by in (None, ["torchclaims"])
+    ):
         return sources
     if any("claimant" in s or "about" in s for s in sources):
         return sources  # the test says who claims what itself
     from torchclaims.backends import BACKEND_NAMES
 
-    known = [b for b in BACKEND_NAMES if isinstance(about, list) and b in about]  # a bad `about` stays the claim's own problem
+    known = [
+        b for b in BACKEND_NAMES if isinstance(about, list) and b in about
+    ]  # a bad `about` stays the claim's own problem
     scope = known or ["cpu"]
     named = [dict(s) if "claimant" in s else {**s, "claimant": claimed_by[0], "about": scope} for s in sources]
     return named + [default_source(claimant=c, about=scope) for c in claimed_by[1:]]
@@ -163,7 +171,11 @@ def write_claim(directory: Path, claim_id: str, **fields) -> Path:
 
 def script_text(claim_id: str, body: str = "", docstring: bool = True) -> str:
     title = f"Claim {claim_id}"  # the claim's own title (claim_fields): lint requires it
-    doc = f'"""\n{title}\n{"=" * len(title)}\n\n:claim-verdict:`{claim_id}`\n\nWhat the script checks.\n"""\n\n' if docstring else ""
+    doc = (
+        f'"""\n{title}\n{"=" * len(title)}\n\n:claim-verdict:`{claim_id}`\n\nWhat the script checks.\n"""\n\n'
+        if docstring
+        else ""
+    )
     return (
         doc
         + "import torch\n\n"
@@ -171,7 +183,7 @@ def script_text(claim_id: str, body: str = "", docstring: bool = True) -> str:
         + f'v = verification("{claim_id}", model="a linear layer")\n\n'
         + 'with v.check("the result matches the reference") as check:\n'
         + "    x = torch.ones(3, device=v.device)\n"
-        + "    check.close(x.to(v.reference_device), torch.ones(3), rtol=0, atol=0, what=\"ones\")\n"
+        + '    check.close(x.to(v.reference_device), torch.ones(3), rtol=0, atol=0, what="ones")\n'
         + body
         + "\nv.finish()\n"
     )

@@ -32,7 +32,9 @@ class _ActiveMarkup(HTMLParser):
             value = (value or "").strip().lower()
             if name.startswith("on") and "tc-xss" in value:
                 self.found.append(f"<{tag} {name}=...>")
-            if name in ("href", "src", "action", "formaction") and value.startswith(("javascript:", "vbscript:", "data:text/html")):
+            if name in ("href", "src", "action", "formaction") and value.startswith(
+                ("javascript:", "vbscript:", "data:text/html")
+            ):
                 self.found.append(f"<{tag} {name}={value[:30]}>")
 
     def handle_endtag(self, tag):
@@ -59,11 +61,18 @@ def assert_clean_exit(run: subprocess.CompletedProcess | tuple) -> None:
     assert "Traceback (most recent call last)" not in text, text[-3000:]
 
 
-def cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """``torchclaims ARGS`` in its own process, as a user runs it."""
     environment = dict(os.environ, PYTHONPATH=str(SRC), **(env or {}))
     return subprocess.run(
-        [sys.executable, "-m", "torchclaims", *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "torchclaims", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -149,7 +158,9 @@ def run_claims(root: Path, **settings):
 
     claims = load_claims(root / "claims")
     assert not claims.problems, claims.problems
-    return verify(claims.executable(), Settings(root=root, parallel=2, **settings), log=lambda m: None, warn=lambda m: None)
+    return verify(
+        claims.executable(), Settings(root=root, parallel=2, **settings), log=lambda m: None, warn=lambda m: None
+    )
 
 
 def tagged(tag: str) -> set[int]:

@@ -123,8 +123,13 @@ def xla_sweep_table():
 
 
 def write_claim(
-    root: Path, claim_id: str, body: str | None, topic: str = "device-switch",
-    about: tuple[str, ...] = ("cpu",), claimed_by: tuple[str, ...] = ("Tests",), relation: str = "is",
+    root: Path,
+    claim_id: str,
+    body: str | None,
+    topic: str = "device-switch",
+    about: tuple[str, ...] = ("cpu",),
+    claimed_by: tuple[str, ...] = ("Tests",),
+    relation: str = "is",
 ) -> None:
     """A record and (for executable claims) a script whose behaviour is ``body``."""
     script = f"gallery/{claim_id.replace('-', '_')}.py"
@@ -133,9 +138,15 @@ def write_claim(
     (root / "claims").mkdir(parents=True, exist_ok=True)
     (root / "claims" / f"{claim_id}.toml").write_text(
         RECORD.format(
-            id=claim_id, kind=kind, topic=topic, script_line=script_line,
-            about=json.dumps(list(about)), relation=relation,
-            claimant_lines="" if relation == "own-finding" else f"claimant = {json.dumps(claimed_by[0])}\nabout = {json.dumps(list(about))}\n",
+            id=claim_id,
+            kind=kind,
+            topic=topic,
+            script_line=script_line,
+            about=json.dumps(list(about)),
+            relation=relation,
+            claimant_lines=""
+            if relation == "own-finding"
+            else f"claimant = {json.dumps(claimed_by[0])}\nabout = {json.dumps(list(about))}\n",
         )
     )
     if body is not None:
@@ -143,7 +154,7 @@ def write_claim(
         (root / script).write_text(HEADER.format(id=claim_id) + BODIES.get(body, body))
 
 
-CONF = '''
+CONF = """
 import os, sys
 extensions = ["myst_parser", "sphinx_gallery.gen_gallery", "torchclaims.sphinxext"]
 exclude_patterns = ["_build", ".*", "**/.*", "gallery", "claims", "results"]
@@ -160,7 +171,7 @@ sphinx_gallery_conf = {
 torchclaims_timeout = os.environ.get("TORCHCLAIMS_TIMEOUT", "20")  # text, checked by the extension (as in conf.py)
 torchclaims_parallel = 2
 torchclaims_publish_dir = os.environ.get("TORCHCLAIMS_PUBLISH_DIR", "")
-'''
+"""
 
 INDEX = """\
 # Fixture knowledge base
@@ -192,7 +203,11 @@ def write_accelerator_pages(root: Path, backends: tuple[str, ...] = ("neuron", "
     folder.mkdir(parents=True, exist_ok=True)
     for backend in backends:
         (folder / f"{backend}.md").write_text(f"```{{accelerator}} {backend}\n```\n")
-    (folder / "index.md").write_text("# Accelerators\n\n```{accelerator-choice}\n```\n\n```{toctree}\n" + "".join(f"{b}\n" for b in backends) + "```\n")
+    (folder / "index.md").write_text(
+        "# Accelerators\n\n```{accelerator-choice}\n```\n\n```{toctree}\n"
+        + "".join(f"{b}\n" for b in backends)
+        + "```\n"
+    )
     index = root / "index.md"
     index.write_text(index.read_text().replace("```{toctree}\n", "```{toctree}\ndocs/accelerators/index\n", 1))
 
@@ -223,7 +238,13 @@ def add_page(root: Path, name: str, text: str) -> None:
     index.write_text(index.read_text().replace("docs/matrix\n", f"docs/{name}\ndocs/matrix\n", 1))
 
 
-def moved(environment: Environment, backend: str | None = None, torch: str | None = None, packages: dict | None = None, **fields) -> Environment:
+def moved(
+    environment: Environment,
+    backend: str | None = None,
+    torch: str | None = None,
+    packages: dict | None = None,
+    **fields,
+) -> Environment:
     """``environment`` as a run on another backend or release reports it: the device follows the
     backend, packages["torch"] follows torch, and ``packages`` (given) replaces the other packages."""
     data = environment.model_dump()
@@ -251,7 +272,11 @@ def read_page(path: Path) -> str:
         data = (path.parent / src).read_text(encoding="utf-8")
         return json.loads(data.partition('"] = ')[2].strip().removesuffix(";"))[key]
 
-    return re.sub(r'<div class="tc-later" data-tc-later="[^"]*" data-tc-src="([^"]*)" data-tc-key="([^"]*)"><p>[^<]*</p></div>', part, raw)
+    return re.sub(
+        r'<div class="tc-later" data-tc-later="[^"]*" data-tc-src="([^"]*)" data-tc-key="([^"]*)"><p>[^<]*</p></div>',
+        part,
+        raw,
+    )
 
 
 def page_text(path: Path) -> str:

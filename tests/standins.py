@@ -34,10 +34,10 @@ DISTRIBUTIONS = {
 }
 DEVICE_NAMES = {"tpu": "TPU v6 lite", "rocm": "AMD Instinct MI300X", "xpu": "Intel(R) Data Center GPU Max 1550"}
 
-TORCH_TPU_INIT = '''
+TORCH_TPU_INIT = """
 import standins
 standins.register_private_use1("tpu", standins.torch_tpu_module(), available=standins.HARDWARE)
-'''
+"""
 
 HARDWARE = True  # whether the stand-in host has the device
 
@@ -66,7 +66,9 @@ def write_site(folder: Path, backend: str) -> Path:
 def _accelerator(torch, device_type: str | None) -> None:
     """What torch.accelerator reports once a backend's hooks are registered."""
     torch.accelerator.is_available = lambda: device_type is not None
-    torch.accelerator.current_accelerator = lambda check_available=False: torch.device(device_type) if device_type else None
+    torch.accelerator.current_accelerator = lambda check_available=False: (
+        torch.device(device_type) if device_type else None
+    )
     torch.accelerator.device_count = lambda: 1 if device_type else 0
     torch.accelerator.synchronize = synced("torch.accelerator.synchronize")
 

@@ -230,8 +230,16 @@ def test_every_fingerprint_records_the_vendor_plugins_installed(monkeypatch):
 @pytest.mark.parametrize(
     ("backend", "packages", "label"),
     [
-        ("cpu", {"torch": "2.13.0", "torch-tpu": "0.2.0", "libtpu": "0.0.52"}, "torch 2.13.0 + torch-tpu 0.2.0 (vendor package, no TPU)"),
-        ("cpu", {"torch": "2.13.0", "torch-neuronx": "2.14.0"}, "torch 2.13.0 + torch-neuronx 2.14.0 (vendor package, no Trainium device)"),
+        (
+            "cpu",
+            {"torch": "2.13.0", "torch-tpu": "0.2.0", "libtpu": "0.0.52"},
+            "torch 2.13.0 + torch-tpu 0.2.0 (vendor package, no TPU)",
+        ),
+        (
+            "cpu",
+            {"torch": "2.13.0", "torch-neuronx": "2.14.0"},
+            "torch 2.13.0 + torch-neuronx 2.14.0 (vendor package, no Trainium device)",
+        ),
         ("cpu", {"torch": "2.13.0"}, "torch 2.13.0"),
         ("tpu", {"torch": "2.13.0", "torch-tpu": "0.2.0"}, "torch-tpu 0.2.0"),
         ("xla", {"torch": "2.9.0", "torch_xla": "2.9.0", "libtpu": "0.0.52"}, "torch_xla 2.9.0"),

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
-
 from types import SimpleNamespace
 
+import pytest
 import torch
+
 from breaking import (
     GALLERY,
     THREAD_PROCESS_GROUP,
-    OnTheDevice,
     CpuEvent,
+    OnTheDevice,
     a_second_cpu,
     a_second_cpu_backend,
     counters_that_count_nothing,
@@ -27,7 +27,6 @@ from breaking import (
     thread_replicas,
     triton_on_the_cpu,
 )
-
 from torchclaims.records import Verdict
 
 pytestmark = pytest.mark.claims  # runs the real claim scripts against broken stand-ins
@@ -55,7 +54,10 @@ def test_a_checkpoint_that_does_not_move_is_refuted(monkeypatch, tmp_path):
     monkeypatch.setattr(torch, "load", lambda f, map_location=None, **kw: load(f, map_location="cpu", **kw))
     record = run_gallery("checkpoint_map_location", monkeypatch, tmp_path)
     assert refuted(record, "returns to the device it was saved from"), outcomes(record)
-    assert outcomes(record)["loading a checkpoint from an unavailable device without map_location raises"] is Verdict.REFUTED
+    assert (
+        outcomes(record)["loading a checkpoint from an unavailable device without map_location raises"]
+        is Verdict.REFUTED
+    )
 
 
 class StandInGpu:
@@ -68,13 +70,21 @@ class StandInGpu:
         monkeypatch.syspath_prepend(str(GALLERY))
         import _philox
 
-        props = SimpleNamespace(name="stand-in GPU", multi_processor_count=self.SMS, max_threads_per_multi_processor=self.THREADS)
+        props = SimpleNamespace(
+            name="stand-in GPU", multi_processor_count=self.SMS, max_threads_per_multi_processor=self.THREADS
+        )
         monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: props)
         if draws_like_sms is None:
             return
         like = (draws_like_sms, self.THREADS)
-        monkeypatch.setattr(torch, "randint", lambda low, high, size, device=None: torch.from_numpy(_philox.randint(size[0], high, *like)))
-        monkeypatch.setattr(torch, "randn", lambda n, device=None: torch.from_numpy(_philox.randn(n, *like).astype("float32")))
+        monkeypatch.setattr(
+            torch,
+            "randint",
+            lambda low, high, size, device=None: torch.from_numpy(_philox.randint(size[0], high, *like)),
+        )
+        monkeypatch.setattr(
+            torch, "randn", lambda n, device=None: torch.from_numpy(_philox.randn(n, *like).astype("float32"))
+        )
 
 
 def test_rng_sm_dependence_holds_on_a_gpu_that_draws_as_its_sm_count_gives(monkeypatch, tmp_path):
@@ -114,7 +124,9 @@ def test_int_scatter_is_refuted_where_the_neuron_compiler_is_exact(monkeypatch, 
     import torch._dynamo
 
     register = lambda: torch._dynamo.register_backend(lambda graph, inputs: graph.forward, name="neuron")  # noqa: E731 - child only
-    record = run_gallery("int_scatter_precision", monkeypatch, tmp_path, as_backend="neuron", compile_backend="neuron", in_child=register)
+    record = run_gallery(
+        "int_scatter_precision", monkeypatch, tmp_path, as_backend="neuron", compile_backend="neuron", in_child=register
+    )
     assert refuted(record, "rounded through f32"), outcomes(record)
 
 
@@ -129,11 +141,15 @@ def test_compile_matches_eager_is_refuted_by_a_compiler_that_changes_the_result(
     import torch._dynamo
 
     def off_by_a_little(graph, inputs):
-        return lambda *args: [out + 1e-2 if isinstance(out, torch.Tensor) and out.is_floating_point() else out
-                              for out in graph.forward(*args)]
+        return lambda *args: [
+            out + 1e-2 if isinstance(out, torch.Tensor) and out.is_floating_point() else out
+            for out in graph.forward(*args)
+        ]
 
     torch._dynamo.register_backend(off_by_a_little, name="off_by_a_little")
-    record = run_gallery("compile_matches_eager", monkeypatch, tmp_path, as_backend="cpu", compile_backend="off_by_a_little")
+    record = run_gallery(
+        "compile_matches_eager", monkeypatch, tmp_path, as_backend="cpu", compile_backend="off_by_a_little"
+    )
     assert refuted(record, "forward outputs match eager"), outcomes(record)
 
 
@@ -147,6 +163,7 @@ def test_autocast_is_refuted_where_autocast_does_nothing(monkeypatch, tmp_path):
 
 # Code written for CUDA on a host without CUDA: each stand-in is a torch whose CUDA call does
 # what the claim says it does not.
+
 
 def test_cuda_calls_raise_is_refuted_where_tensor_cuda_returns_the_tensor(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *args, **kwargs: self)  # silently stays on the CPU
@@ -169,9 +186,13 @@ def test_cuda_autocast_is_refuted_where_autocast_cuda_casts_to_bfloat16(monkeypa
 
 def test_cuda_gradscaler_is_refuted_where_the_scaler_stays_enabled(monkeypatch, tmp_path):
     scaler = torch.amp.GradScaler
-    monkeypatch.setattr(torch.amp, "GradScaler", lambda device="cuda", **options: scaler("cpu", **options))  # scales on the CPU
+    monkeypatch.setattr(
+        torch.amp, "GradScaler", lambda device="cuda", **options: scaler("cpu", **options)
+    )  # scales on the CPU
     record = run_gallery("cuda_gradscaler_without_cuda", monkeypatch, tmp_path)
-    assert refuted(record, "the CUDA GradScaler leaves the loss unscaled", "the loss was scaled by 65536"), outcomes(record)
+    assert refuted(record, "the CUDA GradScaler leaves the loss unscaled", "the loss was scaled by 65536"), outcomes(
+        record
+    )
 
 
 def test_cudnn_flags_are_refuted_where_deterministic_turns_on_deterministic_algorithms(monkeypatch, tmp_path):
@@ -181,16 +202,22 @@ def test_cudnn_flags_are_refuted_where_deterministic_turns_on_deterministic_algo
         torch._C._set_cudnn_deterministic(value)
         torch.use_deterministic_algorithms(value)
 
-    monkeypatch.setattr(type(torch.backends.cudnn), "deterministic", ContextProp(torch._C._get_cudnn_deterministic, deterministic))
+    monkeypatch.setattr(
+        type(torch.backends.cudnn), "deterministic", ContextProp(torch._C._get_cudnn_deterministic, deterministic)
+    )
     record = run_gallery("cudnn_flags_without_cuda", monkeypatch, tmp_path)
-    assert refuted(record, "the cuDNN flags are accepted", "torch.are_deterministic_algorithms_enabled(): got True"), outcomes(record)
+    assert refuted(record, "the cuDNN flags are accepted", "torch.are_deterministic_algorithms_enabled(): got True"), (
+        outcomes(record)
+    )
 
 
 def test_cuda_memory_stats_are_refuted_where_they_count_the_cpu_block(monkeypatch, tmp_path):
     for counter in ("memory_allocated", "max_memory_allocated"):
         monkeypatch.setattr(torch.cuda, counter, lambda device=None: 64 * 2**20)
     record = run_gallery("cuda_memory_stats_without_cuda", monkeypatch, tmp_path)
-    assert refuted(record, "memory counters return 0", "torch.cuda.memory_allocated() reported 64.00 MiB"), outcomes(record)
+    assert refuted(record, "memory counters return 0", "torch.cuda.memory_allocated() reported 64.00 MiB"), outcomes(
+        record
+    )
 
 
 def test_cuda_manual_seed_all_is_refuted_where_it_reseeds_the_cpu_generator(monkeypatch, tmp_path):
@@ -214,14 +241,18 @@ def test_non_blocking_copy_is_refuted_where_it_returns_before_the_data_arrives(m
 
     monkeypatch.setattr(torch.Tensor, "to", early)
     record = run_gallery("pin_memory_without_accelerator", monkeypatch, tmp_path)
-    assert refuted(record, "non_blocking=True copy", "the non_blocking copy and the blocking copy: values differ"), outcomes(record)
+    assert refuted(record, "non_blocking=True copy", "the non_blocking copy and the blocking copy: values differ"), (
+        outcomes(record)
+    )
 
 
 def test_nccl_is_refuted_where_a_nccl_group_falls_back_to_gloo(monkeypatch, tmp_path):
     import torch.distributed as dist
 
     init = dist.init_process_group
-    monkeypatch.setattr(dist, "init_process_group", lambda backend, **kw: init("gloo" if backend == "nccl" else backend, **kw))
+    monkeypatch.setattr(
+        dist, "init_process_group", lambda backend, **kw: init("gloo" if backend == "nccl" else backend, **kw)
+    )
     record = run_gallery("nccl_without_cuda", monkeypatch, tmp_path)
     assert refuted(record, "init_process_group('nccl') raises", "a NCCL process group started"), outcomes(record)
 
@@ -262,7 +293,9 @@ def test_hf_causal_lm_generate_is_refuted_where_the_device_generates_other_token
     moved_to_second_cpu(monkeypatch, generates_one_token_short)
     record = run_gallery("hf_causal_lm_device_switch", monkeypatch, tmp_path)
     assert refuted(record, "generate() gives the CPU's tokens", "generated tokens: got"), outcomes(record)
-    assert refuted(record, "generate() run on the device unchanged", "length of the generated sequence"), outcomes(record)
+    assert refuted(record, "generate() run on the device unchanged", "length of the generated sequence"), outcomes(
+        record
+    )
 
 
 def test_device_switch_parity_is_refuted_where_the_device_keeps_weights_in_bfloat16(monkeypatch, tmp_path):
@@ -292,7 +325,9 @@ def test_recompile_dynamic_shapes_is_refuted_where_dynamic_false_is_ignored(monk
     compile = torch.compile
     monkeypatch.setattr(torch, "compile", lambda fn, dynamic=None, **kw: compile(fn, dynamic=dynamic or None, **kw))
     record = run_gallery("recompile_dynamic_shapes", monkeypatch, tmp_path)
-    assert refuted(record, "dynamic=False builds one graph per distinct length", "distinct lengths: got 2"), outcomes(record)
+    assert refuted(record, "dynamic=False builds one graph per distinct length", "distinct lengths: got 2"), outcomes(
+        record
+    )
 
 
 def test_tf32_defaults_are_refuted_where_a_fresh_process_allows_tf32_matmuls(monkeypatch, tmp_path):
@@ -310,27 +345,36 @@ def test_accelerator_agnostic_is_refuted_where_is_available_answers_true_without
 def test_memory_apis_are_refuted_where_the_counters_count_nothing(monkeypatch, tmp_path):
     counters_that_count_nothing(monkeypatch, a_second_cpu(monkeypatch))
     record = run_gallery("memory_apis_portable", monkeypatch, tmp_path)
-    assert refuted(record, "memory_allocated() grows by at least 64 MiB", "memory_allocated() grew by 0.00 MiB"), outcomes(record)
+    assert refuted(record, "memory_allocated() grows by at least 64 MiB", "memory_allocated() grew by 0.00 MiB"), (
+        outcomes(record)
+    )
 
 
 def test_backend_autoload_is_refuted_where_autoload_off_is_ignored(monkeypatch, tmp_path):
     fresh_processes_run(monkeypatch, tmp_path, "import os\nos.environ.pop('TORCH_DEVICE_BACKEND_AUTOLOAD', None)\n")
     record = run_gallery("backend_autoload", monkeypatch, tmp_path)
-    assert refuted(record, "TORCH_DEVICE_BACKEND_AUTOLOAD=0 skips it", "(TORCH_DEVICE_BACKEND_AUTOLOAD=0): got True"), outcomes(record)
+    assert refuted(record, "TORCH_DEVICE_BACKEND_AUTOLOAD=0 skips it", "(TORCH_DEVICE_BACKEND_AUTOLOAD=0): got True"), (
+        outcomes(record)
+    )
 
 
 def test_compile_backend_is_refuted_where_the_backend_package_registers_no_compiler(monkeypatch, tmp_path):
     # A Neuron host whose torch-neuronx registered no 'neuron' torch.compile backend (none is installed here).
     record = run_gallery("compile_backend_and_modes", monkeypatch, tmp_path, as_backend="neuron")
-    assert refuted(record, "registered by that name", "'neuron' is not in torch._dynamo.list_backends"), outcomes(record)
+    assert refuted(record, "registered by that name", "'neuron' is not in torch._dynamo.list_backends"), outcomes(
+        record
+    )
 
 
 # Distributed jobs on the CPU fork the script's process, so the workers inherit what the test patched.
 
+
 def test_distributed_collectives_are_refuted_where_all_reduce_reduces_nothing(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.distributed, "all_reduce", lambda tensor, op=None, group=None, async_op=False: None)
     record = run_gallery("distributed_collectives", monkeypatch, tmp_path)
-    assert refuted(record, "all_reduce(SUM) across 2 processes", "rank 0: all_reduce result: values differ"), outcomes(record)
+    assert refuted(record, "all_reduce(SUM) across 2 processes", "rank 0: all_reduce result: values differ"), outcomes(
+        record
+    )
 
 
 def test_ddp_is_refuted_where_ddp_averages_no_gradients(monkeypatch, tmp_path):
@@ -342,21 +386,31 @@ def test_ddp_is_refuted_where_ddp_averages_no_gradients(monkeypatch, tmp_path):
 def test_fsdp2_is_refuted_where_fully_shard_shards_nothing(monkeypatch, tmp_path):
     monkeypatch.setattr(gallery_module(monkeypatch, "_parallel"), "fully_shard", lambda module, **options: module)
     record = run_gallery("fsdp2_matches_single_process", monkeypatch, tmp_path)
-    assert refuted(record, "each parameter is sharded", "one rank holds all 16 rows, the parameter is not sharded"), outcomes(record)
+    assert refuted(record, "each parameter is sharded", "one rank holds all 16 rows, the parameter is not sharded"), (
+        outcomes(record)
+    )
 
 
 def test_tensor_parallel_is_refuted_where_parallelize_module_splits_nothing(monkeypatch, tmp_path):
-    monkeypatch.setattr(gallery_module(monkeypatch, "_parallel"), "parallelize_module", lambda module, mesh, plan: module)
+    monkeypatch.setattr(
+        gallery_module(monkeypatch, "_parallel"), "parallelize_module", lambda module, mesh, plan: module
+    )
     record = run_gallery("tensor_sequence_parallel", monkeypatch, tmp_path)
-    assert refuted(record, "tensor parallel: the layers are split", "one rank holds the whole parameter"), outcomes(record)
+    assert refuted(record, "tensor parallel: the layers are split", "one rank holds the whole parameter"), outcomes(
+        record
+    )
 
 
 def test_context_parallel_is_refuted_where_each_rank_computes_the_whole_sequence(monkeypatch, tmp_path):
     import contextlib
 
-    monkeypatch.setattr(gallery_module(monkeypatch, "_parallel"), "context_parallel", lambda mesh, **options: contextlib.nullcontext())
+    monkeypatch.setattr(
+        gallery_module(monkeypatch, "_parallel"), "context_parallel", lambda mesh, **options: contextlib.nullcontext()
+    )
     record = run_gallery("context_parallel_attention", monkeypatch, tmp_path)
-    assert refuted(record, "each with half the sequence", "rank 0: positions it computed: got 8, expected 4"), outcomes(record)
+    assert refuted(record, "each with half the sequence", "rank 0: positions it computed: got 8, expected 4"), outcomes(
+        record
+    )
 
 
 def test_pipeline_parallel_is_refuted_where_micro_batch_gradients_are_summed(monkeypatch, tmp_path):
@@ -372,14 +426,21 @@ def test_pipeline_parallel_is_refuted_where_micro_batch_gradients_are_summed(mon
 
 # The XLA operator defects, each reproduced on a second CPU: the device computes what torch_xla 2.9 was found to.
 
+
 def test_xla_amax_is_refuted_where_the_device_returns_the_input_unreduced(monkeypatch, tmp_path):
     device_computes(monkeypatch, torch.amax, lambda t, dim=(), keepdim=False: t.clone())
     record = run_gallery("xla_amax_amin_no_dim", monkeypatch, tmp_path)
-    assert refuted(record, "amax(x) reduces over every dimension", "vector [4.8, -7.4]: shape (2,) differs from ()"), outcomes(record)
+    assert refuted(record, "amax(x) reduces over every dimension", "vector [4.8, -7.4]: shape (2,) differs from ()"), (
+        outcomes(record)
+    )
 
 
 def test_xla_chunk_cat_is_refuted_where_the_device_returns_zeros(monkeypatch, tmp_path):
-    device_computes(monkeypatch, torch._chunk_cat, lambda tensors, dim, num_chunks: torch._chunk_cat(tensors, dim, num_chunks).zero_())
+    device_computes(
+        monkeypatch,
+        torch._chunk_cat,
+        lambda tensors, dim, num_chunks: torch._chunk_cat(tensors, dim, num_chunks).zero_(),
+    )
     record = run_gallery("xla_chunk_cat", monkeypatch, tmp_path)
     assert refuted(record, "_chunk_cat on the device", "chunks: values differ"), outcomes(record)
 
@@ -393,7 +454,9 @@ def test_xla_norm_inf_is_refuted_where_the_device_sums_instead(monkeypatch, tmp_
 def test_xla_avg_pool_is_refuted_where_the_device_ignores_divisor_override(monkeypatch, tmp_path):
     import torch.nn.functional as F
 
-    device_computes(monkeypatch, F.avg_pool2d, lambda x, kernel, divisor_override=None, **options: F.avg_pool2d(x, kernel))
+    device_computes(
+        monkeypatch, F.avg_pool2d, lambda x, kernel, divisor_override=None, **options: F.avg_pool2d(x, kernel)
+    )
     record = run_gallery("xla_avg_pool_divisor_override", monkeypatch, tmp_path)
     assert refuted(record, "plain, then divisor_override=3", "divisor_override=3: max abs error"), outcomes(record)
 
@@ -401,7 +464,9 @@ def test_xla_avg_pool_is_refuted_where_the_device_ignores_divisor_override(monke
 def test_xla_count_nonzero_is_refuted_where_the_device_counts_in_int32(monkeypatch, tmp_path):
     device_computes(monkeypatch, torch.count_nonzero, lambda t, dim=None: torch.count_nonzero(t, dim).int())
     record = run_gallery("xla_count_nonzero_dtype", monkeypatch, tmp_path)
-    assert refuted(record, "count_nonzero of a tensor of float32", "all elements: dtype: got 'torch.int32'"), outcomes(record)
+    assert refuted(record, "count_nonzero of a tensor of float32", "all elements: dtype: got 'torch.int32'"), outcomes(
+        record
+    )
 
 
 def test_xla_nuclear_norm_is_refuted_where_the_device_computes_another_norm(monkeypatch, tmp_path):
@@ -418,13 +483,18 @@ def test_xla_pixel_shuffle_is_refuted_where_the_device_keeps_the_first_factor(mo
 
 def test_xla_slice_negative_start_is_refuted_where_the_device_raises_instead_of_clamping(monkeypatch, tmp_path):
     def no_clamping(t, index):
-        if any(isinstance(s, slice) and (s.start or 0) < -max(t.shape) for s in (index if isinstance(index, tuple) else (index,))):
+        if any(
+            isinstance(s, slice) and (s.start or 0) < -max(t.shape)
+            for s in (index if isinstance(index, tuple) else (index,))
+        ):
             raise IndexError("slice start out of range")
         return t[index]
 
     device_computes(monkeypatch, torch.Tensor.__getitem__, no_clamping)
     record = run_gallery("xla_slice_negative_start", monkeypatch, tmp_path)
-    assert refuted(record, "x[-15:] (start before the front)", "raised IndexError: slice start out of range"), outcomes(record)
+    assert refuted(record, "x[-15:] (start before the front)", "raised IndexError: slice start out of range"), outcomes(
+        record
+    )
     assert outcomes(record)["x[2:100] (stop past the end) gives the CPU's result"] is Verdict.HOLDS
 
 
@@ -452,7 +522,9 @@ def test_hf_static_cache_is_refuted_where_generate_ignores_cache_implementation(
     dynamic = lambda model, *args, cache_implementation=None, **kwargs: generate(model, *args, **kwargs)  # noqa: E731
     monkeypatch.setattr(transformers.LlamaForCausalLM, "generate", dynamic)
     record = run_gallery("hf_static_cache_shapes", monkeypatch, tmp_path)
-    assert refuted(record, "every layer's K/V cache has one shape", "different K/V shape sets during decoding"), outcomes(record)
+    assert refuted(record, "every layer's K/V cache has one shape", "different K/V shape sets during decoding"), (
+        outcomes(record)
+    )
 
 
 def get_max_memory_probing_xla(max_memory=None):
@@ -469,7 +541,9 @@ def test_hf_device_map_auto_is_refuted_where_get_max_memory_probes_xla(monkeypat
 
     monkeypatch.setattr(accelerate.utils, "get_max_memory", get_max_memory_probing_xla)
     record = run_gallery("hf_device_map_auto", monkeypatch, tmp_path)
-    assert refuted(record, "get_max_memory probes the listed device families", "PrivateUse1 names in get_max_memory: got"), outcomes(record)
+    assert refuted(
+        record, "get_max_memory probes the listed device families", "PrivateUse1 names in get_max_memory: got"
+    ), outcomes(record)
 
 
 def dispatch_model_to_the_index(model, device_map, **options):
@@ -498,7 +572,9 @@ def test_accelerate_neuron_launch_is_refuted_where_accelerate_has_no_neuron_bran
     no_neuron_branch = lambda self, cpu=False, sagemaker_dp=False, backend=None: ("gloo", DistributedType.MULTI_CPU)  # noqa: E731
     monkeypatch.setattr(PartialState, "_prepare_backend", no_neuron_branch)
     record = run_gallery("accelerate_neuron_bf16_autocast", monkeypatch, tmp_path)
-    assert refuted(record, "gets the 'neuron' backend and MULTI_NEURON", "process-group backend accelerate picks: got 'gloo'"), outcomes(record)
+    assert refuted(
+        record, "gets the 'neuron' backend and MULTI_NEURON", "process-group backend accelerate picks: got 'gloo'"
+    ), outcomes(record)
 
 
 def test_xla_gloo_device_tensors_is_refuted_where_gloo_leaves_device_tensors_unreduced(monkeypatch, tmp_path):
@@ -507,7 +583,9 @@ def test_xla_gloo_device_tensors_is_refuted_where_gloo_leaves_device_tensors_unr
     unreduced_on_the_device = lambda t, *a, **kw: None if isinstance(t, OnTheDevice) else all_reduce(t, *a, **kw)  # noqa: E731
     monkeypatch.setattr(torch.distributed, "all_reduce", unreduced_on_the_device)
     record = run_gallery("xla_gloo_device_tensors", monkeypatch, tmp_path)
-    assert refuted(record, "all_reduce of device tensors", "rank 0: all_reduce of the tensors on cpu: values differ"), outcomes(record)
+    assert refuted(record, "all_reduce of device tensors", "rank 0: all_reduce of the tensors on cpu: values differ"), (
+        outcomes(record)
+    )
 
 
 AVERAGING_OPTIMIZER_STEP = """
@@ -589,9 +667,17 @@ def test_shape_change_recompiles_is_refuted_where_a_step_on_a_seen_length_compil
         return lambda *args: (cache / f"{next(count)}.neff").touch() or graph.forward(*args)
 
     register = lambda: torch._dynamo.register_backend(compiles_at_every_call, name="neuron")  # noqa: E731 - child only
-    record = run_gallery("shape_change_recompiles", monkeypatch, tmp_path,
-                         as_backend="neuron", compile_backend="neuron", in_child=register)
-    assert refuted(record, "a step on a length seen before compiles nothing", "again): got 1, expected 0"), outcomes(record)
+    record = run_gallery(
+        "shape_change_recompiles",
+        monkeypatch,
+        tmp_path,
+        as_backend="neuron",
+        compile_backend="neuron",
+        in_child=register,
+    )
+    assert refuted(record, "a step on a length seen before compiles nothing", "again): got 1, expected 0"), outcomes(
+        record
+    )
 
 
 def test_custom_op_is_refuted_where_its_fake_kernel_gives_another_shape(monkeypatch, tmp_path):
@@ -616,7 +702,10 @@ def test_privateuse1_named_device_is_refuted_where_a_stock_process_parses_neuron
     fresh_processes_run(monkeypatch, tmp_path, NEURON_NAMES_THE_SLOT)
     record = run_gallery("privateuse1_named_device", monkeypatch, tmp_path)
     assert refuted(record, "without a backend package", "torch.device('neuron') gave: parsed"), outcomes(record)
-    assert outcomes(record)["after rename_privateuse1_backend('foo'), 'foo' parses but no tensor can be created"] is Verdict.HOLDS
+    assert (
+        outcomes(record)["after rename_privateuse1_backend('foo'), 'foo' parses but no tensor can be created"]
+        is Verdict.HOLDS
+    )
 
 
 def test_cpu_gloo_parity_is_refuted_where_gloo_leaves_device_tensors_unreduced(monkeypatch, tmp_path):
@@ -658,8 +747,12 @@ def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
     covered = {c.id for c in claims if c.script.removeprefix("gallery/").removesuffix(".py") in scripts}
     explained = {c.id for c in claims if c.no_breaking_test}
     unexplained = {c.id for c in claims} - covered - explained
-    assert unexplained <= LEFT, f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
-    assert not (LEFT & (covered | explained)), f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
+    assert unexplained <= LEFT, (
+        f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
+    )
+    assert not (LEFT & (covered | explained)), (
+        f"now covered or explained, remove from LEFT: {sorted(LEFT & (covered | explained))}"
+    )
     assert len(covered) >= 55
 
 

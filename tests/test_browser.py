@@ -67,8 +67,17 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1400,1000",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
@@ -115,7 +124,9 @@ def choose(driver, name: str, value: str) -> None:
 
 def click(driver, element) -> None:
     """A real click, after bringing the element to the middle of the window (clear of sticky headers)."""
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", element)  # the theme scrolls smoothly
+    driver.execute_script(
+        "arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", element
+    )  # the theme scrolls smoothly
     element.click()
 
 
@@ -196,14 +207,18 @@ def test_filter_refuted_claims_about_cpu_share_the_url_land_on_the_evidence_and_
     driver.get(shared)
     wait_for(lambda: count_text(driver).startswith("2 of "), "the shared address to apply its filters")
 
-    cell = driver.find_element("css selector", f'#matrix-kb-holds td[data-backend="xla"] a.tc-run:not([hidden])')
+    cell = driver.find_element("css selector", '#matrix-kb-holds td[data-backend="xla"] a.tc-run:not([hidden])')
     assert "refuted" in cell.text and "outside its scope" in cell.text
     assert cell.get_dom_attribute("title") is None  # no tooltip: the evidence it leads to says where and how it ran
     click(driver, cell)
     wait_for(lambda: driver.current_url.endswith("#" + XLA_CELL), "the evidence page")
     landed = settled(driver, XLA_CELL)
-    assert landed["open"] and -1 < landed["top"] < landed["height"], landed  # in view (a layout in fractions of a pixel may scroll a fraction past)
-    assert "✘ refuted" in landed["text"] and "XLA on CPU (Test CPU)" in landed["text"] and "xla-run.json" in landed["text"]
+    assert landed["open"] and -1 < landed["top"] < landed["height"], (
+        landed
+    )  # in view (a layout in fractions of a pixel may scroll a fraction past)
+    assert (
+        "✘ refuted" in landed["text"] and "XLA on CPU (Test CPU)" in landed["text"] and "xla-run.json" in landed["text"]
+    )
     screenshot(driver, "evidence-desktop")
 
     driver.back()
@@ -232,8 +247,10 @@ def test_a_backend_shows_each_of_its_versions_on_request(desktop, server, site):
     driver.get(server.url + "?v.cpu=torch+2.12.0")
     header = wait_for(lambda: driver.find_element("css selector", 'thead th[data-backend="cpu"]'), "the cpu header")
     assert "Older CPU" in header.text and "Test CPU" not in header.text
-    cell = wait_for(lambda: driver.find_element("css selector", '#matrix-kb-holds td[data-backend="cpu"] .tc-run:not([hidden])'),
-                    "the older version's cell, loaded when picked")
+    cell = wait_for(
+        lambda: driver.find_element("css selector", '#matrix-kb-holds td[data-backend="cpu"] .tc-run:not([hidden])'),
+        "the older version's cell, loaded when picked",
+    )
     assert cell.get_attribute("data-version") == "torch 2.12.0"
     assert cell.get_attribute("href").endswith("#claim-kb-holds--cpu--torch-2-12-0")
     # the page carries only the version each header shows first; the others come once, from a data file beside it
@@ -262,7 +279,10 @@ def test_every_page_loads_without_console_errors_and_every_internal_link_and_anc
         seen.add(url)
         driver.get(url)
         if driver.execute_script(PICK_LATER):  # the matrix's other versions: their links are checked too
-            wait_for(lambda: driver.find_elements("css selector", "table.tc-all-versions"), "the other versions of the matrix")
+            wait_for(
+                lambda: driver.find_elements("css selector", "table.tc-all-versions"),
+                "the other versions of the matrix",
+            )
         unfold(driver)  # and the anchors and links of what loads when a block opens
         found = driver.execute_script(
             "return {ids: Array.from(document.querySelectorAll('[id]')).map(e => e.id),"
@@ -328,7 +348,17 @@ def overflow(driver, script: str = "") -> list[dict]:
     return found
 
 
-@pytest.mark.parametrize("page", ["index.html", "docs/topic.html", "docs/compile.html", "docs/changes.html", "docs/auto_gallery/index.html", "docs/auto_gallery/kb_long.html"])
+@pytest.mark.parametrize(
+    "page",
+    [
+        "index.html",
+        "docs/topic.html",
+        "docs/compile.html",
+        "docs/changes.html",
+        "docs/auto_gallery/index.html",
+        "docs/auto_gallery/kb_long.html",
+    ],
+)
 def test_on_a_phone_nothing_but_the_matrix_scrolls_sideways(phone, server, page):
     phone.get(server.url + page)
     for found in overflow(phone):
@@ -354,7 +384,7 @@ def test_on_a_phone_the_matrix_keeps_its_claim_column_and_header_in_view(phone, 
     assert moved["scrolled"] > 0  # the matrix is wider than a phone and scrolls inside its box
     assert abs(moved["left"]) <= 2, moved  # the claim column stays at the box's left edge
     # the header stays at the top of the box once it scrolls down (and in view anyway)
-    assert (abs(moved["top"]) <= 2 if moved["down"] > 0 else 0 <= moved["top"] and moved["bottom"] > 0), moved
+    assert abs(moved["top"]) <= 2 if moved["down"] > 0 else 0 <= moved["top"] and moved["bottom"] > 0, moved
 
 
 CONTRAST = """
@@ -383,7 +413,9 @@ return low;
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("page", ["index.html", "docs/topic.html", "docs/auto_gallery/index.html"])
 def test_text_meets_wcag_aa_contrast(desktop, server, page, scheme):
-    desktop.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+    desktop.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]}
+    )
     desktop.get(server.url + page)
     unfold(desktop)
     low = desktop.execute_script(CONTRAST, ".tc-matrix-page *, .tc-claim *, .tc-card *")
@@ -414,8 +446,12 @@ def test_opened_from_a_file_search_and_filters_work_without_errors(desktop, site
 
 def test_a_long_value_ends_with_an_ellipsis_and_unfolds_whole(desktop, server):
     desktop.get(server.url + "docs/compile.html#claim-kb-long--cpu")
-    folded = wait_for(lambda: desktop.find_element("css selector", "#claim-kb-long--cpu details.tc-long"), "the long value")
-    assert folded.find_element("css selector", "summary").text.split("…")[0].startswith("the flags = XLA_FLAGS= --xla_cpu")
+    folded = wait_for(
+        lambda: desktop.find_element("css selector", "#claim-kb-long--cpu details.tc-long"), "the long value"
+    )
+    assert (
+        folded.find_element("css selector", "summary").text.split("…")[0].startswith("the flags = XLA_FLAGS= --xla_cpu")
+    )
     click(desktop, folded.find_element("css selector", "summary"))
     whole = folded.find_element("css selector", ".tc-whole").text
     assert whole.strip() == f"the flags = {LONG_VALUE}".strip()  # every character: "--" never turned into a dash
@@ -445,7 +481,9 @@ def sweep_rows(driver) -> list[list[str]]:
 def sweep_select(driver, label: str):
     from selenium.webdriver.support.ui import Select
 
-    control = driver.find_element("xpath", f"//form[@class='tc-sweep-controls']/label[starts-with(normalize-space(), '{label}')]/*")
+    control = driver.find_element(
+        "xpath", f"//form[@class='tc-sweep-controls']/label[starts-with(normalize-space(), '{label}')]/*"
+    )
     return Select(control) if control.tag_name == "select" else control
 
 
@@ -476,9 +514,13 @@ def test_coverage_table_searches_filters_and_compares_two_runs(desktop, server):
 def test_on_a_phone_the_coverage_page_scrolls_only_inside_its_tables(phone, server):
     phone.get(server.url + "docs/coverage.html")
     wait_for(lambda: len(sweep_rows(phone)) == 3, "the table")
-    for found in overflow(phone, PHONE_OVERFLOW.replace(
+    for found in overflow(
+        phone,
+        PHONE_OVERFLOW.replace(
             "if (el.closest('.tc-matrix-scroll')) continue;",
-            "if (el.closest('.tc-matrix-scroll, .tc-sweep-scroll, table.tc-sweep-summary')) continue;")):
+            "if (el.closest('.tc-matrix-scroll, .tc-sweep-scroll, table.tc-sweep-summary')) continue;",
+        ),
+    ):
         assert found["scroll"] <= found["width"], found
         assert found["offenders"] == [], found
     screenshot(phone, "coverage-phone")
@@ -508,7 +550,9 @@ return {choiceTop: choice.top, choiceBottom: choice.bottom, boxTop: box.top, inn
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_at_1400_px_the_home_page_shows_the_accelerator_choice_first_and_every_decided_cell_without_scrolling_sideways(desktop, server, scheme):
+def test_at_1400_px_the_home_page_shows_the_accelerator_choice_first_and_every_decided_cell_without_scrolling_sideways(
+    desktop, server, scheme
+):
     themed(desktop, scheme)
     desktop.get(server.url)
     wait_for(lambda: count_text(desktop), "the matrix")
@@ -530,13 +574,19 @@ def test_at_1400_px_the_home_page_shows_the_accelerator_choice_first_and_every_d
         "return Array.from(document.querySelectorAll('thead th[data-backend]'))"
         ".map(th => [th.dataset.backend, th.querySelector('a') && th.querySelector('a').getAttribute('href')])"
     )
-    assert heads == [["cpu", None], ["xla", "docs/accelerators/xla.html"]]  # only backends with records; each leads to its page
+    assert heads == [
+        ["cpu", None],
+        ["xla", "docs/accelerators/xla.html"],
+    ]  # only backends with records; each leads to its page
     said = desktop.find_element("css selector", ".tc-no-record")
     assert said.is_displayed() and "neuron (AWS Trainium (TorchNeuron))" in said.text and "1 about neuron" in said.text
     attributed = desktop.find_elements("css selector", "#matrix-kb-said td")
     assert len(attributed) == 1 and "no public method" in attributed[0].text  # said once across the row
     choice = [a.get_attribute("href") for a in desktop.find_elements("css selector", "ul.tc-choice a")]
-    assert choice == [server.url + "docs/accelerators/xla.html", server.url + "docs/accelerators/neuron.html"]  # one claim each: descriptor order
+    assert choice == [
+        server.url + "docs/accelerators/xla.html",
+        server.url + "docs/accelerators/neuron.html",
+    ]  # one claim each: descriptor order
     assert console_errors(desktop) == []
 
 
@@ -567,7 +617,10 @@ def test_an_accelerator_page_answers_in_its_first_screen_and_its_chips_lead_to_t
     tally = wait_for(lambda: desktop.find_element("css selector", "ul.tc-tally"), "the tally")
     top = desktop.execute_script("return arguments[0].getBoundingClientRect().bottom <= innerHeight", tally)
     assert top, "the tally is not in the first screen"
-    assert "1 claim is about AWS Trainium (TorchNeuron)." in tally.text and "0 of the 1 executable ones ran on neuron" in tally.text
+    assert (
+        "1 claim is about AWS Trainium (TorchNeuron)." in tally.text
+        and "0 of the 1 executable ones ran on neuron" in tally.text
+    )
     low = desktop.execute_script(CONTRAST, ".tc-accelerator *")
     screenshot(desktop, f"accelerator-neuron-{scheme}")
     desktop.execute_cdp_cmd(SCHEME, {"features": []})
@@ -608,17 +661,25 @@ def test_a_claim_shows_one_line_per_backend_with_its_reason_in_view_and_its_evid
     reason = lines[0].find_element("css selector", "p:has(> em)")
     assert reason.is_displayed() and "no accelerator on this machine" in reason.text  # text, never a tooltip
     evidence = section.find_element("css selector", "details.tc-evidence")
-    assert evidence.get_attribute("open") is None and not evidence.find_element("css selector", ".tc-later").is_displayed()
+    assert (
+        evidence.get_attribute("open") is None and not evidence.find_element("css selector", ".tc-later").is_displayed()
+    )
     assert not evidence.find_elements("css selector", "table.tc-runs")  # not in the page: it loads when the block opens
     click(desktop, evidence.find_element("css selector", "summary"))
-    runs = wait_for(lambda: [r for r in evidence.find_elements("css selector", "table.tc-runs tbody tr") if r.is_displayed()], "the records")
+    runs = wait_for(
+        lambda: [r for r in evidence.find_elements("css selector", "table.tc-runs tbody tr") if r.is_displayed()],
+        "the records",
+    )
     assert len(runs) == 3  # cpu this build, the older cpu and xla: one table
     assert section.text.count("Environment and conditions") == 1  # the environment once, then what differs
-    assert desktop.execute_script("return arguments[0].querySelectorAll('[title]:not(.headerlink)').length", section) == 0
+    assert (
+        desktop.execute_script("return arguments[0].querySelectorAll('[title]:not(.headerlink)').length", section) == 0
+    )
     low = desktop.execute_script(CONTRAST, "#claim-kb-unverified *")
     desktop.execute_cdp_cmd(SCHEME, {"features": []})
     assert low == [], "\n".join(low)
     assert console_errors(desktop) == []
+
 
 # -- coverage tables that can be shared ---------------------------------------------------
 
@@ -727,8 +788,12 @@ def test_a_row_link_opens_that_row_in_view(width, server):
 
 def test_the_site_search_lists_an_operator_and_leads_to_its_row(desktop, server):
     desktop.get(server.url + "search.html?q=histc")
-    link = wait_for(lambda: [a for a in desktop.find_elements("css selector", "#search-results a") if "#row-" in a.get_attribute("href")],
-                    "an operator result")[0]
+    link = wait_for(
+        lambda: [
+            a for a in desktop.find_elements("css selector", "#search-results a") if "#row-" in a.get_attribute("href")
+        ],
+        "an operator result",
+    )[0]
     assert link.get_attribute("href").endswith("docs/coverage.html#row-histc") and link.text == "histc"
     click(desktop, link)
     wait_for(lambda: desktop.find_elements("css selector", ".tc-sweep-details"), "the operator's row, open")
@@ -751,7 +816,9 @@ def test_the_run_picker_and_search_come_before_the_summaries(width, server):
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_coverage_cells_meet_wcag_aa_contrast(width, server, scheme):
     driver = width
-    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+    driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]}
+    )
     try:
         driver.get(server.url + "docs/coverage.html")
         wait_for(lambda: len(sweep_rows(driver)) == 3, "the table")

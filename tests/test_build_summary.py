@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from factories import make_kb, make_record, write_claim
-
 from torchclaims.claims import load_claims
 from torchclaims.sphinxext.state import BuildState
 from torchclaims.sphinxext.summary import verdict_line
@@ -18,4 +17,7 @@ def test_the_verdict_line_counts_this_builds_verdicts_and_names_what_did_not_run
     store.add(Entry(make_record("b", "refuted"), "this build"))
     store.add(Entry(make_record("c", "holds"), "cpu-torch2.13.0-1.json"))  # a committed file is not this build
     state = BuildState(load_claims(tmp_path / "claims"), store, "docs/auto_gallery", 90)
-    assert verdict_line(state) == "4 executable claims, this build on cpu: 1 holds, 1 refuted, 2 not run; 1 attributed (no verdict)"
+    assert (
+        verdict_line(state)
+        == "4 executable claims, this build on cpu: 1 holds, 1 refuted, 2 not run; 1 attributed (no verdict)"
+    )

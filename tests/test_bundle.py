@@ -37,15 +37,21 @@ def test_what_torch_brings_is_what_the_installed_torch_requires():
     assert required <= TORCH_BRINGS, f"torch requires {sorted(required - TORCH_BRINGS)}, which the machine may lack"
 
 
-@pytest.mark.parametrize("name", ["torch", "triton", "nvidia-cublas-cu12", "pytorch-triton-rocm", "SymPy", "typing_extensions", "numpy"])
+@pytest.mark.parametrize(
+    "name", ["torch", "triton", "nvidia-cublas-cu12", "pytorch-triton-rocm", "SymPy", "typing_extensions", "numpy"]
+)
 def test_torch_and_what_comes_with_it_are_left_to_the_machine(name):
     assert left_to_the_machine(name)
 
 
-@pytest.mark.parametrize("name", ["pydantic", "pydantic-core", "transformers", "accelerate", "matplotlib", "expecttest"])
+@pytest.mark.parametrize(
+    "name", ["pydantic", "pydantic-core", "transformers", "accelerate", "matplotlib", "expecttest"]
+)
 def test_what_verify_needs_is_packed(name):
     assert not left_to_the_machine(name)
-    assert canonical(name) in read_constraints(ROOT / "sweep" / "constraints.txt"), f"{name} is not pinned, so it is not packed"
+    assert canonical(name) in read_constraints(ROOT / "sweep" / "constraints.txt"), (
+        f"{name} is not pinned, so it is not packed"
+    )
 
 
 class FakePip:
@@ -112,8 +118,12 @@ def machine_with_torch(tmp_path: Path) -> Path:
                 (packages / top).symlink_to(source)
     venv = tmp_path / "machine"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    purelib = subprocess.run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(purelib, "torch-only.pth").write_text(f"{packages}\n")
     return venv / "bin" / "python"
 
@@ -128,7 +138,10 @@ def test_the_folder_runs_verify_with_the_machines_torch_and_no_index(tmp_path):
     env.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, PYTHON=str(python))
     run = subprocess.run(
         [packed.path / "run.sh", "--backend", "cpu", "--output", str(tmp_path / "out"), "privateuse1-named-device"],
-        env=env, capture_output=True, text=True, timeout=900,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     (results,) = (tmp_path / "out").glob("*.json")

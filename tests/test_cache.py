@@ -6,9 +6,9 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from factories import make_environment, make_record
 
 import torchclaims
+from factories import make_environment, make_record
 from torchclaims.cache import cache_key, script_inputs, staleness
 from torchclaims.records import Verdict
 

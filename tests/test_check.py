@@ -121,8 +121,9 @@ def test_python_api_is_torchclaims_check():
 
 # -- a knowledge base whose answers are known -----------------------------------------------
 
-XLA_ENV = dict(backend="xla", device="xla:0", device_name="XLA CPU (test)",
-               packages={"torch": "2.13.0", "torch_xla": "2.9.0"})
+XLA_ENV = dict(
+    backend="xla", device="xla:0", device_name="XLA CPU (test)", packages={"torch": "2.13.0", "torch_xla": "2.9.0"}
+)
 
 
 def table(operators: dict[str, list[str]] | None, codes: dict[str, str]) -> SweepTable:
@@ -137,9 +138,16 @@ def table(operators: dict[str, list[str]] | None, codes: dict[str, str]) -> Swee
 def knowledge_base(root: Path, sweep: SweepTable, defect_verdict: str = "refuted") -> Path:
     make_kb(root, "opinfo-coverage", "defect-mul")
     write_claim(root / "claims", "defect-mul", topic="op-coverage", aten_operators=["aten::mul"])
-    records = [make_record("opinfo-coverage", "refuted", environment=XLA_ENV, tables=[sweep],
-                           script=script_info(root, "opinfo-coverage")),
-               make_record("defect-mul", defect_verdict, environment=XLA_ENV, script=script_info(root, "defect-mul"))]
+    records = [
+        make_record(
+            "opinfo-coverage",
+            "refuted",
+            environment=XLA_ENV,
+            tables=[sweep],
+            script=script_info(root, "opinfo-coverage"),
+        ),
+        make_record("defect-mul", defect_verdict, environment=XLA_ENV, script=script_info(root, "defect-mul")),
+    ]
     write_results_file(root / "results" / "xla.json", records, make_environment(**XLA_ENV))
     return root
 
@@ -150,8 +158,10 @@ def scale_step():
 
 
 def test_exact_rows_need_every_operator_they_dispatched_in_the_model(tmp_path):
-    sweep = table({"relu": ["aten::relu"], "mul": ["aten::mul.Tensor"], "softplus": ["aten::relu", "aten::softplus"]},
-                  {"relu": "N", "mul": "F", "softplus": "M"})
+    sweep = table(
+        {"relu": ["aten::relu"], "mul": ["aten::mul.Tensor"], "softplus": ["aten::relu", "aten::softplus"]},
+        {"relu": "N", "mul": "F", "softplus": "M"},
+    )
     report = check_step(scale_step(), root=knowledge_base(tmp_path, sweep, "holds"))
     (col,) = report.columns
     assert col.matching == EXACT
@@ -222,9 +232,16 @@ def test_recorder_separates_forward_and_backward():
     assert used[("aten::threshold_backward", "float32")].phases == {"backward"}
 
 
-@pytest.mark.parametrize("row, expected", [
-    ("nn.functional.pixel_shuffle", "aten::pixel_shuffle"), ("linalg.vector_norm", "aten::linalg_vector_norm"),
-    ("fft.rfft", "aten::_fft_r2c"), ("max.reduction_with_dim", "aten::max"), ("add", "aten::add")])
+@pytest.mark.parametrize(
+    "row, expected",
+    [
+        ("nn.functional.pixel_shuffle", "aten::pixel_shuffle"),
+        ("linalg.vector_norm", "aten::linalg_vector_norm"),
+        ("fft.rfft", "aten::_fft_r2c"),
+        ("max.reduction_with_dim", "aten::max"),
+        ("add", "aten::add"),
+    ],
+)
 def test_name_mapping(row, expected):
     assert expected in aten_names(row)
 
@@ -232,8 +249,13 @@ def test_name_mapping(row, expected):
 def test_links_are_the_site_anchors():
     from torchclaims.sphinxext import links
 
-    assert evidence_anchor("xla-chunk-cat", "xla", "torch_xla 2.9.0") == links.evidence_anchor("xla-chunk-cat", "xla", "torch_xla 2.9.0")
-    assert Links("https://x.example/").row("operators", "a b") == "https://x.example/docs/coverage/operators.html?row=a%20b"
+    assert evidence_anchor("xla-chunk-cat", "xla", "torch_xla 2.9.0") == links.evidence_anchor(
+        "xla-chunk-cat", "xla", "torch_xla 2.9.0"
+    )
+    assert (
+        Links("https://x.example/").row("operators", "a b")
+        == "https://x.example/docs/coverage/operators.html?row=a%20b"
+    )
 
 
 def test_table_rejects_hostile_operator_lists():
@@ -251,8 +273,17 @@ def test_sweep_cell_records_the_operators_its_samples_dispatched():
     from torchclaims.coverage.op_check import check_cell
 
     (shuffle,) = [op for op in op_db if op.name == "nn.functional.pixel_shuffle"]
-    answer = check_cell(shuffle, "float32", torch.device("cpu"), atol=1e-3, rtol=1e-3, compare_with_cpu=True,
-                        probe=NoFallback(), sync=lambda: None, max_samples=2)
+    answer = check_cell(
+        shuffle,
+        "float32",
+        torch.device("cpu"),
+        atol=1e-3,
+        rtol=1e-3,
+        compare_with_cpu=True,
+        probe=NoFallback(),
+        sync=lambda: None,
+        max_samples=2,
+    )
     assert answer["operators"] == ["aten::pixel_shuffle"]
 
 
@@ -280,17 +311,40 @@ def xla_python() -> str | None:
         return os.environ.get("TORCHCLAIMS_XLA_PYTHON")
 
 
-@pytest.mark.parametrize("target, flagged", [
-    ("pixel_cnn.py:pixel_cnn_step", "aten::pixel_shuffle"), ("fft_model.py:spectral_step", "aten::_fft_r2c"),
-    ("hf_causal_lm.py:tiny_llama_step", "aten::nll_loss_forward")])
+@pytest.mark.parametrize(
+    "target, flagged",
+    [
+        ("pixel_cnn.py:pixel_cnn_step", "aten::pixel_shuffle"),
+        ("fft_model.py:spectral_step", "aten::_fft_r2c"),
+        ("hf_causal_lm.py:tiny_llama_step", "aten::nll_loss_forward"),
+    ],
+)
 def test_examples_on_torch_xla_on_the_cpu(tmp_path, target, flagged):
     python = xla_python()
     if python is None:
         pytest.skip("no torch_xla here: set TORCHCLAIMS_XLA_PYTHON to an interpreter that has it")
     env = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": f"{ROOT / 'src'}"}
-    run = subprocess.run([python, "-m", "torchclaims", "check", str(EXAMPLES / target), "--root", str(ROOT),
-                          "--backend", "xla", "--output", str(tmp_path / "xla.json"), "--json", str(tmp_path / "r.json")],
-                         capture_output=True, text=True, env=env, timeout=900)
+    run = subprocess.run(
+        [
+            python,
+            "-m",
+            "torchclaims",
+            "check",
+            str(EXAMPLES / target),
+            "--root",
+            str(ROOT),
+            "--backend",
+            "xla",
+            "--output",
+            str(tmp_path / "xla.json"),
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert run.returncode == 1, run.stdout + run.stderr  # known wrong on torch_xla (the static findings)
     report = json.loads((tmp_path / "r.json").read_text())
     (measured,) = report["measured"]

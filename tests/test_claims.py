@@ -6,8 +6,8 @@ import json
 import re
 
 import pytest
-from factories import claim_fields, default_source, write_claim
 
+from factories import claim_fields, default_source, write_claim
 from torchclaims.backends import BACKEND_NAMES
 from torchclaims.claims import MAX_QUOTE_WORDS, PROJECT, ClaimKind, Relation, claim_json_schema, load_claim, load_claims
 from torchclaims.errors import InvalidFileError
@@ -297,18 +297,23 @@ def test_attributed_claim_with_script_names_the_script_field(tmp_path):
     assert "script" in fields_of(problems)
 
 
-@pytest.mark.parametrize("field, value, says", [
-    ("no_breaking_test", "the device is not here", "has no checks to break"),
-    ("compiler_caches", "cold", "no compiler caches to keep cold"),
-    ("network", "loopback", "needs no network"),
-])
+@pytest.mark.parametrize(
+    "field, value, says",
+    [
+        ("no_breaking_test", "the device is not here", "has no checks to break"),
+        ("compiler_caches", "cold", "no compiler caches to keep cold"),
+        ("network", "loopback", "needs no network"),
+    ],
+)
 def test_an_attributed_claim_has_no_settings_for_running_a_script(tmp_path, field, value, says):
     path = write_claim(tmp_path, "a-claim", kind="attributed", topic="status", script=None, **{field: value})
     problems = problems_of(path)
     assert fields_of(problems) == {field} and says in problems[0].message
 
 
-@pytest.mark.parametrize("script", ["a_claim.py", "gallery/A-Claim.py", "gallery/sub/a_claim.py", "gallery/a_claim.txt"])
+@pytest.mark.parametrize(
+    "script", ["a_claim.py", "gallery/A-Claim.py", "gallery/sub/a_claim.py", "gallery/a_claim.txt"]
+)
 def test_script_path_outside_the_gallery_convention(tmp_path, script):
     path = write_claim(tmp_path, "a-claim", script=script)
     assert fields_of(problems_of(path)) == {"script"}

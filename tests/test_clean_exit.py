@@ -14,12 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from build_watch import install_hook, run
 from hostile import SRC, Sightings, end, tagged
 from kb import write_claim, write_site
 from test_hostile_scripts import leaver, new_tag
 
-pytestmark = [pytest.mark.processes, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="processes are found through /proc")]
+pytestmark = [
+    pytest.mark.processes,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="processes are found through /proc"),
+]
 
 
 def environment(**extra: str) -> dict[str, str]:
@@ -27,7 +31,17 @@ def environment(**extra: str) -> dict[str, str]:
 
 
 def sphinx(root: Path) -> list[str]:
-    return [sys.executable, "-m", "sphinx", "-b", "html", "-d", str(root / "_build" / "doctrees"), str(root), str(root / "_build" / "html")]
+    return [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-b",
+        "html",
+        "-d",
+        str(root / "_build" / "doctrees"),
+        str(root),
+        str(root / "_build" / "html"),
+    ]
 
 
 def test_a_site_build_and_a_verify_leave_no_process_however_their_scripts_end(tmp_path):
@@ -46,7 +60,25 @@ def test_a_site_build_and_a_verify_leave_no_process_however_their_scripts_end(tm
         assert len(seen.seen) == 9, "each script started three processes"
         assert built.left_behind == [] and tagged(tag) == set()
         with Sightings(tag) as seen:
-            verified = run([sys.executable, "-m", "torchclaims", "verify", "--root", str(root), "--jobs", "2", "--force", "--timeout", "15"], root, environment(), hooks, timeout=900)
+            verified = run(
+                [
+                    sys.executable,
+                    "-m",
+                    "torchclaims",
+                    "verify",
+                    "--root",
+                    str(root),
+                    "--jobs",
+                    "2",
+                    "--force",
+                    "--timeout",
+                    "15",
+                ],
+                root,
+                environment(),
+                hooks,
+                timeout=900,
+            )
         assert verified.returncode == 1, verified.output[-3000:]  # two claims errored, on purpose
         assert len(seen.seen) == 9
         assert verified.left_behind == [] and tagged(tag) == set()

@@ -6,11 +6,11 @@ import json
 from datetime import timedelta
 
 import pytest
-from factories import STARTED, make_environment, make_kb, make_record, script_info, write_claim, write_results_file
 
+from factories import STARTED, make_environment, make_kb, make_record, script_info, write_claim, write_results_file
 from torchclaims.claims import claim_json_schema, load_claim
-from torchclaims.records import write_record
 from torchclaims.cli import main
+from torchclaims.records import write_record
 from torchclaims.results import read_results
 
 
@@ -18,10 +18,15 @@ def results_pair(tmp_path, new_verdicts: dict, old_verdicts: dict | None = None,
     old_verdicts = old_verdicts or {"a-claim": "holds", "b-claim": "holds", "c-claim": "refuted"}
     old_env = make_environment(torch="2.13.0")
     new_env = make_environment(torch=new_torch)
-    old = write_results_file(tmp_path / "old.json", [make_record(c, v, environment=old_env) for c, v in old_verdicts.items()])
+    old = write_results_file(
+        tmp_path / "old.json", [make_record(c, v, environment=old_env) for c, v in old_verdicts.items()]
+    )
     new = write_results_file(
         tmp_path / "new.json",
-        [make_record(c, v, environment=new_env, started_at=STARTED + timedelta(days=7)) for c, v in new_verdicts.items()],
+        [
+            make_record(c, v, environment=new_env, started_at=STARTED + timedelta(days=7))
+            for c, v in new_verdicts.items()
+        ],
         created=STARTED + timedelta(days=7),
     )
     return str(old), str(new)
@@ -62,7 +67,9 @@ def test_diff_lists_claims_checked_in_one_run_only_without_calling_them_regressi
 
 
 def test_diff_without_regression_succeeds(tmp_path, capsys):
-    old, new = results_pair(tmp_path, {"a-claim": "holds", "b-claim": "holds", "c-claim": "holds", "d-claim": "refuted"})
+    old, new = results_pair(
+        tmp_path, {"a-claim": "holds", "b-claim": "holds", "c-claim": "holds", "d-claim": "refuted"}
+    )
     assert main(["diff", old, new, "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "REGRESSION" not in out
@@ -71,7 +78,9 @@ def test_diff_without_regression_succeeds(tmp_path, capsys):
 
 
 def test_diff_with_nothing_moved(tmp_path, capsys):
-    old, new = results_pair(tmp_path, {"a-claim": "holds", "b-claim": "holds", "c-claim": "refuted"}, new_torch="2.13.0")
+    old, new = results_pair(
+        tmp_path, {"a-claim": "holds", "b-claim": "holds", "c-claim": "refuted"}, new_torch="2.13.0"
+    )
     assert main(["diff", old, new, "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "3 claims compared, 0 changed verdict" in out
@@ -119,12 +128,18 @@ def test_show_prints_verdicts_per_column(tmp_path, capsys):
     make_kb(tmp_path, "a-claim", "b-claim")
     write_claim(tmp_path / "claims", "said-so", kind="attributed", topic="status")
     (tmp_path / "results").mkdir()
-    write_results_file(tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted", script=script_info(tmp_path, "a-claim"))])
+    write_results_file(
+        tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted", script=script_info(tmp_path, "a-claim"))]
+    )
     assert main(["show", "--root", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[1:] == ["cpu", "·", "torch"] and lines[2].split() == ["2.13.0"]
     row = {line.split()[0]: line.split()[1:] for line in lines[3:] if line}
-    assert row["a-claim"] == ["refuted*"] and row["b-claim"] == ["-"] and row["said-so"] == ["attributed:", "no", "verdict"]
+    assert (
+        row["a-claim"] == ["refuted*"]
+        and row["b-claim"] == ["-"]
+        and row["said-so"] == ["attributed:", "no", "verdict"]
+    )
     assert "cpu · torch 2.13.0: 1 records, 2026-03-01, from cpu.json" in lines
     assert "*: submitted by hand, not reproduced by the project" in lines[-2]
 
@@ -134,7 +149,20 @@ def test_show_fits_120_columns_and_sorts_versions_as_versions(tmp_path, capsys):
     make_kb(tmp_path, long_id)
     (tmp_path / "results").mkdir()
     # Admission refuses a version PEP 440 does not write, so every column is a version.
-    versions = ["2.9.0", "2.10.0", "2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0", "2.16.0", "2.17.0", "2.18.0", "2.19.0", "2.20.0"]
+    versions = [
+        "2.9.0",
+        "2.10.0",
+        "2.11.0",
+        "2.12.1",
+        "2.13.0",
+        "2.14.1",
+        "2.15.0",
+        "2.16.0",
+        "2.17.0",
+        "2.18.0",
+        "2.19.0",
+        "2.20.0",
+    ]
     for version in reversed(versions):
         record = make_record(long_id, environment={"torch": version}, script=script_info(tmp_path, long_id))
         write_results_file(tmp_path / "results" / f"cpu-{version}.json", [record], record.environment)
@@ -144,13 +172,18 @@ def test_show_fits_120_columns_and_sorts_versions_as_versions(tmp_path, capsys):
     headers = [line.split() for line in lines if line.startswith(" ")]
     assert [v for header in headers for v in header] == versions, "versions as versions"
     assert len(headers) == 2, "the columns that do not fit go on in a second block"
-    assert all(line.split()[1:] == ["holds*"] * len(header) for line, header in zip([row for row in lines if row.startswith(long_id)], headers, strict=True))
+    assert all(
+        line.split()[1:] == ["holds*"] * len(header)
+        for line, header in zip([row for row in lines if row.startswith(long_id)], headers, strict=True)
+    )
 
 
 def test_show_with_claim_ids_prints_every_record_in_full(tmp_path, capsys):
     make_kb(tmp_path, "a-claim", "b-claim")
     (tmp_path / "results").mkdir()
-    write_results_file(tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted", script=script_info(tmp_path, "a-claim"))])
+    write_results_file(
+        tmp_path / "results" / "cpu.json", [make_record("a-claim", "refuted", script=script_info(tmp_path, "a-claim"))]
+    )
     local = tmp_path / "_build" / "records" / "cpu"
     local.mkdir(parents=True)
     write_record(local / "a-claim.json", make_record("a-claim", "holds", started_at=STARTED + timedelta(days=1)))
@@ -165,7 +198,9 @@ def test_show_with_claim_ids_prints_every_record_in_full(tmp_path, capsys):
 def test_show_reports_a_rejected_results_file(tmp_path, capsys):
     make_kb(tmp_path, "a-claim")
     (tmp_path / "results").mkdir()
-    write_results_file(tmp_path / "results" / "good.json", [make_record("a-claim", script=script_info(tmp_path, "a-claim"))])
+    write_results_file(
+        tmp_path / "results" / "good.json", [make_record("a-claim", script=script_info(tmp_path, "a-claim"))]
+    )
     (tmp_path / "results" / "bad.json").write_text("{")
     assert main(["show", "--root", str(tmp_path)]) == 3
     captured = capsys.readouterr()

@@ -55,7 +55,9 @@ def test_committed_records_of_cold_claims_state_their_compiler_caches():
         for entry in store.entries.get(claim_id, [])
         if not entry.record.conditions.get(CONDITION_NAME, "").startswith("cold")
     )
-    assert cold and not unstated, "records of cold claims that do not state empty compiler caches (re-run them):\n" + "\n".join(unstated)
+    assert cold and not unstated, (
+        "records of cold claims that do not state empty compiler caches (re-run them):\n" + "\n".join(unstated)
+    )
 
 
 def test_every_committed_record_says_beside_its_verdict_whether_it_ran_sandboxed():
@@ -73,9 +75,23 @@ def test_every_committed_record_says_beside_its_verdict_whether_it_ran_sandboxed
     entries = [entry for found in load_store({}, None, ROOT / "results").entries.values() for entry in found]
     assert entries
     for entry in entries:
-        sandboxed = dataclasses.replace(entry, record=entry.record.model_copy(update={"sandbox": "sandboxed: Landlock ABI 7 (...)"}))
-        for shown, expected in ((entry, not entry.record.sandbox or entry.record.sandbox.startswith(WITHOUT)), (sandboxed, False)):
+        sandboxed = dataclasses.replace(
+            entry, record=entry.record.model_copy(update={"sandbox": "sandboxed: Landlock ABI 7 (...)"})
+        )
+        for shown, expected in (
+            (entry, not entry.record.sandbox or entry.record.sandbox.startswith(WITHOUT)),
+            (sandboxed, False),
+        ):
             cell = Cell(claims[entry.record.claim_id], entry.record.environment.backend, "2.13.0", shown)
-            lines = {"badge": verdict_badge(shown).astext(), "matrix cell": _run(cell, True, ""), "chip": chip(cell).astext()}
+            lines = {
+                "badge": verdict_badge(shown).astext(),
+                "matrix cell": _run(cell, True, ""),
+                "chip": chip(cell).astext(),
+            }
             for where, line in lines.items():
-                assert ("ran without sandbox" in line) == expected, (entry.origin, entry.record.claim_id, where, entry.record.sandbox)
+                assert ("ran without sandbox" in line) == expected, (
+                    entry.origin,
+                    entry.record.claim_id,
+                    where,
+                    entry.record.sandbox,
+                )

@@ -49,7 +49,7 @@ def data_of(script: str, name: str) -> dict:
     """The payload of a data script (sphinxext/page_data.py)."""
     prefix = f'(window.tcPageData = window.tcPageData || {{}})["{name}"] = '
     assert script.startswith(prefix) and script.endswith(";\n")
-    return json.loads(script[len(prefix):-2])
+    return json.loads(script[len(prefix) : -2])
 
 
 def test_each_run_ships_once_as_a_data_script_and_a_csv(site):
@@ -61,7 +61,9 @@ def test_each_run_ships_once_as_a_data_script_and_a_csv(site):
     assert (site / "_build" / "html" / "docs" / xla["src"]).resolve() == (data_dir / f"{xla['name']}.js").resolve()
     data = data_of((data_dir / f"{xla['name']}.js").read_text(), xla["name"])
     assert data["environment"]["backend"] == "xla" and data["table"]["columns"][0]["codes"] == "NFM"
-    assert (data_dir / f"{xla['name']}.csv").read_text().splitlines()[2] == "histc,float32,CPU fallback,,CPU fallback: aten::histc"
+    assert (data_dir / f"{xla['name']}.csv").read_text().splitlines()[
+        2
+    ] == "histc,float32,CPU fallback,,CPU fallback: aten::histc"
     # One copy of each table: a script and a CSV per run, no JSON beside them.
     assert sorted(p.suffix for p in data_dir.iterdir()) == [".csv", ".csv", ".js", ".js"]
 
@@ -81,9 +83,13 @@ def test_the_searchable_table_comes_before_the_summaries(site):
 
 def test_the_site_search_lists_every_row_name_with_its_anchor(site):
     index = (site / "_build" / "html" / "searchindex.js").read_text()
-    data = json.loads(index[index.index("(") + 1:index.rindex(")")])
+    data = json.loads(index[index.index("(") + 1 : index.rindex(")")])
     page = data["docnames"].index("docs/coverage")
-    objects = {(prefix + "." if prefix else "") + entry[4]: entry for prefix, entries in data["objects"].items() for entry in entries}
+    objects = {
+        (prefix + "." if prefix else "") + entry[4]: entry
+        for prefix, entries in data["objects"].items()
+        for entry in entries
+    }
     for name in ("add", "histc", "norm"):
         doc, kind, priority, anchor, _ = objects[name]
         assert doc == page and priority == 1

@@ -33,21 +33,41 @@ def private_uses(source: str) -> list[str]:
                     bound.add(alias.asname or PACKAGE)
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == PACKAGE:
             for alias in node.names:
-                found += [f"{node.module}.{alias.name}"] if any(_private(p) for p in [*node.module.split("."), alias.name]) else []
+                found += (
+                    [f"{node.module}.{alias.name}"]
+                    if any(_private(p) for p in [*node.module.split("."), alias.name])
+                    else []
+                )
                 bound.add(alias.asname or alias.name)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and _private(node.attr) and _root(node) in bound:
             found.append(ast.unparse(node))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr", "delattr", "hasattr"):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "delattr", "hasattr")
+        ):
             target, name = (node.args + [None, None])[:2]
-            if target is not None and _root(target) in bound and isinstance(name, ast.Constant) and _private(str(name.value)):
+            if (
+                target is not None
+                and _root(target) in bound
+                and isinstance(name, ast.Constant)
+                and _private(str(name.value))
+            ):
                 found.append(f"{ast.unparse(target)}.{name.value}")
     return found
 
 
 def test_the_project_uses_no_private_sphinx_gallery_name():
-    files = [*sorted((ROOT / "src").rglob("*.py")), ROOT / "conf.py", ROOT / "noxfile.py", *sorted((ROOT / "benchmarks").rglob("*.py"))]
-    found = {str(path.relative_to(ROOT)): uses for path in files if (uses := private_uses(path.read_text(encoding="utf-8")))}
+    files = [
+        *sorted((ROOT / "src").rglob("*.py")),
+        ROOT / "conf.py",
+        ROOT / "noxfile.py",
+        *sorted((ROOT / "benchmarks").rglob("*.py")),
+    ]
+    found = {
+        str(path.relative_to(ROOT)): uses for path in files if (uses := private_uses(path.read_text(encoding="utf-8")))
+    }
     assert found == {}
 
 
@@ -79,5 +99,10 @@ generate_file_rst.__name__, gen_rst.CODE_OUTPUT, gen_rst.__version__  # public
 
 
 def test_names_of_other_packages_are_not_counted():
-    assert private_uses("import multiprocessing\nmultiprocessing.resource_tracker._resource_tracker\n"
-            "from sphinx.util import logging\nlogging._x\n") == []
+    assert (
+        private_uses(
+            "import multiprocessing\nmultiprocessing.resource_tracker._resource_tracker\n"
+            "from sphinx.util import logging\nlogging._x\n"
+        )
+        == []
+    )

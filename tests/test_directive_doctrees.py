@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 from docutils import nodes
-from factories import STARTED, make_environment, make_results
-from kb import CONF, write_claim
 from sphinx.testing.util import SphinxTestApp
 
+from factories import STARTED, make_environment, make_results
+from kb import CONF, write_claim
 from torchclaims.records import CheckResult, Measurement, ResultRecord, ScriptInfo, Verdict, write_record
 from torchclaims.results import write_results
 from torchclaims.sandbox import description
@@ -52,17 +52,31 @@ PAGES = {
 }
 
 BUILD_SPEED = {
-    "measured_at": "2026-03-01", "cores": 2, "claims": 3, "source": "benchmarks/build_speed.py",
+    "measured_at": "2026-03-01",
+    "cores": 2,
+    "claims": 3,
+    "source": "benchmarks/build_speed.py",
     "figures": [{"figure": "cold build / plain", "value": "0.9", "unit": "x", "target": "<= 0.7", "verdict": "missed"}],
-    "builds": [{"build": "cold", "seconds": 116, "claims_run": 3, "peak_pss_mb": 900, "torch_imported_by": 2, "left_behind": 0}],
+    "builds": [
+        {"build": "cold", "seconds": 116, "claims_run": 3, "peak_pss_mb": 900, "torch_imported_by": 2, "left_behind": 0}
+    ],
 }
-MEASURED = {"figures": [{"group": "runner", "what": "a fork", "figure": "0.2 s", "date": "2026-03-01", "how": "benchmarks/x.py"}]}
+MEASURED = {
+    "figures": [
+        {"group": "runner", "what": "a fork", "figure": "0.2 s", "date": "2026-03-01", "how": "benchmarks/x.py"}
+    ]
+}
 
 
 def environment(backend: str = "cpu", torch: str = "2.13.0"):
     if backend == "xla":
-        return make_environment(backend="xla", device="xla:0", device_name="XLA CPU", torch=torch,
-                                packages={"torch": torch, "torch_xla": torch, "numpy": "2.4.6"})
+        return make_environment(
+            backend="xla",
+            device="xla:0",
+            device_name="XLA CPU",
+            torch=torch,
+            packages={"torch": torch, "torch_xla": torch, "numpy": "2.4.6"},
+        )
     return make_environment(torch=torch)
 
 
@@ -74,13 +88,25 @@ def script(root: Path, claim_id: str) -> ScriptInfo:
 
 
 def record(root: Path, claim_id: str, verdict: Verdict, env, **fields) -> ResultRecord:
-    checks = fields.pop("checks", None) or [CheckResult(
-        name="addition on the device", outcome=verdict,
-        measurements=[Measurement(name="sum: max abs error", value=0.0, tolerance="== 0")],
-    )]
+    checks = fields.pop("checks", None) or [
+        CheckResult(
+            name="addition on the device",
+            outcome=verdict,
+            measurements=[Measurement(name="sum: max abs error", value=0.0, tolerance="== 0")],
+        )
+    ]
     reason = "" if verdict in (Verdict.HOLDS, Verdict.REFUTED) else "no accelerator on this machine"
-    return ResultRecord(claim_id=claim_id, verdict=verdict, reason=reason, checks=checks, started_at=STARTED,
-                        duration_s=1.5, script=script(root, claim_id), environment=env, **fields)
+    return ResultRecord(
+        claim_id=claim_id,
+        verdict=verdict,
+        reason=reason,
+        checks=checks,
+        started_at=STARTED,
+        duration_s=1.5,
+        script=script(root, claim_id),
+        environment=env,
+        **fields,
+    )
 
 
 def sweep_table():
@@ -93,7 +119,9 @@ def write_project(root: Path, pages: dict[str, str] = PAGES) -> None:
     """Claims with scripts, this build's records (execution off), committed results of three releases and
     of xla, the release list and the benchmark figures: what the directives read. The upgrade-index page
     compares the releases' committed runs."""
-    (root / "conf.py").write_text(CONF + "torchclaims_execute = False\ntorchclaims_max_age_days = 100000  # the fixture records never age\n")
+    (root / "conf.py").write_text(
+        CONF + "torchclaims_execute = False\ntorchclaims_max_age_days = 100000  # the fixture records never age\n"
+    )
     (root / "gallery").mkdir()
     (root / "gallery" / "GALLERY_HEADER.rst").write_text("Scripts\n=======\n")
     write_claim(root, "kb-holds", "holds", about=("cpu", "xla"))
@@ -102,19 +130,30 @@ def write_project(root: Path, pages: dict[str, str] = PAGES) -> None:
     write_claim(root, "kb-sweep", "sweep")
     cpu = environment()
     confined = description(6, loopback=False)  # this build's runs were sandboxed; the committed files' predate it
-    build = [record(root, "kb-holds", Verdict.HOLDS, cpu, sandbox=confined), record(root, "kb-unverified", Verdict.UNVERIFIED, cpu, sandbox=confined),
-             record(root, "kb-sweep", Verdict.HOLDS, cpu, tables=[sweep_table()], sandbox=confined)]
+    build = [
+        record(root, "kb-holds", Verdict.HOLDS, cpu, sandbox=confined),
+        record(root, "kb-unverified", Verdict.UNVERIFIED, cpu, sandbox=confined),
+        record(root, "kb-sweep", Verdict.HOLDS, cpu, tables=[sweep_table()], sandbox=confined),
+    ]
     for built in build:
         write_record(root / "_build" / "records" / "cpu" / f"{built.claim_id}.json", built)
     (root / "results").mkdir()
     for version, verdict in zip(RELEASES, (Verdict.HOLDS, Verdict.REFUTED, Verdict.HOLDS), strict=True):
         env = environment(torch=version)
         runs = [record(root, "kb-holds", verdict, env), record(root, "kb-unverified", Verdict.UNVERIFIED, env)]
-        write_results(root / "results" / f"cpu-torch{version}.json", make_results(runs, env, label=f"sweep: torch {version} on cpu"))
+        write_results(
+            root / "results" / f"cpu-torch{version}.json",
+            make_results(runs, env, label=f"sweep: torch {version} on cpu"),
+        )
     xla = environment("xla", "2.9.0")
-    write_results(root / "results" / "xla-torch2.9.0.json", make_results([record(root, "kb-holds", Verdict.REFUTED, xla)], xla, label="xla box"))
+    write_results(
+        root / "results" / "xla-torch2.9.0.json",
+        make_results([record(root, "kb-holds", Verdict.REFUTED, xla)], xla, label="xla box"),
+    )
     (root / "sweep").mkdir()
-    (root / "sweep" / "releases.toml").write_text(f'[series.torch]\nbackend = "cpu"\npackage = "torch"\nversions = {json.dumps(list(RELEASES))}\n')
+    (root / "sweep" / "releases.toml").write_text(
+        f'[series.torch]\nbackend = "cpu"\npackage = "torch"\nversions = {json.dumps(list(RELEASES))}\n'
+    )
     (root / "sweep" / "constraints.txt").write_text("numpy==2.4.6\n")
     (root / "benchmarks").mkdir()
     (root / "benchmarks" / "build_speed.json").write_text(json.dumps(BUILD_SPEED))
@@ -123,7 +162,9 @@ def write_project(root: Path, pages: dict[str, str] = PAGES) -> None:
         page = root / "docs" / f"{name}.md"
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(f"# {name}\n\n{body}")
-    (root / "index.md").write_text("# Directives\n\n```{toctree}\n" + "".join(f"docs/{name}\n" for name in pages) + "```\n")
+    (root / "index.md").write_text(
+        "# Directives\n\n```{toctree}\n" + "".join(f"docs/{name}\n" for name in pages) + "```\n"
+    )
 
 
 def sphinx_build(root: Path):
@@ -161,7 +202,9 @@ def test_each_directive_gives_its_expected_doctree(built, name, request):
     if request.config.getoption("--regen-doctrees"):
         expected.write_text(actual, encoding="utf-8")
     assert expected.is_file(), f"no {expected}: run pytest {__file__} --regen-doctrees, and review it"
-    assert actual == expected.read_text(encoding="utf-8"), f"{name} changed: if intended, --regen-doctrees and review the diff"
+    assert actual == expected.read_text(encoding="utf-8"), (
+        f"{name} changed: if intended, --regen-doctrees and review the diff"
+    )
 
 
 def test_every_directive_and_role_has_a_page():
@@ -205,4 +248,7 @@ def test_a_check_report_is_made_in_its_own_process_and_published(tmp_path):
     (summary,) = doctree.findall(nodes.literal_block)
     assert summary.astext().startswith("torchclaims check native_mlp.py:mlp: ")
     (link,) = doctree.findall(nodes.reference)
-    assert link["refuri"].startswith("../_static/check/") and (Path(app.outdir) / link["refuri"].removeprefix("../")).is_file()
+    assert (
+        link["refuri"].startswith("../_static/check/")
+        and (Path(app.outdir) / link["refuri"].removeprefix("../")).is_file()
+    )

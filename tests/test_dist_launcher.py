@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gallery"))
 
 import _dist  # noqa: E402
 import _jobs  # noqa: E402
+
 from torchclaims.backends import resolve_backend  # noqa: E402
 
 CPU, _ = resolve_backend("cpu")

@@ -76,7 +76,12 @@ def prose(text: str) -> list[tuple[int, str]]:
 
 
 def hand_typed_figures(text: str) -> list[tuple[int, str]]:
-    return [(number, match.group(0)) for number, paragraph in prose(text) for pattern in FIGURES for match in pattern.finditer(paragraph)]
+    return [
+        (number, match.group(0))
+        for number, paragraph in prose(text)
+        for pattern in FIGURES
+        for match in pattern.finditer(paragraph)
+    ]
 
 
 INCLUDE = re.compile(r"^\s*[`~]{3,}\{include\}\s+(\S+)", re.M)
@@ -85,7 +90,11 @@ INCLUDE = re.compile(r"^\s*[`~]{3,}\{include\}\s+(\S+)", re.M)
 def pages() -> list[Path]:
     """The site's pages, and the files they include (CONTRIBUTING.md is a page too)."""
     found = [ROOT / "index.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if GENERATED not in p.parents)]
-    included = [(page.parent / target).resolve() for page in found for target in INCLUDE.findall(page.read_text(encoding="utf-8"))]
+    included = [
+        (page.parent / target).resolve()
+        for page in found
+        for target in INCLUDE.findall(page.read_text(encoding="utf-8"))
+    ]
     return found + included
 
 
@@ -150,7 +159,12 @@ AUDITED = sorted([*(ROOT / "docs" / "topics").glob("*.md"), ROOT / "docs" / "xla
 
 
 def hand_counted(text: str) -> list[tuple[int, str]]:
-    return [(number, match.group(0)) for number, paragraph in prose(text) for pattern in (COUNTS, UNBACKED) for match in pattern.finditer(paragraph)]
+    return [
+        (number, match.group(0))
+        for number, paragraph in prose(text)
+        for pattern in (COUNTS, UNBACKED)
+        for match in pattern.finditer(paragraph)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -167,7 +181,15 @@ def test_the_count_detector_finds_counts_typed_by_hand(prose, figure):
     assert [found for _, found in hand_counted(prose)] == [figure]
 
 
-@pytest.mark.parametrize("prose", ["one script per claim", "two ranks", "{claim-measure}`opinfo-coverage xla operators listed` operators", "torch 2.13"])
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "one script per claim",
+        "two ranks",
+        "{claim-measure}`opinfo-coverage xla operators listed` operators",
+        "torch 2.13",
+    ],
+)
 def test_the_count_detector_leaves_pairs_roles_and_versions_alone(prose):
     assert hand_counted(prose) == []
 
@@ -179,4 +201,6 @@ def test_topic_pages_the_xla_page_and_methodology_count_nothing_by_hand():
         for page in AUDITED
         for number, figure in hand_counted(page.read_text(encoding="utf-8"))
     ]
-    assert not found, "counts or rankings typed by hand; read them from a record or leave the number out:\n" + "\n".join(found)
+    assert not found, (
+        "counts or rankings typed by hand; read them from a record or leave the number out:\n" + "\n".join(found)
+    )

@@ -78,7 +78,9 @@ def test_the_pages_render_the_figures_and_limits_from_their_files(tmp_path):
         "```{limits-table}\n```\n\n```{measured} no-such-group\n```\n"
     )
     (tmp_path / "docs" / "figures.md").write_text(page)
-    (tmp_path / "index.md").write_text((tmp_path / "index.md").read_text().replace("docs/topic\n", "docs/topic\ndocs/figures\n"))
+    (tmp_path / "index.md").write_text(
+        (tmp_path / "index.md").read_text().replace("docs/topic\n", "docs/topic\ndocs/figures\n")
+    )
     result = build(tmp_path, TORCHCLAIMS_EXECUTE="0", TORCHCLAIMS_PUBLISH_DIR="_build/site-100%")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "The site is in _build/site-100%." in result.stdout and "The HTML pages are in" not in result.stdout

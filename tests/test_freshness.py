@@ -6,7 +6,6 @@ import hashlib
 from datetime import timedelta
 
 from factories import STARTED, make_environment, make_record, write_results_file
-
 from torchclaims.freshness import outdated_results, stale_reason
 from torchclaims.records import ScriptInfo
 
@@ -17,7 +16,10 @@ def test_a_current_record_is_not_stale():
 
 def test_stale_reason_names_the_age_and_the_limit():
     record = make_record("a")
-    assert stale_reason(record, None, max_age_days=30, today=STARTED + timedelta(days=45)) == "verified 45 days ago (limit 30)"
+    assert (
+        stale_reason(record, None, max_age_days=30, today=STARTED + timedelta(days=45))
+        == "verified 45 days ago (limit 30)"
+    )
     assert stale_reason(record, None, max_age_days=30, today=STARTED + timedelta(days=29)) == ""
 
 
@@ -68,7 +70,9 @@ def test_a_changed_gallery_helper_makes_the_records_that_used_it_outdated(tmp_pa
     record = record_of("user", "import _helper\n")
     old_helper = hashlib.sha256(b"TOLERANCE = 1e-3\n").hexdigest()
     engine_moved = hashlib.sha256(b"an older verify.py").hexdigest()
-    record = record.model_copy(update={"inputs": {"gallery/_helper.py": old_helper, "torchclaims/verify.py": engine_moved}})
+    record = record.model_copy(
+        update={"inputs": {"gallery/_helper.py": old_helper, "torchclaims/verify.py": engine_moved}}
+    )
     write_results_file(tmp_path / "results" / "cpu.json", [record])
     assert outdated_results(tmp_path, tmp_path / "results") == {"cpu.json": ["user"]}
 

@@ -54,7 +54,6 @@ def test_a_page_staged_past_its_limit_shows_no_output_and_says_why(tmp_path):
     writes it): one too large to parse is not read, and the page says why its
     output is missing."""
     from kb import build, page_text, write_claim, write_site
-
     from torchclaims import limits
 
     write_site(tmp_path)

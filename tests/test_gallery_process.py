@@ -4,11 +4,12 @@ there, and a figure a script draws still reaches its gallery page."""
 from __future__ import annotations
 
 import pytest
+
 from kb import build, write_claim, write_site
 
 pytestmark = pytest.mark.processes  # a Sphinx build of a small knowledge base
 
-PROBE = '''
+PROBE = """
 import sys
 
 def _report(app, exception):
@@ -16,7 +17,7 @@ def _report(app, exception):
         out.write("\\n".join(sorted(sys.modules)))
 def setup(app):
     app.connect("build-finished", _report)
-'''
+"""
 
 
 def test_a_script_figure_reaches_its_page_and_the_sphinx_process_imports_no_matplotlib(tmp_path):

@@ -19,8 +19,13 @@ from torchclaims.records import CheckResult, Measurement, Verdict
 from torchclaims.site import leftovers, publish
 from torchclaims.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, load_store
 
-XLA = make_environment(backend="xla", device="xla:0", device_name="XLA CPU (Test CPU)", torch="2.9.0",
-                       packages={"torch": "2.9.0", "torch_xla": "2.9.0"})
+XLA = make_environment(
+    backend="xla",
+    device="xla:0",
+    device_name="XLA CPU (Test CPU)",
+    torch="2.9.0",
+    packages={"torch": "2.9.0", "torch_xla": "2.9.0"},
+)
 
 
 def grid_of(tmp_path, entries: list[Entry], build=None, about=("neuron",)) -> Grid:
@@ -34,11 +39,15 @@ def grid_of(tmp_path, entries: list[Entry], build=None, about=("neuron",)) -> Gr
 
 def test_every_known_backend_has_a_column_and_versions_sit_inside_it(tmp_path):
     build = make_environment()
-    grid = grid_of(tmp_path, [
-        Entry(make_record("a"), THIS_BUILD),
-        Entry(make_record("a", environment={"torch": "2.14.1"}), "cpu-2.14.1.json"),
-        Entry(make_record("a", environment=XLA), "xla.json"),
-    ], build=build)
+    grid = grid_of(
+        tmp_path,
+        [
+            Entry(make_record("a"), THIS_BUILD),
+            Entry(make_record("a", environment={"torch": "2.14.1"}), "cpu-2.14.1.json"),
+            Entry(make_record("a", environment=XLA), "xla.json"),
+        ],
+        build=build,
+    )
     assert [c.backend for c in grid.columns] == ["cpu", "cuda", "rocm", "mps", "xpu", "xla", "neuron", "tpu"]
     cpu = grid.column("cpu")
     assert cpu.versions == ("torch 2.13.0", "torch 2.14.1")  # this build's version first, then the newest
@@ -54,14 +63,23 @@ def test_cells_say_not_run_attributed_and_target_and_totals_never_count_them_as_
     neuron = grid.cells(claims["a"], "neuron")
     assert [(c.kind, c.target) for c in neuron] == [("notrun", True)]
     assert grid.cell(claims["b"], "cpu", "torch 2.13.0").kind == "attributed"
-    assert grid.totals("cpu", "torch 2.13.0") == {"holds": 0, "refuted": 0, "unverified": 1, "error": 0, "notrun": 0, "attributed": 1}
+    assert grid.totals("cpu", "torch 2.13.0") == {
+        "holds": 0,
+        "refuted": 0,
+        "unverified": 1,
+        "error": 0,
+        "notrun": 0,
+        "attributed": 1,
+    }
 
 
 def test_versions_sort_as_numbers():
     from torchclaims.grid import _version_key
 
     assert sorted(["torch 2.9.0", "torch 2.13.0", "torch 2.10.1"], key=_version_key, reverse=True) == [
-        "torch 2.13.0", "torch 2.10.1", "torch 2.9.0"
+        "torch 2.13.0",
+        "torch 2.10.1",
+        "torch 2.9.0",
     ]
 
 
@@ -71,12 +89,18 @@ def test_device_words_name_xla_on_the_cpu():
 
 
 def test_csv_has_a_row_per_measurement_and_never_a_formula():
-    check = CheckResult(name="=HYPERLINK(\"x\")", outcome=Verdict.HOLDS, measurements=[
-        Measurement(name="error", value=-0.5, unit="", tolerance="<= 1"), Measurement(name="@cmd", value="-2+3", unit="")])
+    check = CheckResult(
+        name='=HYPERLINK("x")',
+        outcome=Verdict.HOLDS,
+        measurements=[
+            Measurement(name="error", value=-0.5, unit="", tolerance="<= 1"),
+            Measurement(name="@cmd", value="-2+3", unit=""),
+        ],
+    )
     record = make_record("a", checks=[check, CheckResult(name="plain", outcome=Verdict.HOLDS)])
     rows = list(csv.DictReader(io.StringIO(records_csv([record, make_record("b", Verdict.ERROR)]))))
     assert [r["claim_id"] for r in rows] == ["a", "a", "a", "b"]
-    assert rows[0]["check"] == "'=HYPERLINK(\"x\")" and rows[0]["value"] == "-0.5"  # numbers stay numbers
+    assert rows[0]["check"] == '\'=HYPERLINK("x")' and rows[0]["value"] == "-0.5"  # numbers stay numbers
     assert rows[1]["measurement"] == "'@cmd" and rows[1]["value"] == "'-2+3"
     assert rows[2]["check"] == "plain" and rows[2]["measurement"] == ""
     assert rows[3]["verdict"] == "error" and rows[3]["reason"] == "error for a test reason"
@@ -110,7 +134,10 @@ def test_publishing_leaves_the_build_leftovers_behind(tmp_path):
     (site / "old.html").parent.mkdir(parents=True)
     (site / "old.html").write_text("a page that is gone")
     publish(built, site)
-    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()) == ["_static/a.css", "index.html"]
+    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()) == [
+        "_static/a.css",
+        "index.html",
+    ]
     assert leftovers(built) == [".buildinfo", ".doctrees", "_sources"]
     with pytest.raises(UsageError, match="must be outside the build folder"):
         publish(built, built / "site")
@@ -140,7 +167,11 @@ def test_a_run_with_a_vendor_package_but_not_its_device_is_its_own_slice_named_s
     """torch-tpu on a CPU host (nox -s tpu): the column header says 'vendor package, no TPU', and the
     plain torch 2.13.0 slice keeps its own record."""
     vendor = make_environment(packages={"torch": "2.13.0", "numpy": "2.4.6", "torch-tpu": "0.2.0", "libtpu": "0.0.52"})
-    grid = grid_of(tmp_path, [Entry(make_record("a"), "cpu.json"), Entry(make_record("a", environment=vendor), "tpu-package.json")], about=("tpu",))
+    grid = grid_of(
+        tmp_path,
+        [Entry(make_record("a"), "cpu.json"), Entry(make_record("a", environment=vendor), "tpu-package.json")],
+        about=("tpu",),
+    )
     cpu = grid.column("cpu")
     vendor_slice = "torch 2.13.0 + torch-tpu 0.2.0 (vendor package, no TPU)"
     assert set(cpu.versions) == {"torch 2.13.0", vendor_slice}

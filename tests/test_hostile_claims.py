@@ -4,11 +4,11 @@ the file (and field) and carries on; no traceback, the other records intact."""
 from __future__ import annotations
 
 import pytest
-from factories import claim_fields, claim_toml, default_source, make_kb, write_claim
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hostile import assert_clean_exit, cli
 
+from factories import claim_fields, claim_toml, default_source, make_kb, write_claim
+from hostile import assert_clean_exit, cli
 from torchclaims import limits
 from torchclaims.claims import load_claims
 from torchclaims.lint import lint
@@ -53,7 +53,9 @@ def test_deep_nesting_is_reported(tmp_path, depth, kind):
 
 @pytest.mark.parametrize("encoding", ["utf-16", "latin-1", "cp1252"])
 def test_wrong_encodings_name_the_byte(tmp_path, encoding):
-    text = claim_toml(claim_fields("bad")).replace("Claim bad", "Résultats à la tolérance près")  # JSON-quoted text is ASCII
+    text = claim_toml(claim_fields("bad")).replace(
+        "Claim bad", "Résultats à la tolérance près"
+    )  # JSON-quoted text is ASCII
     claims = loaded(tmp_path, text.encode(encoding))
     assert_reported(claims, words="not UTF-8 text")
 
@@ -93,7 +95,7 @@ def test_ids_that_are_not_plain_names_are_refused(tmp_path, claim_id):
 
 def test_lint_show_and_verify_report_broken_records_without_a_traceback(tmp_path):
     make_kb(tmp_path, "good-claim")
-    (tmp_path / "claims" / "latin.toml").write_bytes("statement = \"caf\xe9\"".encode("latin-1"))
+    (tmp_path / "claims" / "latin.toml").write_bytes('statement = "caf\xe9"'.encode("latin-1"))
     (tmp_path / "claims" / "deep.toml").write_text("a = " + "[" * 5000 + "]" * 5000)
     (tmp_path / "results").mkdir()
     problems = lint(tmp_path)

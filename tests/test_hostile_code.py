@@ -9,7 +9,6 @@ tests/test_hostile_scripts.py)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -24,22 +23,25 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+
 from hostile import Sightings, end, run_claims, tagged, wait_until_gone
 from kb import page_text, write_claim
 from test_hostile_scripts import leaver, new_tag
-
 from torchclaims import sandbox
-from torchclaims.judging import read_own_record
 from torchclaims.errors import InvalidFileError
+from torchclaims.judging import read_own_record
 from torchclaims.lint import lint
 from torchclaims.records import Verdict, read_record, record_json
-from torchclaims.store import Entry, THIS_BUILD
+from torchclaims.store import THIS_BUILD, Entry
 
 # Where CI=true the sandbox is required: these tests then run, and fail without it.
-pytestmark = [pytest.mark.processes, pytest.mark.skipif(
-    not sandbox.required() and (not sys.platform.startswith("linux") or sandbox.landlock_abi() < sandbox.MIN_ABI),
-    reason="the sandbox needs Linux with Landlock ABI 4 or later",
-)]
+pytestmark = [
+    pytest.mark.processes,
+    pytest.mark.skipif(
+        not sandbox.required() and (not sys.platform.startswith("linux") or sandbox.landlock_abi() < sandbox.MIN_ABI),
+        reason="the sandbox needs Linux with Landlock ABI 4 or later",
+    ),
+]
 
 # A check comparing ones with zeros: it can only hold if something forged it.
 ONES_VS_ZEROS = """
@@ -59,7 +61,13 @@ def snapshot(*roots: Path, skip: tuple[Path, ...] = ()) -> dict[str, tuple]:
                 if any(path == s or s in path.parents for s in skip):
                     continue
                 info = os.lstat(path)
-                digest = hashlib.sha256(path.read_bytes()).hexdigest() if stat.S_ISREG(info.st_mode) else os.readlink(path) if stat.S_ISLNK(info.st_mode) else ""
+                digest = (
+                    hashlib.sha256(path.read_bytes()).hexdigest()
+                    if stat.S_ISREG(info.st_mode)
+                    else os.readlink(path)
+                    if stat.S_ISLNK(info.st_mode)
+                    else ""
+                )
                 state[str(path)] = (stat.S_IFMT(info.st_mode), digest)
     return state
 
@@ -67,7 +75,12 @@ def snapshot(*roots: Path, skip: tuple[Path, ...] = ()) -> dict[str, tuple]:
 def runner_writes(root: Path, claim_ids: list[str]) -> tuple[Path, ...]:
     """What a run itself may write: the claims' records and figures, the memo, the probe's answer."""
     records = root / "_build" / "records"
-    return (*(records / "cpu" / f"{c}.json" for c in claim_ids), *(records / "cpu" / c for c in claim_ids), records / "memo.json", *records.glob("probe-*.json"))
+    return (
+        *(records / "cpu" / f"{c}.json" for c in claim_ids),
+        *(records / "cpu" / c for c in claim_ids),
+        records / "memo.json",
+        *records.glob("probe-*.json"),
+    )
 
 
 @pytest.fixture
@@ -102,7 +115,10 @@ def test_a_script_that_patches_the_verification_api_gets_an_error_naming_the_che
     write_claim(tmp_path, "kb-forged", body)
     (record,) = run_claims(tmp_path, timeout=120).records.values()
     assert record.verdict is Verdict.ERROR
-    assert "ones equal zeros" in record.reason and "'ones: max abs error' = 1.0 is not <= 0 + 0 x |reference|" in record.reason, record.reason
+    assert (
+        "ones equal zeros" in record.reason
+        and "'ones: max abs error' = 1.0 is not <= 0 + 0 x |reference|" in record.reason
+    ), record.reason
     assert read_record(tmp_path / "_build" / "records" / "cpu" / "kb-forged.json") == record
     problems = [str(p) for p in lint(tmp_path)]
     file = "gallery/kb_forged.py" if where == "inline" else "gallery/_speedups.py"
@@ -196,7 +212,12 @@ v.finish()
 def test_a_script_can_write_nothing_outside_its_own_folder(tmp_path, home):
     write_claim(tmp_path, "kb-victim", "refuted")
     run_claims(tmp_path, timeout=120)
-    for folder, name in (("results", "keep.json"), ("_build/sphinx", "index.html"), ("docs/auto_gallery", "kb_victim.rst"), ("_build/records/history/cpu", "old.json")):
+    for folder, name in (
+        ("results", "keep.json"),
+        ("_build/sphinx", "index.html"),
+        ("docs/auto_gallery", "kb_victim.rst"),
+        ("_build/records/history/cpu", "old.json"),
+    ):
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
         (tmp_path / folder / name).write_text("the build's own\n")
     victim = read_record(tmp_path / "_build" / "records" / "cpu" / "kb-victim.json")
@@ -253,7 +274,11 @@ v.finish()
         udp.settimeout(0.1)
         records = run_claims(tmp_path, timeout=120).records
         for claim_id in ("kb-offline", "kb-loopback"):
-            assert records[claim_id].verdict is Verdict.HOLDS, (claim_id, records[claim_id].checks, records[claim_id].reason)
+            assert records[claim_id].verdict is Verdict.HOLDS, (
+                claim_id,
+                records[claim_id].checks,
+                records[claim_id].reason,
+            )
         assert "loopback only" in records["kb-loopback"].sandbox and "no network" in records["kb-offline"].sandbox
         server.settimeout(0.1)
         with pytest.raises(socket.timeout):
@@ -287,7 +312,7 @@ def test_a_script_reaches_no_unix_socket_of_the_machine(tmp_path):
     body = f"""
 import socket
 seen = {{}}
-for what, address in {({what: server.getsockname() for what, server in servers.items()})!r}.items():
+for what, address in { ({what: server.getsockname() for what, server in servers.items()})!r}.items():
     try:
         socket.socket(socket.AF_UNIX).connect(address)
         seen[what] = "reached"
@@ -335,7 +360,9 @@ def test_landlock_alone_refuses_an_abstract_socket_outside_the_sandbox():
                 code = 1
             finally:
                 os._exit(code)
-        return {0: "reached", 1: "refused", 3: "other error", 4: "not confined"}[os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])]
+        return {0: "reached", 1: "refused", 3: "other error", 4: "not confined"}[
+            os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        ]
 
     try:
         assert connect(confined=False) == "reached"
@@ -346,7 +373,9 @@ def test_landlock_alone_refuses_an_abstract_socket_outside_the_sandbox():
 
 def supervisor_of(tag: str) -> int:
     """The claim's supervisor: the parent of the script's process, the parent of its tagged child."""
-    child = next(pid for pid in tagged(tag) if open(f"/proc/{pid}/cmdline", "rb").read().startswith(f"{tag}-child".encode()))
+    child = next(
+        pid for pid in tagged(tag) if open(f"/proc/{pid}/cmdline", "rb").read().startswith(f"{tag}-child".encode())
+    )
     return _parent(_parent(child))
 
 
@@ -446,7 +475,10 @@ def test_a_record_run_without_sandbox_says_so_beside_its_verdict(tmp_path, monke
     write_claim(tmp_path, "kb-loose", "holds")
     (record,) = run_claims(tmp_path, timeout=120).records.values()
     assert "ran without sandbox" in verdict_badge(Entry(record, THIS_BUILD)).astext()
-    assert "ran without sandbox" not in verdict_badge(Entry(record.model_copy(update={"sandbox": "sandboxed: ..."}), THIS_BUILD)).astext()
+    assert (
+        "ran without sandbox"
+        not in verdict_badge(Entry(record.model_copy(update={"sandbox": "sandboxed: ..."}), THIS_BUILD)).astext()
+    )
 
 
 def test_a_forged_record_in_the_build_folder_or_its_history_is_not_admitted(tmp_path):
@@ -486,15 +518,21 @@ def test_a_results_file_whose_check_holds_against_its_measurement_is_rejected_na
     assert admitted.records == []
     (problem,) = admitted.problems
     assert problem.field == "records.0.checks.0.measurements.0"
-    assert "check 'ones equal zeros' says holds, but 'ones: max abs error' = 1.0 is not <= 0 + 0 x |reference|" in problem.message
+    assert (
+        "check 'ones equal zeros' says holds, but 'ones: max abs error' = 1.0 is not <= 0 + 0 x |reference|"
+        in problem.message
+    )
 
 
 def test_a_ctrl_c_of_a_run_whose_script_holds_semaphores_prints_one_line(tmp_path):
-    from test_hostile_scripts import start_verify
     from hostile import ready_for_ctrl_c, wait_until
+    from test_hostile_scripts import start_verify
 
     tag = new_tag()
-    hang = leaver(tag, "hang").replace("time.sleep(3600)", "import multiprocessing\nlocks = [multiprocessing.Lock() for _ in range(3)]\ntime.sleep(3600)")
+    hang = leaver(tag, "hang").replace(
+        "time.sleep(3600)",
+        "import multiprocessing\nlocks = [multiprocessing.Lock() for _ in range(3)]\ntime.sleep(3600)",
+    )
     write_claim(tmp_path, "kb-locks", hang)
     process = start_verify(tmp_path, "--timeout", "1800")
     try:
@@ -537,7 +575,9 @@ v.finish()
     assert planted.verdict is Verdict.HOLDS, (planted.reason, planted.log_tail)
     gallery = tmp_path / "docs" / "auto_gallery"
     assert "raw::" not in (gallery / "kb_victim.rst").read_text()
-    assert not (gallery / "images" / "sphx_glr_kb_victim_001.png").exists() and not (gallery / "kb_planter.txt").exists()
+    assert (
+        not (gallery / "images" / "sphx_glr_kb_victim_001.png").exists() and not (gallery / "kb_planter.txt").exists()
+    )
     assert (gallery / "kb_planter.rst").is_file()  # its own page did arrive
     assert active_markup(tmp_path / "_build" / "html") == []
 
@@ -569,12 +609,19 @@ gen_rst.save_rst_example = _forged
 """
     scripts = {
         "kb-printer": f'print("{forged}")\n',  # its output: sphinx-gallery shows it literally anyway
-        "kb-forger": patch.replace("EDIT", 'example_rst.replace("out\\n\\n .. code-block:: none", '
-                '"out\\n\\n .. raw:: html\\n\\n    <div class=\\"tc-forged\\">holds</div>\\n")'),
+        "kb-forger": patch.replace(
+            "EDIT",
+            'example_rst.replace("out\\n\\n .. code-block:: none", '
+            '"out\\n\\n .. raw:: html\\n\\n    <div class=\\"tc-forged\\">holds</div>\\n")',
+        ),
         "kb-prepender": patch.replace("EDIT", f'"{forged}" + example_rst'),
     }
     for claim_id, script in scripts.items():
-        write_claim(tmp_path, claim_id, script + 'print("printed")\nwith v.check("runs") as check:\n    check.expect(True, "")\nv.finish()\n')
+        write_claim(
+            tmp_path,
+            claim_id,
+            script + 'print("printed")\nwith v.check("runs") as check:\n    check.expect(True, "")\nv.finish()\n',
+        )
     result = build(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     html = tmp_path / "_build" / "html" / "docs" / "auto_gallery"
@@ -588,6 +635,12 @@ gen_rst.save_rst_example = _forged
     assert "printed" in page_text(html / "kb_forger.html")
     assert "its output is not shown" in page_text(html / "kb_prepender.html")  # its page is not its script's
     plain = (tmp_path / "docs" / "auto_gallery" / "kb_plain.rst").read_text()
-    assert "sphx_glr_kb_plain_001.png" in plain and "Claim kb-plain: HOLDS" in plain  # an honest page keeps its figure and output
-    assert (tmp_path / "docs" / "auto_gallery" / "images" / "sphx_glr_kb_plain_001.png").read_bytes().startswith(b"\x89PNG")
+    assert (
+        "sphx_glr_kb_plain_001.png" in plain and "Claim kb-plain: HOLDS" in plain
+    )  # an honest page keeps its figure and output
+    assert (
+        (tmp_path / "docs" / "auto_gallery" / "images" / "sphx_glr_kb_plain_001.png")
+        .read_bytes()
+        .startswith(b"\x89PNG")
+    )
     assert 'src="../../_images/sphx_glr_kb_plain_001.png"' in (html / "kb_plain.html").read_text(encoding="utf-8")

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import factories
 import pytest
-from factories import STARTED, make_environment, make_kb, make_record, make_results, script_info, write_results_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import factories
+from factories import STARTED, make_environment, make_kb, make_record, make_results, script_info, write_results_file
 from hostile import PAYLOAD, assert_clean_exit, cli, run_claims
 from kb import write_claim
-
 from torchclaims import limits
 from torchclaims.admission import Admission
 from torchclaims.claims import load_claims
@@ -76,7 +76,7 @@ JSON = st.recursive(
 # Values a field's type nearly accepts: dates with and without a time zone, valid verdicts, numbers as text.
 NEAR_MISSES = (
     st.datetimes().map(datetime.isoformat)
-    | st.datetimes(timezones=st.just(timezone.utc)).map(datetime.isoformat)
+    | st.datetimes(timezones=st.just(UTC)).map(datetime.isoformat)
     | st.sampled_from(["holds", "refuted", "unverified", "error", "cpu", "1.5", "", "2026-03-01"])
 )
 VALUES = JSON | NEAR_MISSES
@@ -89,7 +89,9 @@ def assert_shown_or_reported(store, path, fields: tuple[str, ...], claim_id: str
     problems = [str(p) for p in store.problems]
     assert all(p.path == path for p in store.problems), problems
     if not problems:
-        assert claim_id is None or claim_id in store.entries, "the file loaded without a problem, but its record is not shown"
+        assert claim_id is None or claim_id in store.entries, (
+            "the file loaded without a problem, but its record is not shown"
+        )
         return
     assert claim_id not in store.entries, f"a record shown despite a problem with its file: {problems}"
     assert any(p.field == f or p.field.startswith(f"{f}.") for p in store.problems for f in fields), (
@@ -98,25 +100,40 @@ def assert_shown_or_reported(store, path, fields: tuple[str, ...], claim_id: str
 
 
 @FAST
-@given(key=st.sampled_from(["created", "label", "provenance", "environment", "records", "format", "schema_version"]), value=VALUES)
+@given(
+    key=st.sampled_from(["created", "label", "provenance", "environment", "records", "format", "schema_version"]),
+    value=VALUES,
+)
 def test_any_value_in_any_top_level_field_is_reported_or_accepted(tmp_path, key, value):
     data = make_results([make_record("a-claim")]).model_dump(mode="json")
     data[key] = value
     path = tmp_path / "fuzzed.json"
     path.write_text(json.dumps(data))
     # A file-wide value can also make the record disagree with it (started after the file was created).
-    assert_shown_or_reported(load_store({}, None, tmp_path), path, (key, "records.0"), None if key == "records" else "a-claim")
+    assert_shown_or_reported(
+        load_store({}, None, tmp_path), path, (key, "records.0"), None if key == "records" else "a-claim"
+    )
 
 
 @FAST
-@given(field=st.sampled_from(["claim_id", "verdict", "checks", "started_at", "script", "environment", "figures", "conditions"]), value=VALUES)
+@given(
+    field=st.sampled_from(
+        ["claim_id", "verdict", "checks", "started_at", "script", "environment", "figures", "conditions"]
+    ),
+    value=VALUES,
+)
 def test_any_value_in_any_record_field_is_reported_or_accepted(tmp_path, field, value):
     data = make_results([make_record("a-claim")]).model_dump(mode="json")
     data["records"][0][field] = value
     path = tmp_path / "fuzzed.json"
     path.write_text(json.dumps(data))
     # Changed checks can also make the stated verdict disagree with them (it is judged again from the checks).
-    assert_shown_or_reported(load_store({}, None, tmp_path), path, (f"records.0.{field}", "records.0.verdict"), claim_id=value if field == "claim_id" and isinstance(value, str) else "a-claim")
+    assert_shown_or_reported(
+        load_store({}, None, tmp_path),
+        path,
+        (f"records.0.{field}", "records.0.verdict"),
+        claim_id=value if field == "claim_id" and isinstance(value, str) else "a-claim",
+    )
 
 
 @pytest.mark.parametrize("field", ["created", "records.0.started_at"])
@@ -210,7 +227,10 @@ def test_a_verdict_that_does_not_follow_from_its_checks_is_rejected(kb, verdict,
         (dict(CUDA, device="cpu"), "environment.device"),
         (dict(CUDA, device_name="cpu"), "environment.device_name"),
         (dict(CUDA, accelerator_runtime={"hip": "6.4"}), "environment.accelerator_runtime"),
-        (dict(backend="rocm", device="cuda:0", device_name="AMD MI300X", accelerator_runtime={"cuda": "12.8"}), "environment.accelerator_runtime"),
+        (
+            dict(backend="rocm", device="cuda:0", device_name="AMD MI300X", accelerator_runtime={"cuda": "12.8"}),
+            "environment.accelerator_runtime",
+        ),
         (dict(backend="xla", device="xla:0", device_name="XLA CPU"), "environment.packages"),
         (dict(backend="cuda", device="(unavailable)", device_name="(unavailable)"), "environment.device"),
         (dict(backend="no-such-backend"), "environment.backend"),
@@ -232,14 +252,20 @@ def test_a_consistent_cuda_file_passes(kb, torch):
 def test_future_dates_are_rejected(kb):
     future = now() + timedelta(days=3)
     assert "created" in fields(rejected(kb, make_results([record(kb, started_at=future)], created=future)))
-    assert "records.0.started_at" in fields(rejected(kb, make_results([record(kb, started_at=future)], created=STARTED)))
+    assert "records.0.started_at" in fields(
+        rejected(kb, make_results([record(kb, started_at=future)], created=STARTED))
+    )
 
 
 def test_unknown_claims_and_unknown_script_versions_are_rejected(kb):
-    other = record(kb, "b-claim").model_copy(update={"script": script_info(kb, "b-claim").model_copy(update={"sha256": "b" * 64})})
+    other = record(kb, "b-claim").model_copy(
+        update={"script": script_info(kb, "b-claim").model_copy(update={"sha256": "b" * 64})}
+    )
     problems = rejected(kb, make_results([record(kb, "a-claim"), other, make_record("gone-claim")]))
     assert fields(problems) == {"records.1.script.sha256", "records.2.claim_id"}
-    assert "no version of gallery/b_claim.py" in next(p.message for p in problems if p.field == "records.1.script.sha256")
+    assert "no version of gallery/b_claim.py" in next(
+        p.message for p in problems if p.field == "records.1.script.sha256"
+    )
 
 
 def test_a_record_from_another_environment_than_its_file_is_rejected(kb):
@@ -262,12 +288,17 @@ def test_a_results_file_never_outranks_the_builds_own_record(kb):
 def test_a_declared_workflow_run_without_attestation_counts_as_submitted_by_hand(kb):
     from torchclaims.provenance import Provenance
 
-    declared = Provenance(kind="workflow", repository="torchclaims/torchclaims", workflow=".github/workflows/accelerators.yml", run_id="1")
+    declared = Provenance(
+        kind="workflow", repository="torchclaims/torchclaims", workflow=".github/workflows/accelerators.yml", run_id="1"
+    )
     write_results_file(kb / "results" / "ci.json", [record(kb)], provenance=declared)
     store = load_store({}, None, kb / "results", admission=admission(kb))
     (entry,) = store.entries["a-claim"]
     assert entry.source.trust is Trust.BY_HAND
-    assert "declares workflow" in entry.source.describe() and "no attestation verified by this build" in entry.source.describe()
+    assert (
+        "declares workflow" in entry.source.describe()
+        and "no attestation verified by this build" in entry.source.describe()
+    )
 
 
 # -- merge -------------------------------------------------------------------------
@@ -279,7 +310,9 @@ def test_merge_never_writes_outside_its_folder(kb, torch):
     source = write_results_file(kb / "sent.json", [record(kb, environment=env)], env)
     run = cli("merge", str(source), "--into", str(kb / "results"), "--root", str(kb))
     assert_clean_exit(run)
-    assert run.returncode == 3 and "[environment.torch]" in run.stderr and "is not a version (PEP 440)" in run.stderr, run.stderr
+    assert run.returncode == 3 and "[environment.torch]" in run.stderr and "is not a version (PEP 440)" in run.stderr, (
+        run.stderr
+    )
     assert [p for p in kb.rglob("*.json") if p.name != "sent.json"] == []
 
 
@@ -304,7 +337,17 @@ def test_merge_refuses_a_forged_file_whole_and_copies_nothing(kb):
 
 def test_merge_with_attestation_needs_gh_and_says_so(kb, monkeypatch):
     source = write_results_file(kb / "sent.json", [record(kb)])
-    run = cli("merge", str(source), "--into", str(kb / "results"), "--root", str(kb), "--verify-attestation", "o/r", env={"PATH": "/nonexistent"})
+    run = cli(
+        "merge",
+        str(source),
+        "--into",
+        str(kb / "results"),
+        "--root",
+        str(kb),
+        "--verify-attestation",
+        "o/r",
+        env={"PATH": "/nonexistent"},
+    )
     assert_clean_exit(run)
     assert run.returncode == 2 and "GitHub CLI (gh)" in run.stderr
 
@@ -322,7 +365,7 @@ def test_a_corrupt_earlier_record_is_replaced_not_fatal(tmp_path):
 
 # -- identifiers: markup and path characters -----------------------------------------
 
-MARKUP = '2.9 <img src=x onerror=alert(document.domain)>'
+MARKUP = "2.9 <img src=x onerror=alert(document.domain)>"
 TRAVERSAL = "9.9.9/../../../../tmp/x"
 
 
@@ -414,7 +457,9 @@ def test_links_out_of_the_repository_are_refused_with_one_line_each(kb, tmp_path
     (kb / "results" / "linked.json").symlink_to(elsewhere)
     factories.write_claim(outside, "c-claim")
     (kb / "claims" / "c-claim.toml").symlink_to(outside / "c-claim.toml")
-    (kb / "results" / "inside.json").symlink_to(write_results_file(kb / "kept.json", [record(kb, "b-claim", verdict="refuted")]))
+    (kb / "results" / "inside.json").symlink_to(
+        write_results_file(kb / "kept.json", [record(kb, "b-claim", verdict="refuted")])
+    )
 
     claims = load_claims(kb / "claims")
     (claim_problem,) = claims.problems
@@ -455,12 +500,18 @@ def test_merge_says_which_file_it_duplicates_or_shadows(kb):
     assert cli("merge", str(first), "--into", str(kb / "results"), "--root", str(kb)).returncode == 0
     (kept,) = (kb / "results").glob("*.json")
     later = dict(created=STARTED + timedelta(hours=1))
-    same = write_results_file(kb / "same.json", [record(kb, started_at=STARTED + timedelta(hours=1))], label="box", **later)
+    same = write_results_file(
+        kb / "same.json", [record(kb, started_at=STARTED + timedelta(hours=1))], label="box", **later
+    )
     run = cli("merge", str(same), "--into", str(kb / "results"), "--root", str(kb))
     assert run.returncode == 0, run.stderr
     assert f"note: duplicates {kept.name}: the same environment, provenance and label (1 claim in both)" in run.stdout
-    other = write_results_file(kb / "other.json", [record(kb, "b-claim", started_at=STARTED + timedelta(hours=2))], label="laptop",
-                               created=STARTED + timedelta(hours=2))
+    other = write_results_file(
+        kb / "other.json",
+        [record(kb, "b-claim", started_at=STARTED + timedelta(hours=2))],
+        label="laptop",
+        created=STARTED + timedelta(hours=2),
+    )
     run = cli("merge", str(other), "--into", str(kb / "results"), "--root", str(kb))
     assert (
         f"note: shadows {kept.name} in the column 'cpu · torch 2.13.0': "
@@ -489,7 +540,9 @@ def test_verify_output_reruns_a_cached_record_that_lost_its_figures_and_says_so(
     cached = tmp_path / "_build" / "records" / "cpu" / "kb-figure.json"
     assert read_record(cached).figures  # a plain run keeps them
     # What a site build leaves: the same record, its figures on the gallery page only.
-    cached.write_text(cached.read_text().replace('"kb-figure/figure-1.png"', "").replace('"figures": [\n    \n  ]', '"figures": []'))
+    cached.write_text(
+        cached.read_text().replace('"kb-figure/figure-1.png"', "").replace('"figures": [\n    \n  ]', '"figures": []')
+    )
     assert read_record(cached).figures == []
     second = cli("verify", "--root", str(tmp_path), "--output", str(tmp_path / "two"))
     assert second.returncode == 0, second.stderr
@@ -505,7 +558,6 @@ def test_with_backend_auto_a_record_without_its_figures_is_left_out_and_named(tm
     from types import SimpleNamespace
 
     from kb import write_claim as write_kb_claim
-
     from torchclaims.claims import load_claims as load
     from torchclaims.cli import FiguresKept
     from torchclaims.execution import Settings
@@ -528,7 +580,7 @@ def test_with_backend_auto_a_record_without_its_figures_is_left_out_and_named(tm
         (("records", 0, "claim_id"), "../a-claim", "records.0.claim_id"),
         (("environment", "backend"), "cpu/../x", "environment.backend"),
         (("records", 0, "figures"), ["../../outside.png"], "records.0.figures.0"),
-        (("records", 0, "figures"), ['<img src=x onerror=alert(1)>.png'], "records.0.figures.0"),
+        (("records", 0, "figures"), ["<img src=x onerror=alert(1)>.png"], "records.0.figures.0"),
         (("provenance", "repository"), "o/r<script>", "provenance.repository"),
         (("provenance", "run_id"), "1/../2", "provenance.run_id"),
         (("records", 0, "script", "sha256"), "../" + "a" * 61, "records.0.script.sha256"),
@@ -554,5 +606,7 @@ def test_a_figure_linked_out_of_the_results_folder_leaves_its_record_out(kb, tmp
     figure = kb / "results" / "figures" / "x" / "a-claim" / "figure-1.png"
     figure.parent.mkdir(parents=True)
     figure.symlink_to(secret)
-    problems = rejected(kb, make_results([record(kb, figures=["figures/x/a-claim/figure-1.png"]), record(kb, "b-claim")]))
+    problems = rejected(
+        kb, make_results([record(kb, figures=["figures/x/a-claim/figure-1.png"]), record(kb, "b-claim")])
+    )
     assert fields(problems) == {"records.0.figures.0"} and "outside the repository" in problems[0].message

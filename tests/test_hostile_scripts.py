@@ -14,15 +14,30 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hostile import SRC, Sightings, assert_clean_exit, cli, descendants, end, ready_for_ctrl_c, run_claims, tagged, wait_until, wait_until_gone
-from kb import build, write_claim, write_site
 
+from hostile import (
+    SRC,
+    Sightings,
+    assert_clean_exit,
+    cli,
+    descendants,
+    end,
+    ready_for_ctrl_c,
+    run_claims,
+    tagged,
+    wait_until,
+    wait_until_gone,
+)
+from kb import build, write_claim, write_site
 from torchclaims import limits, stopping
 from torchclaims.records import Verdict, read_record
 from torchclaims.results import read_results
 from torchclaims.runner import Runner
 
-pytestmark = [pytest.mark.processes, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process trees are read from /proc")]
+pytestmark = [
+    pytest.mark.processes,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process trees are read from /proc"),
+]
 
 
 def leaver(tag: str, ending: str) -> str:
@@ -76,15 +91,22 @@ def test_nothing_a_script_starts_outlives_its_run_however_it_ends(tmp_path):
     before = descendants(os.getpid())
     try:
         with Sightings(tag) as seen:
-            outcome = run_claims(tmp_path, timeout=30)  # the hanging script's limit: time enough for the others on a loaded machine
+            outcome = run_claims(
+                tmp_path, timeout=30
+            )  # the hanging script's limit: time enough for the others on a loaded machine
         assert len(seen.seen) == 15, "each script started three processes"
         assert wait_until_gone(seen.seen, 60) == []
         assert tagged(tag) == set()
-        assert descendants(os.getpid()) - before == set(), "the fork server, the resource tracker and every claim process have ended"
+        assert descendants(os.getpid()) - before == set(), (
+            "the fork server, the resource tracker and every claim process have ended"
+        )
     finally:
         end(tagged(tag))
     verdicts = {claim_id: record.verdict for claim_id, record in outcome.records.items()}
-    assert verdicts == {"kb-finish": Verdict.HOLDS, **{f"kb-{e}": Verdict.ERROR for e in ("raise", "os-exit", "segfault", "hang")}}
+    assert verdicts == {
+        "kb-finish": Verdict.HOLDS,
+        **{f"kb-{e}": Verdict.ERROR for e in ("raise", "os-exit", "segfault", "hang")},
+    }
     assert "timed out" in outcome.records["kb-hang"].reason
 
 
@@ -126,8 +148,12 @@ raise SystemExit(1)
 
 
 def test_flooded_output_is_kept_within_the_byte_limit(tmp_path):
-    write_claim(tmp_path, "kb-flood", 'import sys\nfor i in range(20000):\n    print("x" * 150)\n'
-        'print("y" * 2_000_000)\nraise ValueError("the end of the flood")\n')
+    write_claim(
+        tmp_path,
+        "kb-flood",
+        'import sys\nfor i in range(20000):\n    print("x" * 150)\n'
+        'print("y" * 2_000_000)\nraise ValueError("the end of the flood")\n',
+    )
     (record,) = run_claims(tmp_path, timeout=120).records.values()
     tail = record.log_tail.encode()
     assert len(tail) <= limits.LIMITS.log_tail_bytes
@@ -141,7 +167,9 @@ def test_flooded_output_is_kept_within_the_byte_limit(tmp_path):
 def start_verify(root: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(SRC))
     command = [sys.executable, "-m", "torchclaims", "verify", "--root", str(root), "--jobs", "2", *args]
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
 
 
 # A run stopped by Ctrl-C or a kill must end within this; its hanging claim's own
@@ -157,7 +185,11 @@ def hanging_script_started(tag: str, process: subprocess.Popen, ctrl_c: bool) ->
     (claim processes, fork server, resource tracker)."""
     wait_until(lambda: len(tagged(tag)) == 3, "the hanging script started its processes", process)
     if ctrl_c:
-        wait_until(lambda: ready_for_ctrl_c(process.pid), "every process of the run's group set up its handling of Ctrl-C", process)
+        wait_until(
+            lambda: ready_for_ctrl_c(process.pid),
+            "every process of the run's group set up its handling of Ctrl-C",
+            process,
+        )
     return sorted(tagged(tag)) + sorted(descendants(process.pid))
 
 
@@ -282,7 +314,9 @@ def test_ctrl_c_stops_a_site_build_with_no_traceback_and_no_process_left(tmp_pat
     write_claim(tmp_path, "kb-hang", leaver(tag, "hang"))
     env = dict(os.environ, PYTHONPATH=str(SRC), TORCHCLAIMS_TIMEOUT=HANG_LIMIT)
     command = [sys.executable, "-m", "sphinx", "-b", "html", str(tmp_path), str(tmp_path / "_build" / "html")]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     started = []
     try:
         started = hanging_script_started(tag, process, ctrl_c=True)

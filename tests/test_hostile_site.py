@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from docutils import nodes
+
 from factories import claim_fields, claim_toml, default_source, make_environment, make_record, make_results, script_info
 from hostile import PAYLOAD, SCRIPT_TAG, active_markup, assert_clean_exit
 from kb import HEADER, build, page_text, write_claim
-
 from torchclaims import limits
 from torchclaims.records import now
 from torchclaims.results import ResultsFile, write_results
@@ -27,7 +27,18 @@ pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, w
 
 # Fields whose format is fixed (patterns, enums, dates) keep their valid values.
 
-STRUCTURAL = {"format", "schema_version", "created", "started_at", "verdict", "outcome", "claim_id", "backend", "device", "sha256"}
+STRUCTURAL = {
+    "format",
+    "schema_version",
+    "created",
+    "started_at",
+    "verdict",
+    "outcome",
+    "claim_id",
+    "backend",
+    "device",
+    "sha256",
+}
 STRUCTURAL |= {"figures", "kind", "repository", "commit", "run_id", "run_attempt", "duration_s"}
 # Identifiers are checked against their grammar on admission (markup-version.json carries markup in one).
 STRUCTURAL |= {"torch", "python", "torchclaims", "packages", "accelerator_runtime", "path"}
@@ -103,7 +114,14 @@ def site(new_site, tmp_path_factory):
         claimed_by=[PAYLOAD],
         topic="device-switch",
         caveats=[PAYLOAD],
-        sources=[default_source(quote=f"quote {SCRIPT_TAG}", publisher=PAYLOAD, note=PAYLOAD, url='https://e.com/"><script>alert("tc-xss")</script>')],
+        sources=[
+            default_source(
+                quote=f"quote {SCRIPT_TAG}",
+                publisher=PAYLOAD,
+                note=PAYLOAD,
+                url='https://e.com/"><script>alert("tc-xss")</script>',
+            )
+        ],
     )
     (root / "claims" / "kb-html.toml").write_text(claim_toml(html_claim))
     (root / "gallery" / "kb_html.py").write_text(HOSTILE_SCRIPT)
@@ -113,7 +131,11 @@ def site(new_site, tmp_path_factory):
     write_results_files(root)
     write_outside_links(root, tmp_path_factory.mktemp("outside"))
     write_claim(root, "kb-bidi", "holds")
-    bidi = (root / "claims" / "kb-bidi.toml").read_text().replace('title = "Claim kb-bidi"', 'title = "Claim kb-bidi \u202eTXET"')
+    bidi = (
+        (root / "claims" / "kb-bidi.toml")
+        .read_text()
+        .replace('title = "Claim kb-bidi"', 'title = "Claim kb-bidi \u202eTXET"')
+    )
     (root / "claims" / "kb-bidi.toml").write_text(bidi)
     before = sources(root)
     run = build(root)
@@ -143,13 +165,22 @@ def write_outside_links(root: Path, outside: Path) -> None:
     write_claim(outside, "kb-far", "holds")
     (root / "claims" / "kb-far.toml").symlink_to(outside / "claims" / "kb-far.toml")
     env = make_environment(torch="9.9.9", packages={"torch": "9.9.9"})
-    write_results(outside / "linked.json", make_results([make_record("kb-holds", "refuted", script=script_info(root, "kb-holds"), environment=env)], env))
+    write_results(
+        outside / "linked.json",
+        make_results([make_record("kb-holds", "refuted", script=script_info(root, "kb-holds"), environment=env)], env),
+    )
     (root / "results" / "linked.json").symlink_to(outside / "linked.json")
     digest = hashlib.sha256((root / "results" / "hostile.json").read_bytes()).hexdigest()
-    note = {"format": "torchclaims-attestation", "results_sha256": digest, "repository": "torchclaims/torchclaims",
-            "signer_workflow": ".github/workflows/accelerators.yml", "commit": "c" * 40,
-            "run_url": "https://github.com/torchclaims/torchclaims/actions/runs/1", "verified_at": "2026-03-01T12:00:00Z",
-            "verified_with": "gh attestation verify"}
+    note = {
+        "format": "torchclaims-attestation",
+        "results_sha256": digest,
+        "repository": "torchclaims/torchclaims",
+        "signer_workflow": ".github/workflows/accelerators.yml",
+        "commit": "c" * 40,
+        "run_url": "https://github.com/torchclaims/torchclaims/actions/runs/1",
+        "verified_at": "2026-03-01T12:00:00Z",
+        "verified_with": "gh attestation verify",
+    }
     (root / "results" / "attestations").mkdir()
     (root / "results" / "attestations" / "hostile.json").write_text(json.dumps(note))
 
@@ -164,15 +195,25 @@ def write_results_files(root: Path) -> None:
     (results / "hostile.json").write_text(json.dumps(poisoned(data)))
     ResultsFile.model_validate(json.loads((results / "hostile.json").read_text()))  # still a valid file
     info = script_info(root, "kb-holds")
-    write_results(results / "forged.json", make_results([make_record("kb-holds", "holds", checks=[], script=info, environment=env)], env))
+    write_results(
+        results / "forged.json",
+        make_results([make_record("kb-holds", "holds", checks=[], script=info, environment=env)], env),
+    )
     cuda = make_environment(backend="cuda", device="cpu", device_name="Intel Xeon", torch="2.13.0+cpu")
-    write_results(results / "cuda-on-cpu.json", make_results([make_record("kb-holds", script=info, environment=cuda)], cuda))
+    write_results(
+        results / "cuda-on-cpu.json", make_results([make_record("kb-holds", script=info, environment=cuda)], cuda)
+    )
     soon = now() + timedelta(days=2)
     build_env = make_environment(torch="9.9.8", packages={"torch": "9.9.8"})
-    future = make_results([make_record("kb-holds", script=info, environment=build_env, started_at=soon)], build_env, created=soon)
+    future = make_results(
+        [make_record("kb-holds", script=info, environment=build_env, started_at=soon)], build_env, created=soon
+    )
     write_results(results / "future.json", future)
     (results / "deep.json").write_text('{"format": "torchclaims-results", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    for name, bad in (("markup-version.json", {"numpy": PAYLOAD}), ("path-version.json", {"numpy": "9.9.9/../../../../tmp/x"})):
+    for name, bad in (
+        ("markup-version.json", {"numpy": PAYLOAD}),
+        ("path-version.json", {"numpy": "9.9.9/../../../../tmp/x"}),
+    ):
         wrong = make_environment(torch="9.9.7", packages={"torch": "9.9.7", **bad})
         write_results(results / name, make_results([make_record("kb-holds", script=info, environment=wrong)], wrong))
     nan = make_results([make_record("kb-holds", script=info, environment=env)], env).model_dump(mode="json")
@@ -233,7 +274,9 @@ def test_submitted_records_are_marked_and_rejected_ones_are_listed(site):
     assert "Records left out" in holds and "forged.json [records.0.verdict]" in holds
     raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
     row = re.search(r'<tr class="tc-claim-row" id="[^"]*kb-holds[^"]*".*?</tr>', raw, re.S).group()
-    assert '<td data-backend="cuda"' not in row and '<th scope="col" data-backend="cuda"' not in raw  # nothing from the rejected file
+    assert (
+        '<td data-backend="cuda"' not in row and '<th scope="col" data-backend="cuda"' not in raw
+    )  # nothing from the rejected file
     assert "kb-badscript" in topic and "cannot be run: not UTF-8" in topic
 
 
@@ -245,17 +288,25 @@ def test_a_flooded_page_is_bounded(site):
     doctree = root / "_build" / "html" / ".doctrees" / "docs" / "auto_gallery" / "kb_html.doctree"
     assert doctree.stat().st_size < limits.LIMITS.page_output_bytes * 3 + 200_000
     tree = pickle.loads(doctree.read_bytes())
-    outputs = [block.astext() for block in tree.findall(nodes.literal_block) if "sphx-glr-script-out" in block["classes"]]
+    outputs = [
+        block.astext() for block in tree.findall(nodes.literal_block) if "sphx-glr-script-out" in block["classes"]
+    ]
     assert any(SCRIPT_TAG in text for text in outputs)  # the HTML repr a block asked for, as text
     assert not list(tree.findall(nodes.raw))
 
 
 def test_what_leaves_the_repository_or_breaks_a_grammar_shows_nothing(site):
     root, run = site
-    pages = [p for p in (root / "_build" / "html").rglob("*") if p.is_file() and p.suffix in (".html", ".md", ".txt", ".json", ".csv", ".js")]
+    pages = [
+        p
+        for p in (root / "_build" / "html").rglob("*")
+        if p.is_file() and p.suffix in (".html", ".md", ".txt", ".json", ".csv", ".js")
+    ]
     text = {p: p.read_text(errors="replace") for p in pages}
     assert not [p for p, t in text.items() if SECRET in t]  # the linked script's content is published nowhere
-    assert not [p for p, t in text.items() if "9.9.7" in t]  # no record of the rejected files (only the line saying why)
+    assert not [
+        p for p, t in text.items() if "9.9.7" in t
+    ]  # no record of the rejected files (only the line saying why)
     assert not [p for p, t in text.items() if "\u202e" in t]
     assert "Claim kb-bidi \ufffdTXET" in html(root, "docs/topic")
     assert not [p for p, t in text.items() if "nan s" in t]

@@ -41,7 +41,9 @@ REPORTS = ROOT / "_build" / "lighthouse"
 CATEGORIES = ("accessibility", "best-practices")
 MIN_SCORE = 90
 DESKTOP_BENCHMARK = 1750  # the middle of the range Lighthouse's default 4x slowdown is calibrated for
-CHROME_FLAGS = "--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-background-networking --no-first-run"
+CHROME_FLAGS = (
+    "--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-background-networking --no-first-run"
+)
 
 
 def _require(found, reason: str):
@@ -55,15 +57,24 @@ def _require(found, reason: str):
 @pytest.fixture(scope="module")
 def site() -> Path:
     folder = Path(os.environ.get("TORCHCLAIMS_SITE") or ROOT / "_build" / "html")
-    return _require(folder if (folder / "index.html").is_file() else None, f"no built site in {folder}: run `nox -s docs` first")
+    return _require(
+        folder if (folder / "index.html").is_file() else None, f"no built site in {folder}: run `nox -s docs` first"
+    )
 
 
 @pytest.fixture(scope="module")
 def tools() -> tuple[str, str]:
     node = _require(shutil.which("node"), "node not found: install Node.js 18 or newer (`apt-get install nodejs npm`)")
     _require(LIGHTHOUSE.is_file(), f"{LIGHTHOUSE} not found: run `npm ci --prefix tests/lighthouse`")
-    chromium = os.environ.get("TORCHCLAIMS_CHROMIUM") or os.environ.get("CHROME_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
-    _require(Path(chromium).is_file(), f"{chromium} not found: install Debian's browser with `apt-get install chromium`")
+    chromium = (
+        os.environ.get("TORCHCLAIMS_CHROMIUM")
+        or os.environ.get("CHROME_PATH")
+        or shutil.which("chromium")
+        or "/usr/bin/chromium"
+    )
+    _require(
+        Path(chromium).is_file(), f"{chromium} not found: install Debian's browser with `apt-get install chromium`"
+    )
     return node, chromium
 
 
@@ -80,20 +91,35 @@ def _largest(pages: list[Path]) -> Path | None:
 
 PAGES = {
     "home": lambda site: site / "index.html",
-    "accelerator": lambda site: _largest([p for p in (site / "docs" / "accelerators").glob("*.html") if p.name != "index.html"]),
+    "accelerator": lambda site: _largest(
+        [p for p in (site / "docs" / "accelerators").glob("*.html") if p.name != "index.html"]
+    ),
     "largest topic": lambda site: _largest(sorted((site / "docs" / "topics").glob("*.html"))),
     "operator table": lambda site: site / "docs" / "coverage" / "operators.html",
 }
 
 
-def lighthouse(tools: tuple[str, str], url: str, report: Path, categories=CATEGORIES, slowdown: float | None = None) -> dict:
+def lighthouse(
+    tools: tuple[str, str], url: str, report: Path, categories=CATEGORIES, slowdown: float | None = None
+) -> dict:
     node, chromium = tools
     report.parent.mkdir(parents=True, exist_ok=True)
-    command = [node, str(LIGHTHOUSE), url, "--output=json", f"--output-path={report}", f"--only-categories={','.join(categories)}",
-               f"--chrome-flags={CHROME_FLAGS}", "--disable-full-page-screenshot", "--quiet"]
+    command = [
+        node,
+        str(LIGHTHOUSE),
+        url,
+        "--output=json",
+        f"--output-path={report}",
+        f"--only-categories={','.join(categories)}",
+        f"--chrome-flags={CHROME_FLAGS}",
+        "--disable-full-page-screenshot",
+        "--quiet",
+    ]
     if slowdown is not None:
         command.append(f"--throttling.cpuSlowdownMultiplier={slowdown}")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=dict(os.environ, CHROME_PATH=chromium))
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, env=dict(os.environ, CHROME_PATH=chromium)
+    )
     assert result.returncode == 0, f"lighthouse failed on {url}:\n{result.stderr[-3000:]}"
     return json.loads(report.read_text())
 
@@ -118,26 +144,40 @@ def _failing(report: dict, category: str) -> list[str]:
     """The audits of a category that cost it points, with their scores, for the failure message."""
     audits = report["audits"]
     refs = [ref for ref in report["categories"][category]["auditRefs"] if ref["weight"] > 0]
-    return [f"{ref['id']}: {audits[ref['id']]['score']} {audits[ref['id']].get('displayValue', '')}".rstrip()
-            for ref in refs if audits[ref["id"]]["score"] is not None and audits[ref["id"]]["score"] < 1]
+    return [
+        f"{ref['id']}: {audits[ref['id']]['score']} {audits[ref['id']].get('displayValue', '')}".rstrip()
+        for ref in refs
+        if audits[ref["id"]]["score"] is not None and audits[ref["id"]]["score"] < 1
+    ]
 
 
 @pytest.mark.parametrize("name", list(PAGES))
-def test_lighthouse_on_a_phone_scores_at_least_90_for_accessibility_and_best_practices(tools, server, site, cpu_slowdown, name):
+def test_lighthouse_on_a_phone_scores_at_least_90_for_accessibility_and_best_practices(
+    tools, server, site, cpu_slowdown, name
+):
     page = PAGES[name](site)
     if page is None and name == "accelerator":
         pytest.skip("the site has no accelerator page (docs/accelerators/) to judge")
     assert page is not None and page.is_file(), f"{name}: {page} is not in the published site"
     path = page.relative_to(site).as_posix()
     # performance is run too, unjudged: its network audit shows whether the page arrived compressed
-    report = lighthouse(tools, server.url + path, REPORTS / f"{name.replace(' ', '-')}.json", categories=("performance", *CATEGORIES),
-                        slowdown=cpu_slowdown)
+    report = lighthouse(
+        tools,
+        server.url + path,
+        REPORTS / f"{name.replace(' ', '-')}.json",
+        categories=("performance", *CATEGORIES),
+        slowdown=cpu_slowdown,
+    )
     settings = report["configSettings"]
     assert settings["formFactor"] == "mobile" and settings["throttling"]["cpuSlowdownMultiplier"] == cpu_slowdown
-    document = next(r for r in report["audits"]["network-requests"]["details"]["items"] if r["resourceType"] == "Document")
+    document = next(
+        r for r in report["audits"]["network-requests"]["details"]["items"] if r["resourceType"] == "Document"
+    )
     assert document["transferSize"] < document["resourceSize"] / 2, f"{path} was not served compressed: {document}"
     scores = {category: round(100 * report["categories"][category]["score"]) for category in CATEGORIES}
-    print(f"lighthouse {path}: {scores}, CPU slowdown {cpu_slowdown} "
-        f"(benchmark index {report['environment']['benchmarkIndex']})")
+    print(
+        f"lighthouse {path}: {scores}, CPU slowdown {cpu_slowdown} "
+        f"(benchmark index {report['environment']['benchmarkIndex']})"
+    )
     low = {category: _failing(report, category) for category, score in scores.items() if score < MIN_SCORE}
     assert low == {}, f"{path} scores {scores}: " + json.dumps(low, indent=1)

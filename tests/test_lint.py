@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from factories import default_source, make_kb, script_text, write_claim, write_script
 
+from factories import default_source, make_kb, script_text, write_claim, write_script
 from torchclaims.lint import lint
 
 
@@ -15,7 +15,7 @@ def where(problem) -> str:
     parts = Path(problem.path).parts
     for anchor in ("claims", "gallery"):
         if anchor in parts:
-            return "/".join(parts[parts.index(anchor):])
+            return "/".join(parts[parts.index(anchor) :])
     return Path(problem.path).as_posix()
 
 
@@ -95,7 +95,9 @@ def test_script_verifying_a_claim_whose_record_names_another_script(kb):
     assert "gallery/first_claim.py" in problem.message
 
 
-@pytest.mark.parametrize("verified, script_name", [("ghost-claim", "ghost_claim.py"), ("first-claim", "third_claim.py")])
+@pytest.mark.parametrize(
+    "verified, script_name", [("ghost-claim", "ghost_claim.py"), ("first-claim", "third_claim.py")]
+)
 def test_wrong_claim_id_in_a_script_names_the_verification_line(kb, verified, script_name):
     # The id is judged at the verification("...") call; the problem should point there,
     # as it does for a non-literal id.
@@ -113,7 +115,7 @@ def test_script_that_never_calls_verification(kb):
 
 
 def test_verification_with_a_non_literal_id(kb):
-    text = script_text("first-claim").replace('verification("first-claim"', 'verification(CLAIM')
+    text = script_text("first-claim").replace('verification("first-claim"', "verification(CLAIM")
     text = text.replace("import torch\n", 'import torch\n\nCLAIM = "first-claim"\n', 1)
     script = write_script(kb, "first-claim", text=text)
     problem = only(lint(kb), "gallery/first_claim.py")
@@ -194,7 +196,7 @@ def test_device_taken_from_the_verification_is_not_reported(kb):
 def test_a_device_literal_marked_as_under_test_is_allowed_on_its_own_line_only(kb):
     """A claim about code written for CUDA names the device on purpose; the mark
     covers the line it is on, and an unmarked literal beside it is still reported."""
-    marked = 'y = x.cuda()  # device under test'
+    marked = "y = x.cuda()  # device under test"
     unmarked = 'z = x.to("cuda")'
     script = write_script(kb, "first-claim", text=script_text("first-claim", body=f"{marked}\n{unmarked}\n"))
     problem = only(lint(kb), "gallery/first_claim.py")
@@ -209,7 +211,10 @@ TABLE = 'EXPECTED = {"cpu": "gloo", "cuda": "nccl"}\nname = EXPECTED.get(v.backe
     "code, flagged",
     [
         ('check.equal(3, 3, "three")', "check.equal(3, 3)"),
-        ('check.equal(name, v.backend.dist_backend, "descriptor vs table")', "check.equal(name, v.backend.dist_backend)"),
+        (
+            'check.equal(name, v.backend.dist_backend, "descriptor vs table")',
+            "check.equal(name, v.backend.dist_backend)",
+        ),
         ('check.equal(EXPECTED, EXPECTED, "table")', "check.equal(EXPECTED, EXPECTED)"),
         ('check.equal(EXPECTED["cpu"], "gloo", "entry")', "check.equal(EXPECTED['cpu'], 'gloo')"),
         ('check.expect(name == v.backend.dist_backend, "differs")', "check.expect(name == v.backend.dist_backend)"),
@@ -300,7 +305,11 @@ def test_every_problem_is_reported_in_one_call(kb):
     write_claim(claims, "bad-topic", topic="speed")
     write_claim(claims, "sees-nothing", see_also=["nowhere-claim"])
     write_claim(claims, "placeholder", title="TODO: title")
-    write_claim(claims, "third-copy", proposition=(claims / "first-claim.toml").read_text().split('proposition = "')[1].split('"')[0])
+    write_claim(
+        claims,
+        "third-copy",
+        proposition=(claims / "first-claim.toml").read_text().split('proposition = "')[1].split('"')[0],
+    )
     write_claim(claims, "sharer", script="gallery/second_claim.py")
     for claim_id in ("sees-nothing", "placeholder", "third-copy"):
         write_script(kb, claim_id)
@@ -366,7 +375,9 @@ def test_script_title_must_be_underlined_with_equals_signs_long_enough(tmp_path,
 def test_a_script_carries_its_claims_title_word_for_word(tmp_path):
     make_kb(tmp_path, "titled")
     path = tmp_path / "gallery" / "titled.py"
-    path.write_text(path.read_text().replace("Claim titled\n============", "Another title for it\n===================="))
+    path.write_text(
+        path.read_text().replace("Claim titled\n============", "Another title for it\n====================")
+    )
     problem = only(lint(tmp_path), "gallery/titled.py")
     assert problem.line == 2
     assert "the docstring's title must be the claim's title" in problem.message and "'Claim titled'" in problem.message

@@ -50,7 +50,9 @@ class Session:
 def where_from(noxfile, monkeypatch, tmp_path, wheel: bool, answers: bool) -> Session:
     checked = []
     monkeypatch.setattr(noxfile, "local_wheel", lambda session, requirement: wheel)
-    monkeypatch.setattr(noxfile, "unreachable", lambda url: checked.append(url) or ("" if answers else "Name or service not known"))
+    monkeypatch.setattr(
+        noxfile, "unreachable", lambda url: checked.append(url) or ("" if answers else "Name or service not known")
+    )
     session = Session(tmp_path / "venv")
     noxfile.install(session, "torch==2.13.0", "docs,claims")
     session.checked = checked
@@ -134,7 +136,9 @@ def test_the_fast_lane_leaves_out_every_slow_lane_and_nothing_else(noxfile, monk
     import tomllib
 
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
-    lanes = {line.split(":")[0] for line in declared} - {"own_process"}  # own_process says how a test runs, not how long
+    lanes = {line.split(":")[0] for line in declared} - {
+        "own_process"
+    }  # own_process says how a test runs, not how long
     assert set(re.findall(r"[a-z_]+", noxfile.FAST_LANE)) - {"not", "or", "and"} == lanes
     monkeypatch.setattr(noxfile, "local_wheel", lambda session, requirement: True)
     session = LintSession(tmp_path / "venv")  # it records what it runs

@@ -24,12 +24,22 @@ def test_parts_go_to_the_page_data_file_and_leave_a_placeholder(tmp_path):
     context = {"body": body}
     write_parts(SimpleNamespace(outdir=str(tmp_path)), "docs/topics/x", "page.html", context, doctree)
     page = context["body"]
-    assert "<table>" not in page and "matrix-a" not in page and page.startswith("<p>before</p>") and page.endswith("<p>after</p>")
-    assert ('<div class="tc-later" data-tc-later="page-docs-topics-x" '
+    assert (
+        "<table>" not in page
+        and "matrix-a" not in page
+        and page.startswith("<p>before</p>")
+        and page.endswith("<p>after</p>")
+    )
+    assert (
+        '<div class="tc-later" data-tc-later="page-docs-topics-x" '
         'data-tc-src="../../_static/data/page-docs-topics-x.js" '
-            'data-tc-key="claim-a--runs"><p>Every record loads here.</p></div>') in page
+        'data-tc-key="claim-a--runs"><p>Every record loads here.</p></div>'
+    ) in page
     parts = _payload(tmp_path / DATA_DIR / "page-docs-topics-x.js")
-    assert parts == {"claim-a--runs": "<table>rows &lt;!--/tc-later--&gt; forged in a record</table>", "matrix": {"matrix-a": {"cpu": "<span>2.12.0</span>"}}}
+    assert parts == {
+        "claim-a--runs": "<table>rows &lt;!--/tc-later--&gt; forged in a record</table>",
+        "matrix": {"matrix-a": {"cpu": "<span>2.12.0</span>"}},
+    }
 
 
 def test_a_page_without_parts_is_left_as_it_is_and_its_old_data_file_goes(tmp_path):

@@ -27,7 +27,9 @@ def test_no_published_page_is_over_the_html_limit():
         reason = f"no built site in {site}: run `nox -s docs` first"
         pytest.fail(reason + "; CI must run this test") if os.environ.get("CI") else pytest.skip(reason)
     heavy = heavy_pages(site)
-    assert heavy == [], f"pages over {limits.LIMITS.page_html_bytes:,} bytes of HTML: " + ", ".join(f"{p} ({n:,})" for p, n in heavy)
+    assert heavy == [], f"pages over {limits.LIMITS.page_html_bytes:,} bytes of HTML: " + ", ".join(
+        f"{p} ({n:,})" for p, n in heavy
+    )
 
 
 def test_a_page_over_the_limit_is_named_with_its_size(tmp_path, monkeypatch):

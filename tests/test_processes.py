@@ -7,9 +7,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from kb import write_claim
-from hostile import run_claims
 
+from hostile import run_claims
+from kb import write_claim
 from torchclaims.processes import OutputTail
 
 

@@ -8,13 +8,12 @@ import json
 import os
 import stat
 import subprocess
+from datetime import timedelta
 
 import pytest
-from datetime import timedelta
 
 from factories import STARTED, make_kb, make_record, script_info, write_results_file
 from hostile import assert_clean_exit, cli
-
 from torchclaims.admission import Admission
 from torchclaims.attestation import Verifier, verifier_from
 from torchclaims.claims import load_claims
@@ -34,7 +33,15 @@ GITHUB = {
     "RUNNER_NAME": "gpu-box-1",
 }
 STARTED_LATER = STARTED + timedelta(days=1)
-RUN = Provenance(kind="workflow", repository=REPOSITORY, workflow=".github/workflows/accelerators.yml", run_id="4242", run_attempt="1", commit=COMMIT, runner="gpu-box-1")
+RUN = Provenance(
+    kind="workflow",
+    repository=REPOSITORY,
+    workflow=".github/workflows/accelerators.yml",
+    run_id="4242",
+    run_attempt="1",
+    commit=COMMIT,
+    runner="gpu-box-1",
+)
 
 
 def test_a_workflow_run_is_described_by_the_github_variables():
@@ -94,12 +101,24 @@ def verification(digest: str, repository: str = REPOSITORY, run_id: str = "4242"
 @pytest.fixture
 def sent(tmp_path):
     make_kb(tmp_path, "a-claim")
-    path = write_results_file(tmp_path / "sent.json", [make_record("a-claim", script=script_info(tmp_path, "a-claim"))], provenance=RUN)
+    path = write_results_file(
+        tmp_path / "sent.json", [make_record("a-claim", script=script_info(tmp_path, "a-claim"))], provenance=RUN
+    )
     return tmp_path, path, hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def merge(root, path, env):
-    return cli("merge", str(path), "--into", str(root / "results"), "--root", str(root), "--verify-attestation", REPOSITORY, env=env)
+    return cli(
+        "merge",
+        str(path),
+        "--into",
+        str(root / "results"),
+        "--root",
+        str(root),
+        "--verify-attestation",
+        REPOSITORY,
+        env=env,
+    )
 
 
 def entry_of(root, verifier=None):
@@ -118,7 +137,9 @@ def test_a_file_is_attested_only_when_this_process_verified_it(sent, monkeypatch
     assert_clean_exit(run)
     assert run.returncode == 0, run.stderr
     assert "attestation verified, run 4242" in run.stdout
-    assert not (root / "results" / "attestations").exists()  # merge leaves no note that could stand in for a verification
+    assert not (
+        root / "results" / "attestations"
+    ).exists()  # merge leaves no note that could stand in for a verification
     store, entry = entry_of(root)
     assert store.problems == [] and entry.source.trust is Trust.BY_HAND  # nothing verified it in this load
     assert "no attestation verified by this build" in entry.source.describe()
@@ -136,17 +157,30 @@ def test_a_forged_attestation_note_is_refused_with_one_line(sent, monkeypatch):
     (copy,) = (root / "results").glob("*.json")
     note = root / "results" / "attestations" / copy.name
     note.parent.mkdir()
-    note.write_text(json.dumps({"format": "torchclaims-attestation", "results_sha256": digest, "repository": REPOSITORY,
-                                "signer_workflow": ".github/workflows/accelerators.yml", "commit": COMMIT,
-                                "run_url": f"https://github.com/{REPOSITORY}/actions/runs/4242/attempts/1",
-                                "verified_at": "2026-03-01T12:00:00Z", "verified_with": "gh attestation verify"}))
+    note.write_text(
+        json.dumps(
+            {
+                "format": "torchclaims-attestation",
+                "results_sha256": digest,
+                "repository": REPOSITORY,
+                "signer_workflow": ".github/workflows/accelerators.yml",
+                "commit": COMMIT,
+                "run_url": f"https://github.com/{REPOSITORY}/actions/runs/4242/attempts/1",
+                "verified_at": "2026-03-01T12:00:00Z",
+                "verified_with": "gh attestation verify",
+            }
+        )
+    )
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
     store, entry = entry_of(root)
     assert entry.source.trust is Trust.BY_HAND and entry.source.mark == "submitted by hand, not reproduced"
     (problem,) = store.problems
     assert problem.path == note and "cannot attest" in problem.message
     run = cli("show", "--root", str(root), "a-claim")
-    assert "GitHub artifact attestation verified" not in run.stdout and "no attestation verified by this build" in run.stdout
+    assert (
+        "GitHub artifact attestation verified" not in run.stdout
+        and "no attestation verified by this build" in run.stdout
+    )
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
 
 
@@ -174,7 +208,7 @@ def test_the_verification_setting_is_checked_once(monkeypatch, tmp_path):
     "answer, code, says",
     [
         ("", 1, "gh attestation verify failed"),
-        ("unknown command \"attestation\" for \"gh\"", 1, "gh attestation verify failed"),  # Debian's gh 2.23
+        ('unknown command "attestation" for "gh"', 1, "gh attestation verify failed"),  # Debian's gh 2.23
         ("[]", 0, "cannot read"),
         (verification("0" * 64), 0, "cannot read"),  # attests other content
         (verification("{digest}", repository="someone/else"), 0, "attested for someone/else"),
@@ -195,23 +229,43 @@ def test_a_failed_or_mismatched_attestation_keeps_the_file_out(sent, answer, cod
 def git(root, *args):
     import subprocess
 
-    subprocess.run(["git", "-c", "user.name=Ada Maintainer", "-c", "user.email=ada@example.org", *args], cwd=root, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=Ada Maintainer", "-c", "user.email=ada@example.org", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
 
 
 def test_a_committed_file_names_its_commit_author_and_the_command_its_label_gives(tmp_path):
-    from torchclaims.release_sweep import LABEL_PREFIX
     from torchclaims.provenance import SWEEP_LABEL_PREFIX
+    from torchclaims.release_sweep import LABEL_PREFIX
 
     assert LABEL_PREFIX == SWEEP_LABEL_PREFIX
     make_kb(tmp_path, "a-claim", "b-claim")
     info = lambda claim_id: script_info(tmp_path, claim_id)  # noqa: E731
-    write_results_file(tmp_path / "results" / "sweep.json", [make_record("a-claim", script=info("a-claim"))], label="sweep: torch 2.13.0 on cpu")
-    write_results_file(tmp_path / "results" / "sent.json", [make_record("b-claim", script=info("b-claim"))], label="my laptop")
+    write_results_file(
+        tmp_path / "results" / "sweep.json",
+        [make_record("a-claim", script=info("a-claim"))],
+        label="sweep: torch 2.13.0 on cpu",
+    )
+    write_results_file(
+        tmp_path / "results" / "sent.json", [make_record("b-claim", script=info("b-claim"))], label="my laptop"
+    )
     git(tmp_path, "init", "-q")
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-qm", "results")
-    write_results_file(tmp_path / "results" / "new.json", [make_record("b-claim", script=info("b-claim"), started_at=STARTED_LATER)], created=STARTED_LATER)
-    store = load_store({}, None, tmp_path / "results", admission=Admission.for_project(tmp_path, load_claims(tmp_path / "claims").claims))
+    write_results_file(
+        tmp_path / "results" / "new.json",
+        [make_record("b-claim", script=info("b-claim"), started_at=STARTED_LATER)],
+        created=STARTED_LATER,
+    )
+    store = load_store(
+        {},
+        None,
+        tmp_path / "results",
+        admission=Admission.for_project(tmp_path, load_claims(tmp_path / "claims").claims),
+    )
     (sweep,) = store.entries["a-claim"]
     sent, new = sorted(store.entries["b-claim"], key=lambda e: e.origin)[::-1]
     assert sweep.source.mark == "sweep run, not reproduced"
@@ -223,12 +277,25 @@ def test_a_committed_file_names_its_commit_author_and_the_command_its_label_give
     # A later change by someone else is named too, and so is an edit not committed yet.
     sweep_file = tmp_path / "results" / "sweep.json"
     sweep_file.write_text(sweep_file.read_text().replace('"duration_s": 1.5', '"duration_s": 2.5'))
-    subprocess.run(["git", "-c", "user.name=Someone Else", "-c", "user.email=s@e", "commit", "-qam", "edit"], cwd=tmp_path, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=Someone Else", "-c", "user.email=s@e", "commit", "-qam", "edit"],
+        cwd=tmp_path,
+        check=True,
+    )
     sweep_file.write_text(sweep_file.read_text().replace('"duration_s": 2.5', '"duration_s": 3.5'))
-    store = load_store({}, None, tmp_path / "results", admission=Admission.for_project(tmp_path, load_claims(tmp_path / "claims").claims))
+    store = load_store(
+        {},
+        None,
+        tmp_path / "results",
+        admission=Admission.for_project(tmp_path, load_claims(tmp_path / "claims").claims),
+    )
     described = store.entries["a-claim"][0].source.describe()
     assert "added in commit" in described and "by Ada Maintainer" in described
-    assert "last changed in commit" in described and "by Someone Else" in described and "changed since, not committed" in described
+    assert (
+        "last changed in commit" in described
+        and "by Someone Else" in described
+        and "changed since, not committed" in described
+    )
 
 
 def test_a_pages_digest_moves_when_only_the_source_of_its_record_moves():
@@ -239,7 +306,14 @@ def test_a_pages_digest_moves_when_only_the_source_of_its_record_moves():
     digests = []
     for committed in (None, FileHistory(Commit("c" * 40, "Ada", "2026-03-01"))):
         store = Store()
-        store.add(Entry(record, "x.json", "sweep: torch 2.13.0", Source(Trust.BY_HAND, "x.json", "sweep: torch 2.13.0", committed=committed)))
+        store.add(
+            Entry(
+                record,
+                "x.json",
+                "sweep: torch 2.13.0",
+                Source(Trust.BY_HAND, "x.json", "sweep: torch 2.13.0", committed=committed),
+            )
+        )
         digests.append(store.digest(["a-claim"]))
     assert digests[0] != digests[1]
 

@@ -11,8 +11,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from factories import make_environment, make_record
 
+from factories import make_environment, make_record
 from torchclaims.claims import load_claims
 from torchclaims.execution import Settings, verify
 from torchclaims.lint import lint
@@ -98,7 +98,9 @@ def test_a_claim_unverified_where_its_committed_record_decided_fails():
     elsewhere = unverified.model_copy(update={"environment": make_environment(torch="2.9.0")})
     assert_decides_where_committed_records_do(store, elsewhere)  # another release: nothing committed decides there
     store.add(Entry(make_record("b-claim", Verdict.UNVERIFIED), "cpu-torch2.13.0.json"))
-    assert_decides_where_committed_records_do(store, make_record("b-claim", Verdict.UNVERIFIED))  # never decided on the CPU
+    assert_decides_where_committed_records_do(
+        store, make_record("b-claim", Verdict.UNVERIFIED)
+    )  # never decided on the CPU
 
 
 # Claims a wrong shortcut would change: compile claims that time or count
@@ -107,8 +109,12 @@ def test_a_claim_unverified_where_its_committed_record_decided_fails():
 # one that inspects what importing torch loads, and one that starts processes
 # of its own.
 SHORTCUT_SENSITIVE = [
-    "compile-jit-first-call", "custom-op-eager-and-compile", "compile-failure-raises", "hf-static-cache-shapes",
-    "backend-autoload", "distributed-collectives",
+    "compile-jit-first-call",
+    "custom-op-eager-and-compile",
+    "compile-failure-raises",
+    "hf-static-cache-shapes",
+    "backend-autoload",
+    "distributed-collectives",
 ]
 
 
@@ -116,7 +122,9 @@ SHORTCUT_SENSITIVE = [
 def test_the_shortcuts_give_the_verdicts_of_a_run_without_them(outcome, tmp_path_factory):
     """``outcome`` is a cold run with every shortcut (preloads, shared compiler
     caches, longest first); the reference probes, imports and compiles afresh."""
-    settings = Settings(root=ROOT, backend="cpu", timeout=300, records_dir=tmp_path_factory.mktemp("reference"), shortcuts=False)
+    settings = Settings(
+        root=ROOT, backend="cpu", timeout=300, records_dir=tmp_path_factory.mktemp("reference"), shortcuts=False
+    )
     reference = verify([CLAIMS.claims[claim_id] for claim_id in SHORTCUT_SENSITIVE], settings, log=print, warn=print)
 
     def judged(record):
@@ -125,4 +133,6 @@ def test_the_shortcuts_give_the_verdicts_of_a_run_without_them(outcome, tmp_path
     for claim_id in SHORTCUT_SENSITIVE:
         assert judged(outcome.records[claim_id]) == judged(reference.records[claim_id]), claim_id
     cold = outcome.records["compile-jit-first-call"].conditions["compiler caches"]
-    assert cold.startswith("cold") and all(r.conditions.get("compiler caches", "").startswith("cold") for r in reference.records.values())
+    assert cold.startswith("cold") and all(
+        r.conditions.get("compiler caches", "").startswith("cold") for r in reference.records.values()
+    )

@@ -6,8 +6,8 @@ import json
 import os
 
 import pytest
-from factories import make_environment, make_record
 
+from factories import make_environment, make_record
 from torchclaims.errors import InvalidFileError
 from torchclaims.records import (
     CheckResult,
@@ -15,8 +15,8 @@ from torchclaims.records import (
     Verdict,
     combine,
     read_record,
-    verdict_note,
     record_json,
+    verdict_note,
     write_if_changed,
     write_record,
 )

@@ -14,15 +14,15 @@ import pytest
 from factories import STARTED, make_environment, make_kb, make_record, write_results_file
 from test_releases import ROOT, write
 from torchclaims.admission import Admission
-from torchclaims.errors import UsageError
-from torchclaims.fingerprint import COMMON_ENV_PREFIXES
 from torchclaims.claims import load_claims
 from torchclaims.cli import main
+from torchclaims.errors import UsageError
+from torchclaims.fingerprint import COMMON_ENV_PREFIXES
 from torchclaims.freshness import outdated_results
 from torchclaims.output import write_run
+from torchclaims.records import ScriptInfo
 from torchclaims.release_sweep import Measured, Sweep, plan, report, select
 from torchclaims.releases import load_releases
-from torchclaims.records import ScriptInfo
 from torchclaims.results import build_results, figures_dir, read_results
 
 HELD = {"numpy": "2.4.6", "transformers": "5.24.0"}
@@ -50,7 +50,11 @@ def sweep_label(series: str, version: str, root: Path | None = None) -> str:
     return next(r for r in select(releases, [series], [version])).label
 
 
-HERE = {"python": platform.python_version(), "machine": platform.machine(), "os": f"{platform.system()} {platform.release()}"}
+HERE = {
+    "python": platform.python_version(),
+    "machine": platform.machine(),
+    "os": f"{platform.system()} {platform.release()}",
+}
 
 
 def run_environment(version: str, backend: str = "cpu", build: str = "cu128", **overrides):
@@ -58,13 +62,26 @@ def run_environment(version: str, backend: str = "cpu", build: str = "cu128", **
     overrides = {**HERE, **overrides}
     if backend == "xla":
         torch = {"2.8.1": "2.8.0", "2.9.0": "2.9.0"}[version]
-        return make_environment(backend="xla", device="xla:0", device_name="XLA CPU", torch=f"{torch}+cu128",
-                                packages={"torch": torch, "torch_xla": version, **HELD}, **overrides)
+        return make_environment(
+            backend="xla",
+            device="xla:0",
+            device_name="XLA CPU",
+            torch=f"{torch}+cu128",
+            packages={"torch": torch, "torch_xla": version, **HELD},
+            **overrides,
+        )
     return make_environment(torch=f"{version}+{build}", packages={"torch": version, **HELD}, **overrides)
 
 
-def commit_run(root: Path, version: str, claims=("alpha", "beta"), stamp: str = "1", label: str | None = None,
-               backend: str = "cpu", **packages) -> Path:
+def commit_run(
+    root: Path,
+    version: str,
+    claims=("alpha", "beta"),
+    stamp: str = "1",
+    label: str | None = None,
+    backend: str = "cpu",
+    **packages,
+) -> Path:
     """A results file of the sweep (unless ``label`` says otherwise), each record with a figure."""
     series = "torch_xla" if backend == "xla" else "torch"
     env = run_environment(version, backend)
@@ -76,13 +93,20 @@ def commit_run(root: Path, version: str, claims=("alpha", "beta"), stamp: str = 
         figure = f"figures/{path.stem}/{c}/plot.png"
         (root / "results" / figure).parent.mkdir(parents=True, exist_ok=True)
         (root / "results" / figure).write_bytes(b"old " + c.encode())
-        records.append(make_record(c, environment=env, script=ScriptInfo(path=f"gallery/{c}.py", sha256=sha(root, c)), figures=[figure]))
+        records.append(
+            make_record(
+                c, environment=env, script=ScriptInfo(path=f"gallery/{c}.py", sha256=sha(root, c)), figures=[figure]
+            )
+        )
     return write_results_file(path, records, env, label=sweep_label(series, version, root) if label is None else label)
 
 
 def decisions(root: Path, *versions: str) -> dict[str, str]:
     releases = load_releases(root)
-    return {p.release.version: p.why for p in plan(root, releases, root / "results", select(releases, ["torch"], list(versions)))}
+    return {
+        p.release.version: p.why
+        for p in plan(root, releases, root / "results", select(releases, ["torch"], list(versions)))
+    }
 
 
 def test_a_release_is_current_only_with_every_claim_current_scripts_and_the_held_versions(project):
@@ -91,10 +115,15 @@ def test_a_release_is_current_only_with_every_claim_current_scripts_and_the_held
     commit_run(project, "2.15.0", numpy="1.26.4")
     why = decisions(project)
     assert why["2.9.0"] == "current: cpu-torch2.9.0-1.json"
-    assert why["2.10.0"] == "1 new claim(s) (beta): they run and merge into cpu-torch2.10.0-1.json, which keeps 1 record(s)"
+    assert (
+        why["2.10.0"]
+        == "1 new claim(s) (beta): they run and merge into cpu-torch2.10.0-1.json, which keeps 1 record(s)"
+    )
     assert why["2.15.0"] == "no results file of the sweep for this release: all 2 claims run"
     (project / "gallery" / "beta.py").write_text((project / "gallery" / "beta.py").read_text() + "\n# changed\n")
-    assert decisions(project, "2.9.0")["2.9.0"].startswith("1 script(s) changed (beta): they run and merge into cpu-torch2.9.0-1.json")
+    assert decisions(project, "2.9.0")["2.9.0"].startswith(
+        "1 script(s) changed (beta): they run and merge into cpu-torch2.9.0-1.json"
+    )
 
 
 class Recorder:
@@ -102,7 +131,13 @@ class Recorder:
     records of the claims it names through the real output.write_run, as verify does."""
 
     def __init__(self, root: Path, fail_on: str = "", verify_status: int = 0, build: str = "", **environment):
-        self.root, self.fail_on, self.verify_status, self.environment, self.calls = root, fail_on, verify_status, environment, []
+        self.root, self.fail_on, self.verify_status, self.environment, self.calls = (
+            root,
+            fail_on,
+            verify_status,
+            environment,
+            [],
+        )
         self.build = build  # the torch build pip took; by default what the sweep asked for
 
     def __call__(self, command: list[str], env: dict[str, str]) -> int:
@@ -120,7 +155,7 @@ class Recorder:
 
     def verify(self, command: list[str]) -> None:
         option = lambda name: command[command.index(name) + 1]  # noqa: E731
-        claims = command[2:command.index("--root")] or [c.id for c in load_claims(self.root / "claims").executable()]
+        claims = command[2 : command.index("--root")] or [c.id for c in load_claims(self.root / "claims").executable()]
         installed = [c for command, _ in self.calls for c in command if "==" in c]
         package = "torch_xla" if option("--backend") == "xla" else "torch"
         version = next(c.split("=")[-1] for c in reversed(installed) if c.split("=")[0] == package)
@@ -131,19 +166,34 @@ class Recorder:
         for c in claims:
             (records_dir / c).mkdir(parents=True, exist_ok=True)
             (records_dir / c / "plot.png").write_bytes(b"new " + c.encode())
-            records.append(make_record(c, environment=env, started_at=LATER, figures=[f"{c}/plot.png"],
-                                       script=ScriptInfo(path=f"gallery/{c}.py", sha256=sha(self.root, c))))
+            records.append(
+                make_record(
+                    c,
+                    environment=env,
+                    started_at=LATER,
+                    figures=[f"{c}/plot.png"],
+                    script=ScriptInfo(path=f"gallery/{c}.py", sha256=sha(self.root, c)),
+                )
+            )
         results = build_results(records, env, label=option("--label"))
         executable = {c.id for c in load_claims(self.root / "claims").executable()}
         write_run(results, Path(option("--output")), records_dir, executable, log=lambda _: None)
 
     def verified(self) -> list[list[str]]:
         """The claim ids of each verify run (empty: every claim)."""
-        return [command[2:command.index("--root")] for command, _ in self.calls if command[1:2] == ["verify"]]
+        return [command[2 : command.index("--root")] for command, _ in self.calls if command[1:2] == ["verify"]]
 
 
 def sweep(project: Path, recorder: Recorder, free: int = 100 * 10**9) -> Sweep:
-    return Sweep(project, load_releases(project), project / ".sweep", project / "results", run=recorder, python="python3", free_bytes=lambda _: free)
+    return Sweep(
+        project,
+        load_releases(project),
+        project / ".sweep",
+        project / "results",
+        run=recorder,
+        python="python3",
+        free_bytes=lambda _: free,
+    )
 
 
 def only_file(project: Path, pattern: str = "cpu-torch2.9.0-*.json") -> Path:
@@ -195,7 +245,9 @@ def test_a_changed_script_reruns_only_its_claim_and_merges_into_the_releases_fil
     assert Admission.for_project(project, load_claims(project / "claims").claims).check(new, results).problems == []
     assert outdated_results(project, project / "results") == {}
     again = Recorder(project)
-    assert [m.status for m in sweep(project, again).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))] == ["current"]
+    assert [m.status for m in sweep(project, again).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))] == [
+        "current"
+    ]
     assert again.calls == []
 
 
@@ -208,7 +260,9 @@ def test_claims_asked_to_run_again_run_although_current_and_an_unknown_one_is_re
     assert [(m.status, m.claims) for m in measured] == [("ran", 1)]
     assert sorted(r.claim_id for r in read_results(only_file(project)).records) == ["alpha", "beta"]
     with pytest.raises(UsageError, match="no-such-claim"):
-        sweep(project, Recorder(project)).sweep(select(load_releases(project), ["torch"], ["2.9.0"]), rerun=("no-such-claim",))
+        sweep(project, Recorder(project)).sweep(
+            select(load_releases(project), ["torch"], ["2.9.0"]), rerun=("no-such-claim",)
+        )
 
 
 def test_an_environment_that_differs_beyond_the_kernel_build_runs_every_claim(project):
@@ -221,7 +275,9 @@ def test_an_environment_that_differs_beyond_the_kernel_build_runs_every_claim(pr
     assert recorder.verified() == [["beta"], ["alpha"]]
     assert measured[0].status == "ran" and measured[0].claims == 2 and measured[0].detail == f"replaced {old.name}"
     results = read_results(only_file(project))
-    assert {r.claim_id for r in results.records} == {"alpha", "beta"} and {r.environment.python for r in results.records} == {"3.13.1"}
+    assert {r.claim_id for r in results.records} == {"alpha", "beta"} and {
+        r.environment.python for r in results.records
+    } == {"3.13.1"}
 
 
 def test_a_machine_known_to_record_another_configuration_runs_every_claim_from_the_start(project, monkeypatch):
@@ -253,7 +309,9 @@ def test_files_others_made_for_a_release_are_neither_current_nor_replaced(projec
 def test_a_failed_verify_keeps_the_sweeps_file(project):
     old = commit_run(project, "2.9.0")
     (project / "gallery" / "beta.py").write_text("# changed\n")
-    measured = sweep(project, Recorder(project, verify_status=2)).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))
+    measured = sweep(project, Recorder(project, verify_status=2)).sweep(
+        select(load_releases(project), ["torch"], ["2.9.0"])
+    )
     assert measured[0].status == "failed" and "kept" in measured[0].detail
     assert old.exists() and only_file(project) == old
 
@@ -268,7 +326,10 @@ def test_torch_xla_releases_rerun_only_the_changed_claims_too(project):
     assert torch_install[-2:] == ["torch_xla===2.8.1", "torch==2.8.0"]
     verify, env = next((c, e) for c, e in recorder.calls if c[1:2] == ["verify"])
     assert verify[verify.index("--backend") + 1] == "xla" and env["PJRT_DEVICE"] == "CPU"
-    assert not old.exists() and {r.claim_id for r in read_results(only_file(project, "xla-*.json")).records} == {"alpha", "beta"}
+    assert not old.exists() and {r.claim_id for r in read_results(only_file(project, "xla-*.json")).records} == {
+        "alpha",
+        "beta",
+    }
 
 
 def test_records_of_removed_claims_are_dropped_without_installing(project):
@@ -283,7 +344,10 @@ def test_records_of_removed_claims_are_dropped_without_installing(project):
 def test_a_broken_claim_record_stops_the_sweep_before_anything_runs(project, capsys):
     commit_run(project, "2.9.0")
     (project / "claims" / "beta.toml").write_text("not = [valid")
-    assert main(["sweep", "--root", str(project), "--dry-run", "--work-dir", str(project / ".sweep"), "--series", "torch"]) == 2
+    assert (
+        main(["sweep", "--root", str(project), "--dry-run", "--work-dir", str(project / ".sweep"), "--series", "torch"])
+        == 2
+    )
     assert "beta.toml" in capsys.readouterr().err
 
 
@@ -306,7 +370,9 @@ def test_the_transformers_series_lifts_its_own_pin_and_holds_torch(project):
 
 def test_a_failed_install_keeps_the_committed_files_and_the_disk_clean(project):
     old = commit_run(project, "2.9.0", claims=("alpha",))
-    measured = sweep(project, Recorder(project, fail_on="torch===2.9.0")).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))
+    measured = sweep(project, Recorder(project, fail_on="torch===2.9.0")).sweep(
+        select(load_releases(project), ["torch"], ["2.9.0"])
+    )
     assert measured[0].status == "failed" and old.exists()
     assert not (project / ".sweep" / "env").exists()
 
@@ -325,21 +391,46 @@ def test_the_cpu_index_is_used_for_cpu_series_only(project):
         assert ("--extra-index-url" in sw.index_args(release)) is (release.series.backend == "cpu")
     sw.run_release(select(load_releases(project), ["torch"], ["2.9.0"])[0])
     torch_install = recorder.calls[1][0]
-    assert torch_install[-3:] == ["--extra-index-url", sw.torch_index, "torch==2.9.0"]  # the index's +cpu build may be taken
+    assert torch_install[-3:] == [
+        "--extra-index-url",
+        sw.torch_index,
+        "torch==2.9.0",
+    ]  # the index's +cpu build may be taken
     assert read_results(only_file(project)).environment.torch == "2.9.0+cpu"
-    assert decisions(project, "2.9.0")["2.9.0"].startswith("no results file of the sweep"), "a +cpu file is not the index build's"
+    assert decisions(project, "2.9.0")["2.9.0"].startswith("no results file of the sweep"), (
+        "a +cpu file is not the index build's"
+    )
 
 
 def test_the_command_line_dry_run_plans_without_installing(project, capsys):
     commit_run(project, "2.9.0")
-    assert main(["sweep", "--root", str(project), "--dry-run", "--work-dir", str(project / ".sweep"), "--series", "torch"]) == 0
+    assert (
+        main(["sweep", "--root", str(project), "--dry-run", "--work-dir", str(project / ".sweep"), "--series", "torch"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "torch-2.9.0: current" in out and "torch-2.10.0: no results file" in out
     assert not (project / ".sweep" / "env").exists()
     assert main(["sweep", "--root", str(project), "--series", "nope", "--dry-run"]) == 2
     json.loads((project / "results" / "cpu-torch2.9.0-1.json").read_text())  # untouched
     (project / "gallery" / "beta.py").write_text((project / "gallery" / "beta.py").read_text() + "\n# changed\n")
-    assert main(["sweep", "--root", str(project), "--dry-run", "--work-dir", str(project / ".sweep"), "--series", "torch", "--versions", "2.9.0"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--root",
+                str(project),
+                "--dry-run",
+                "--work-dir",
+                str(project / ".sweep"),
+                "--series",
+                "torch",
+                "--versions",
+                "2.9.0",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out.splitlines()
     assert out[:4] == [
         "torch-2.9.0: 1 script(s) changed (beta): they run and merge into cpu-torch2.9.0-1.json, "
@@ -355,9 +446,24 @@ def test_the_command_line_dry_run_plans_without_installing(project, capsys):
 
 def test_the_summary_prints_the_figures_beside_the_targets(project):
     releases = select(load_releases(project), ["torch"], ["2.9.0", "2.10.0"])
-    ran = [Measured(releases[0], "ran", install_s=120, verify_s=150, env_bytes=6 * 10**9), Measured(releases[1], "current", "current: x.json")]
+    ran = [
+        Measured(releases[0], "ran", install_s=120, verify_s=150, env_bytes=6 * 10**9),
+        Measured(releases[1], "current", "current: x.json"),
+    ]
     lines = report(ran, wall_s=300, peak_bytes=8 * 10**9)
-    assert lines[0].split() == ["torch-2.9.0", "ran", "(install", "2.0", "min,", "verify", "2.5", "min,", "environment", "6.0", "GB)"]
+    assert lines[0].split() == [
+        "torch-2.9.0",
+        "ran",
+        "(install",
+        "2.0",
+        "min,",
+        "verify",
+        "2.5",
+        "min,",
+        "environment",
+        "6.0",
+        "GB)",
+    ]
     assert "1 environment(s) run, 1 current, 0 failed, in 5.0 min" in lines
     assert "peak disk of the sweep's folder: 8.0 GB (target < 15 GB)" in lines
     assert report([ran[1]], wall_s=4.2, peak_bytes=0)[-1] == "nothing to run: 4.2 s (target < 120 s)"
@@ -378,7 +484,23 @@ def test_the_sessions_index_words_mean_the_package_index_to_the_sweep(project, c
     commit_run(project, "2.9.0")
     for word in ("auto", "pypi"):
         monkeypatch.setenv("TORCHCLAIMS_TORCH_INDEX", word)
-        assert main(["sweep", "--root", str(project), "--dry-run", "--work-dir", str(project / ".sweep"), "--series", "torch", "--versions", "2.9.0"]) == 0
+        assert (
+            main(
+                [
+                    "sweep",
+                    "--root",
+                    str(project),
+                    "--dry-run",
+                    "--work-dir",
+                    str(project / ".sweep"),
+                    "--series",
+                    "torch",
+                    "--versions",
+                    "2.9.0",
+                ]
+            )
+            == 0
+        )
         assert "torch-2.9.0: current: cpu-torch2.9.0-1.json" in capsys.readouterr().out
 
 
@@ -386,7 +508,9 @@ def test_a_run_that_does_not_stand_for_its_release_fails_and_names_its_file(proj
     """pip took another build than the sweep pins: verify's file is named, the sweep's file kept."""
     old = commit_run(project, "2.9.0")
     (project / "gallery" / "beta.py").write_text("# changed\n")
-    measured = sweep(project, Recorder(project, build="cpu")).sweep(select(load_releases(project), ["torch"], ["2.9.0"]))
+    measured = sweep(project, Recorder(project, build="cpu")).sweep(
+        select(load_releases(project), ["torch"], ["2.9.0"])
+    )
     assert measured[0].status == "failed" and "does not stand for torch-2.9.0" in measured[0].detail
     assert old.exists()
 
@@ -394,7 +518,9 @@ def test_a_run_that_does_not_stand_for_its_release_fails_and_names_its_file(proj
 def test_a_file_made_before_the_fingerprint_recorded_a_field_runs_every_claim(project):
     old = commit_run(project, "2.9.0")
     data = json.loads(old.read_text())
-    del data["environment"]["accelerator_runtime"]  # as a file written before the field existed would be (read with its default)
+    del data["environment"][
+        "accelerator_runtime"
+    ]  # as a file written before the field existed would be (read with its default)
     (project / "gallery" / "beta.py").write_text((project / "gallery" / "beta.py").read_text() + "\n# changed\n")
     old.write_text(json.dumps(data))
     assert "(accelerator_runtime not recorded in it), so all 2 claims run" in decisions(project, "2.9.0")["2.9.0"]

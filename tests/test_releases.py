@@ -35,7 +35,11 @@ default = false
 """
 
 
-def write(root: Path, releases: str = RELEASES, constraints: str = "# held\nnumpy==2.4.6\ntransformers==5.24.0\ntokenizers==0.23.3\n") -> Path:
+def write(
+    root: Path,
+    releases: str = RELEASES,
+    constraints: str = "# held\nnumpy==2.4.6\ntransformers==5.24.0\ntokenizers==0.23.3\n",
+) -> Path:
     (root / "sweep").mkdir(parents=True, exist_ok=True)
     (root / "sweep" / "releases.toml").write_text(releases)
     (root / "sweep" / "constraints.txt").write_text(constraints)
@@ -51,7 +55,12 @@ def test_the_committed_release_list_is_valid_and_names_the_releases_the_site_swe
 
 
 def test_versions_sort_as_numbers():
-    assert sorted(["2.10.0", "2.9.0", "2.15.0", "2.9.1+cpu"], key=version_key) == ["2.9.0", "2.9.1+cpu", "2.10.0", "2.15.0"]
+    assert sorted(["2.10.0", "2.9.0", "2.15.0", "2.9.1+cpu"], key=version_key) == [
+        "2.9.0",
+        "2.9.1+cpu",
+        "2.10.0",
+        "2.15.0",
+    ]
 
 
 def test_requirements_of_a_release_include_the_series_pins(tmp_path):
@@ -81,12 +90,17 @@ def test_a_run_stands_for_a_release_only_when_the_release_is_the_only_change(tmp
     run = make_environment(torch="2.13.0+cpu", packages={**held, "torch": "2.13.0", "transformers": "4.57.6"})
     assert series["transformers"].release_of(run) == "4.57.6"
     assert series["torch"].release_of(run) is None
-    assert series["transformers"].release_of(make_environment(torch="2.14.1", packages={**held, "torch": "2.14.1"})) is None
+    assert (
+        series["transformers"].release_of(make_environment(torch="2.14.1", packages={**held, "torch": "2.14.1"}))
+        is None
+    )
     # torch-tpu on a CPU host (nox -s tpu): a run of the vendor's package, never the plain
     # release's, so a sweep never replaces it
     vendor = make_environment(torch="2.10.0", packages={**held, "torch-tpu": "0.2.0", "libtpu": "0.0.52"})
     assert series["torch"].release_of(vendor) is None
-    xla = make_environment(backend="xla", torch="2.9.0", packages={"torch": "2.9.0", "torch_xla": "2.9.0", "numpy": "2.4.6"})
+    xla = make_environment(
+        backend="xla", torch="2.9.0", packages={"torch": "2.9.0", "torch_xla": "2.9.0", "numpy": "2.4.6"}
+    )
     assert series["torch_xla"].release_of(xla) == "2.9.0"
 
 
@@ -95,8 +109,14 @@ def test_a_run_stands_for_a_release_only_when_the_release_is_the_only_change(tmp
     [
         (RELEASES.replace('"2.9.0", "2.10.0"', '"2.10.0", "2.9.0"'), "series.torch.versions"),  # not oldest first
         (RELEASES.replace('backend = "xla"', 'backend = "gpu"'), "series.torch_xla.backend"),
-        (RELEASES.replace('"2.8.1" = ["torch==2.8.0"]', '"2.7.0" = ["torch==2.7.0"]'), "series.torch_xla.requires_by_version"),
-        (RELEASES.replace('requires = ["torch==2.13.0"]', 'requires = ["torch>=2.13"]'), "series.transformers.requires.0"),
+        (
+            RELEASES.replace('"2.8.1" = ["torch==2.8.0"]', '"2.7.0" = ["torch==2.7.0"]'),
+            "series.torch_xla.requires_by_version",
+        ),
+        (
+            RELEASES.replace('requires = ["torch==2.13.0"]', 'requires = ["torch>=2.13"]'),
+            "series.transformers.requires.0",
+        ),
         ("unknown = 1\n" + RELEASES, "unknown"),
     ],
     ids=["order", "backend", "requires-unknown-release", "open-requirement", "unknown-field"],

@@ -6,8 +6,8 @@ import json
 from datetime import timedelta
 
 import pytest
-from factories import STARTED, make_environment, make_record, make_results, write_results_file
 
+from factories import STARTED, make_environment, make_record, make_results, write_results_file
 from torchclaims.changes import describe, only_in, verdict_changes, version_differences
 from torchclaims.errors import InvalidFileError
 from torchclaims.records import Verdict, record_json, write_record
@@ -134,9 +134,17 @@ def test_load_store_merges_build_records_and_results_files(tmp_path):
     results_dir = tmp_path / "results"
     results_dir.mkdir()
     cuda = make_environment(
-        backend="cuda", device="cuda", device_name="H200", packages={"torch": "2.13.0", "triton": "3.5"}, accelerator_runtime={"cuda": "12.8"}
+        backend="cuda",
+        device="cuda",
+        device_name="H200",
+        packages={"torch": "2.13.0", "triton": "3.5"},
+        accelerator_runtime={"cuda": "12.8"},
     )
-    write_results_file(results_dir / "cuda.json", [make_record("a-claim", "refuted", environment=cuda), make_record("b-claim", environment=cuda)], label="H200 box")
+    write_results_file(
+        results_dir / "cuda.json",
+        [make_record("a-claim", "refuted", environment=cuda), make_record("b-claim", environment=cuda)],
+        label="H200 box",
+    )
 
     store = load_store(build, build_env, results_dir)
 
@@ -210,7 +218,12 @@ def test_latest_by_column_keeps_the_newest_record_per_backend_and_version():
     store = Store()
     store.add(Entry(make_record("a", "refuted", started_at=STARTED - timedelta(days=9)), "old-2.13.json"))
     store.add(Entry(make_record("a", "holds"), "new-2.13.json"))
-    store.add(Entry(make_record("a", "error", environment={"torch": "2.14.1"}, started_at=STARTED - timedelta(days=20)), "2.14.json"))
+    store.add(
+        Entry(
+            make_record("a", "error", environment={"torch": "2.14.1"}, started_at=STARTED - timedelta(days=20)),
+            "2.14.json",
+        )
+    )
     latest = store.latest_by_column("a")
     assert set(latest) == {CPU_2_13, CPU_2_14}
     assert latest[CPU_2_13].origin == "new-2.13.json"
@@ -225,7 +238,9 @@ def test_column_of_a_plugin_backend_uses_its_primary_package():
 def test_columns_put_this_build_first():
     store = Store(build_environment=make_environment(torch="2.14.1"))
     store.add(Entry(make_record("a"), "old.json"))
-    store.add(Entry(make_record("a", environment={"torch": "2.14.1"}, started_at=STARTED + timedelta(days=1)), THIS_BUILD))
+    store.add(
+        Entry(make_record("a", environment={"torch": "2.14.1"}, started_at=STARTED + timedelta(days=1)), THIS_BUILD)
+    )
     cuda = make_environment(backend="cuda", device="cuda")
     store.add(Entry(make_record("b", environment=cuda), "cuda.json"))
     assert store.columns() == [CPU_2_14, CPU_2_13, "cuda · torch 2.13.0"]
@@ -313,12 +328,13 @@ def test_a_new_run_supersedes_files_of_the_same_environment_only(tmp_path):
 
     same = write_results_file(tmp_path / "old-same.json", [make_record("a-claim")])
     other_env = make_environment(torch="2.14.1")
-    other = write_results_file(tmp_path / "old-other.json", [make_record("a-claim", environment=other_env)], environment=other_env)
+    other = write_results_file(
+        tmp_path / "old-other.json", [make_record("a-claim", environment=other_env)], environment=other_env
+    )
     (tmp_path / "broken.json").write_text("{")
     new = write_results_file(tmp_path / "new.json", [make_record("a-claim", "refuted")])
     assert [path for path, _ in superseded_by(read_results(new), tmp_path, keep=new)] == [same]
     assert other.exists()
-
 
 
 def test_records_of_one_file_may_differ_only_in_the_kernels_build(tmp_path):

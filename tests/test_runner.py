@@ -32,7 +32,12 @@ def run(root: Path, **settings):
     claims = load_claims(root / "claims")
     assert not claims.problems
     messages: list[str] = []
-    outcome = verify(claims.executable(), Settings(root=root, timeout=6, parallel=2, **settings), log=messages.append, warn=messages.append)
+    outcome = verify(
+        claims.executable(),
+        Settings(root=root, timeout=6, parallel=2, **settings),
+        log=messages.append,
+        warn=messages.append,
+    )
     return outcome, messages
 
 
@@ -129,7 +134,6 @@ def test_verify_keeps_figures_with_the_record_and_the_results_file(tmp_path, cap
     assert (tmp_path / "out" / record.figures[0]).read_bytes().startswith(b"\x89PNG")
     beside_record = tmp_path / "_build" / "records" / "cpu" / "kb-figure" / "figure-1.png"
     assert beside_record.is_file()
-
 
 
 def test_a_script_knows_how_long_the_runner_gives_it(tmp_path):

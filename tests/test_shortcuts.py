@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from factories import make_environment, make_record, write_results_file
 from hostile import run_claims
 from kb import write_claim
-
 from torchclaims.cache import InputScanner
 from torchclaims.claims import load_claims
 from torchclaims.compiler_caches import CONDITION_NAME
@@ -23,7 +23,6 @@ from torchclaims.probe_cache import cache_path, key_parts, recall, remember
 from torchclaims.records import Verdict
 from torchclaims.runner import Job, Probe, Runner
 from torchclaims.scheduling import longest_first
-
 
 pytestmark = pytest.mark.processes  # verify runs with and without the fork server's shortcuts
 
@@ -52,7 +51,10 @@ def test_a_changed_variable_or_distribution_makes_the_probe_run_again_and_says_w
     (site / "torch-9.9.9.dist-info").mkdir(parents=True)
     monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
     assert recall(path, key_parts("cpu")) == (None, "changed since the last probe: the installed distributions")
-    assert recall(path, key_parts("auto"))[1] == "changed since the last probe: the backend asked for, the installed distributions"
+    assert (
+        recall(path, key_parts("auto"))[1]
+        == "changed since the last probe: the backend asked for, the installed distributions"
+    )
 
 
 def test_running_as_sphinx_build_or_python_m_sphinx_is_the_same_environment(monkeypatch):
@@ -63,7 +65,13 @@ def test_running_as_sphinx_build_or_python_m_sphinx_is_the_same_environment(monk
 
 @pytest.mark.parametrize(
     "content",
-    [b"{not json", b"[]", json.dumps({"format": 1, "parts": {}, "probe": {"backend": "cpu"}}).encode(), b"\xff\xfe", b"[" * 5000 + b"]" * 5000],
+    [
+        b"{not json",
+        b"[]",
+        json.dumps({"format": 1, "parts": {}, "probe": {"backend": "cpu"}}).encode(),
+        b"\xff\xfe",
+        b"[" * 5000 + b"]" * 5000,
+    ],
 )
 def test_a_broken_remembered_probe_is_probed_again(tmp_path, content):
     path = cache_path(tmp_path, "cpu")
@@ -76,7 +84,11 @@ def test_a_run_with_nothing_to_do_starts_no_process_and_an_edit_probes_again(tmp
     started = []  # what would start the fork server: a probe, a claim
     for name in ("probe", "_start"):
         original = getattr(Runner, name)
-        monkeypatch.setattr(Runner, name, lambda self, *args, _original=original, _name=name: started.append(_name) or _original(self, *args))
+        monkeypatch.setattr(
+            Runner,
+            name,
+            lambda self, *args, _original=original, _name=name: started.append(_name) or _original(self, *args),
+        )
     write_claim(tmp_path, "kb-holds", "holds")
     first = run_claims(tmp_path, timeout=120)
     assert set(first.reran) == {"kb-holds"} and started == ["probe", "_start"]
@@ -107,7 +119,9 @@ def test_a_group_is_preloaded_only_when_more_claims_use_it_than_there_are_worker
     compiles, hugs = frozenset({"torch.compile"}), frozenset({"transformers.models.llama"})
     runner = Runner("cpu", parallel=2)
     assert runner.preload_for([compiles, compiles, hugs]) == []
-    assert runner.preload_for([compiles, compiles, compiles | hugs, frozenset({"torch._dynamo.utils"})]) == ["torchclaims.preload.compiler"]
+    assert runner.preload_for([compiles, compiles, compiles | hugs, frozenset({"torch._dynamo.utils"})]) == [
+        "torchclaims.preload.compiler"
+    ]
     assert runner.preload_for([hugs, hugs, frozenset({"accelerate"})]) == ["torchclaims.preload.huggingface"]
     assert runner.preload_for([frozenset({"torch.compiler_x", "transformersx"})] * 5) == []
     assert Runner("cpu", parallel=2, shortcuts=False).preload_for([compiles] * 5) == []
@@ -119,9 +133,15 @@ def job(claim_id: str) -> Job:
 
 def test_claims_start_longest_first_with_the_unknown_ones_first(tmp_path):
     jobs = [job(name) for name in ("short", "long", "new", "committed", "elsewhere")]
-    write_results_file(tmp_path / "a.json", [make_record("committed", duration_s=50.0), make_record("elsewhere", duration_s=1.0)])
-    xla = make_environment(backend="xla", device="xla:0", packages={"torch": "2.9.0", "torch_xla": "2.9.0"}, torch="2.9.0")
-    write_results_file(tmp_path / "b.json", [make_record("elsewhere", duration_s=99.0, environment=xla)], environment=xla)
+    write_results_file(
+        tmp_path / "a.json", [make_record("committed", duration_s=50.0), make_record("elsewhere", duration_s=1.0)]
+    )
+    xla = make_environment(
+        backend="xla", device="xla:0", packages={"torch": "2.9.0", "torch_xla": "2.9.0"}, torch="2.9.0"
+    )
+    write_results_file(
+        tmp_path / "b.json", [make_record("elsewhere", duration_s=99.0, environment=xla)], environment=xla
+    )
     order = longest_first(jobs, {"short": 1.0, "long": 30.0}, "cpu", tmp_path)
     assert [j.claim_id for j in order] == ["new", "committed", "long", "short", "elsewhere"]
 
@@ -152,7 +172,11 @@ def test_a_claim_that_measures_compiling_gets_empty_caches_and_says_so(tmp_path)
     write_claim(tmp_path, "kb-cold", CACHE_REPORT)
     write_claim(tmp_path, "kb-shared", CACHE_REPORT)
     record = tmp_path / "claims" / "kb-cold.toml"
-    record.write_text(record.read_text().replace('script = "gallery/kb_cold.py"', 'script = "gallery/kb_cold.py"\ncompiler_caches = "cold"'))
+    record.write_text(
+        record.read_text().replace(
+            'script = "gallery/kb_cold.py"', 'script = "gallery/kb_cold.py"\ncompiler_caches = "cold"'
+        )
+    )
     try:
         outcome = run_claims(tmp_path, timeout=120)
     finally:
@@ -178,7 +202,7 @@ def tempfile_cache() -> str:
 def test_only_an_executable_claim_can_ask_for_cold_caches(tmp_path):
     write_claim(tmp_path, "kb-said", None)
     record = tmp_path / "claims" / "kb-said.toml"
-    record.write_text(record.read_text().replace('caveats = ', 'compiler_caches = "cold"\ncaveats = '))
+    record.write_text(record.read_text().replace("caveats = ", 'compiler_caches = "cold"\ncaveats = '))
     claims = load_claims(tmp_path / "claims")
     assert [p.field for p in claims.problems] == ["compiler_caches"]
 
@@ -199,13 +223,21 @@ def test_remembered_imports_and_lint_findings_equal_fresh_ones_and_a_broken_memo
     cross_check(tmp_path, claims, memo)
     memo.save()
     again = ContentMemo(path)
-    assert (InputScanner(tmp_path, again).inputs(script), [str(p) for p in cross_check(tmp_path, claims, again)]) == fresh
+    assert (
+        InputScanner(tmp_path, again).inputs(script),
+        [str(p) for p in cross_check(tmp_path, claims, again)],
+    ) == fresh
     data = json.loads(path.read_text())
     for shelf in data.values():
         for key in shelf["answers"]:
-            shelf["answers"][key] = {"calls": "wrong", "problems": [[1, 2, 3]]} if isinstance(shelf["answers"][key], dict) else [7]
+            shelf["answers"][key] = (
+                {"calls": "wrong", "problems": [[1, 2, 3]]} if isinstance(shelf["answers"][key], dict) else [7]
+            )
     path.write_text(json.dumps(data))
     tampered = ContentMemo(path)
-    assert (InputScanner(tmp_path, tampered).inputs(script), [str(p) for p in cross_check(tmp_path, claims, tampered)]) == fresh
+    assert (
+        InputScanner(tmp_path, tampered).inputs(script),
+        [str(p) for p in cross_check(tmp_path, claims, tampered)],
+    ) == fresh
     path.write_text("{broken")
     assert InputScanner(tmp_path, ContentMemo(path)).inputs(script) == fresh[0]

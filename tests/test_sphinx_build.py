@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kb import built, moved, page_text, read_page, write_accelerator_pages, write_claim, write_site
-from torchclaims.results import build_results, write_results
 from torchclaims.records import Verdict, read_record
+from torchclaims.results import build_results, write_results
 
 pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, which run its claims
 
@@ -18,13 +18,20 @@ pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, w
 @pytest.fixture(scope="module")
 def site(new_site):
     root = new_site(
-        "site", ("kb-holds", "holds"), ("kb-refuted", "refuted"), ("kb-unverified", "unverified"), ("kb-raise", "raise"),
-        ("kb-exit", "exit"), ("kb-said", None),  # attributed: no script, no verdict
+        "site",
+        ("kb-holds", "holds"),
+        ("kb-refuted", "refuted"),
+        ("kb-unverified", "unverified"),
+        ("kb-raise", "raise"),
+        ("kb-exit", "exit"),
+        ("kb-said", None),  # attributed: no script, no verdict
     )
     # A vendor's claim about other hardware, checked by a narrower proposition on the CPU.
     write_claim(root, "kb-vendor", "holds", about=("neuron",), claimed_by=("AWS",), relation="narrows")
     (root / "docs" / "figures.md").write_text(FIGURES_PAGE)
-    (root / "index.md").write_text((root / "index.md").read_text().replace("docs/topic\n", "docs/topic\ndocs/figures\n"))
+    (root / "index.md").write_text(
+        (root / "index.md").read_text().replace("docs/topic\n", "docs/topic\ndocs/figures\n")
+    )
     write_accelerator_pages(root)
     first = built(root)
     # A results file from another backend, as a team with hardware would send.
@@ -32,7 +39,15 @@ def site(new_site):
     xla_env = moved(record.environment, "xla", "2.9.0", {"torch_xla": "2.9.0"})
     figure = "figures/xla-run/kb-holds/figure-1.png"
     refuted = [check.model_copy(update={"outcome": Verdict.REFUTED}) for check in record.checks]
-    xla_record = record.model_copy(update={"environment": xla_env, "verdict": Verdict.REFUTED, "checks": refuted, "reason": "", "figures": [figure]})
+    xla_record = record.model_copy(
+        update={
+            "environment": xla_env,
+            "verdict": Verdict.REFUTED,
+            "checks": refuted,
+            "reason": "",
+            "figures": [figure],
+        }
+    )
     (root / "results" / figure).parent.mkdir(parents=True)
     (root / "results" / figure).write_bytes(PNG)
     write_results(root / "results" / "xla-run.json", build_results([xla_record], xla_env, label="xla box"))
@@ -68,7 +83,9 @@ def test_topic_page_shows_each_verdict_with_evidence_and_environment(site):
     assert "“A verbatim quote for kb-holds” — PyTorch documentation (2026-10)" in text
     for badge in ("✔ holds", "✘ refuted", "? unverified", "⚠ error", "❝ attributed — no verdict"):
         assert badge in text
-    assert re.search(r"cpu · \S[^·]* · torch 2\.13\.0 ✔ holds this build \d{4}-\d\d-\d\d, this build", text)  # backend, device, version, source, date, origin
+    assert re.search(
+        r"cpu · \S[^·]* · torch 2\.13\.0 ✔ holds this build \d{4}-\d\d-\d\d, this build", text
+    )  # backend, device, version, source, date, origin
     assert "sum: max abs error = 0" in text
     assert "no accelerator on this machine" in text
     assert "ValueError: boom from the script" in text
@@ -79,14 +96,16 @@ def test_topic_page_shows_each_verdict_with_evidence_and_environment(site):
 def test_an_error_record_keeps_what_the_script_printed_on_its_page(site):
     root, _, _ = site
     record = read_record(root / "_build" / "records" / "cpu" / "kb-raise.json")
-    assert record.log_tail.startswith("printed before the raise\n")  # the script ran through sphinx-gallery, which captures it
+    assert record.log_tail.startswith(
+        "printed before the raise\n"
+    )  # the script ran through sphinx-gallery, which captures it
     assert "ValueError: boom from the script" in record.log_tail and "Output from" not in record.log_tail
     assert "printed before the raise" in html(root, "docs/auto_gallery/kb_raise")
 
 
 def claim_text(text: str, claim_id: str) -> str:
     """The part of a topic page showing one claim."""
-    part = text[text.index(f"Claim {claim_id} ¶"):]
+    part = text[text.index(f"Claim {claim_id} ¶") :]
     following = part.find("Claim kb-", 10)
     return part if following < 0 else part[:following]
 
@@ -94,7 +113,10 @@ def claim_text(text: str, claim_id: str) -> str:
 def test_a_vendor_is_never_shown_beside_a_verdict_on_other_hardware_without_saying_so(site):
     root, _, _ = site
     text = claim_text(html(root, "docs/topic"), "kb-vendor")
-    assert "Claimed by AWS about AWS Trainium (TorchNeuron): “A verbatim quote for kb-vendor” — PyTorch documentation" in text
+    assert (
+        "Claimed by AWS about AWS Trainium (TorchNeuron): “A verbatim quote for kb-vendor” — PyTorch documentation"
+        in text
+    )
     assert "We check a narrower proposition of our own" in text
     # One line: the verdict, the device it ran on, and that this is not the vendor's hardware.
     assert re.search(
@@ -105,11 +127,13 @@ def test_a_vendor_is_never_shown_beside_a_verdict_on_other_hardware_without_sayi
     assert "∅ not run on neuron · AWS Trainium (TorchNeuron): the claim is about it, and no record exists yet" in text
     assert "outside the scope" not in claim_text(html(root, "docs/topic"), "kb-holds").split("xla")[0]
     raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
-    row = raw[raw.index('id="matrix-kb-vendor"'):]
-    cpu_cell = row[row.index('data-backend="cpu"'):row.index("</td>")]
+    row = raw[raw.index('id="matrix-kb-vendor"') :]
+    cpu_cell = row[row.index('data-backend="cpu"') : row.index("</td>")]
     assert "outside its scope" in cpu_cell  # in the cell itself, beside the verdict
     assert "title=" not in cpu_cell  # no tooltip: the reason and environment are in the evidence the cell leads to
-    assert 'data-about="neuron"' in row[:200] and 'data-backend="neuron"' not in row[:row.index("</tr>")]  # no column of empty cells
+    assert (
+        'data-about="neuron"' in row[:200] and 'data-backend="neuron"' not in row[: row.index("</tr>")]
+    )  # no column of empty cells
     gallery = html(root, "docs/auto_gallery/kb_vendor")
     assert "(outside the scope of the claim: says nothing about AWS Trainium (TorchNeuron))" in gallery
 
@@ -150,9 +174,12 @@ def test_a_figure_without_a_record_says_so_and_warns(site):
 def test_a_verdict_in_prose_names_its_backend_device_and_scope(site):
     root, _, second = site
     text = html(root, "docs/figures")
-    assert re.search(r"On xla the claim ✘ refuted submitted by hand, not reproduced — "
-                         r"xla · [^·]+ · torch_xla 2\.9\.0 \(torch 2\.9\.0\), \S+, xla-run\.json, xla box "
-                     r"\(outside the scope of the claim: says nothing about the CPU\)", text)
+    assert re.search(
+        r"On xla the claim ✘ refuted submitted by hand, not reproduced — "
+        r"xla · [^·]+ · torch_xla 2\.9\.0 \(torch 2\.9\.0\), \S+, xla-run\.json, xla box "
+        r"\(outside the scope of the claim: says nothing about the CPU\)",
+        text,
+    )
     assert "on CUDA ∅ not run (no record on cuda)" in text
     assert "claim-verdict: kb-holds has no record on cuda" in second.stderr
 
@@ -160,7 +187,7 @@ def test_a_verdict_in_prose_names_its_backend_device_and_scope(site):
 def test_attributed_claim_never_shows_a_verdict(site):
     root, _, _ = site
     text = html(root, "docs/topic")
-    said = text[text.index("Claim kb-said"):]
+    said = text[text.index("Claim kb-said") :]
     said = said[: said.index("Claim kb-", 10)] if "Claim kb-" in said[10:] else said
     assert "❝ attributed — no verdict" in said
     assert "holds" not in said and "Evidence" not in said
@@ -180,7 +207,9 @@ def test_matrix_merges_the_committed_results_file(site):
         "No record yet from cuda (NVIDIA GPUs), rocm (AMD GPUs), mps (Apple GPUs), "
         "xpu (Intel GPUs), neuron (AWS Trainium (TorchNeuron)), tpu"
     ) in text
-    assert "Claims about them: 0 about cuda, 0 about rocm, 0 about mps, 0 about xpu, 1 about neuron, 0 about tpu" in text
+    assert (
+        "Claims about them: 0 about cuda, 0 about rocm, 0 about mps, 0 about xpu, 1 about neuron, 0 about tpu" in text
+    )
     # each cell links to the evidence of its run and keeps its badge
     assert (
         '<a class="tc-run tc-source-build" href="topic.html#claim-kb-holds--cpu--torch-2-13-0" '
@@ -188,7 +217,10 @@ def test_matrix_merges_the_committed_results_file(site):
     ) in raw
     assert '<th scope="col" data-backend="xla"' in raw and '<th scope="row">' in raw and "<caption>" in raw
     topic = html(root, "docs/topic")
-    assert re.search(r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted submitted by hand, not reproduced \S+, xla-run\.json, xla box", topic)
+    assert re.search(
+        r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted submitted by hand, not reproduced \S+, xla-run\.json, xla box",
+        topic,
+    )
     raw = read_page(root / "_build" / "html" / "docs" / "topic.html")
     assert 'alt="figure 1 of the xla · torch_xla 2.9.0 run"' in raw  # the results file's figure
 
@@ -204,7 +236,9 @@ def test_gallery_page_shows_code_output_and_verdict(site):
     text = html(root, "docs/auto_gallery/kb_holds")
     assert "from torchclaims . verify import verification" in text  # the code, highlighted
     assert "Claim kb-holds: HOLDS" in text  # the script's printed summary
-    assert re.search(r"✔ holds this build — cpu · [^·]+ · torch 2\.13\.0 \(torch 2\.13\.0\S*\), \d{4}-\d\d-\d\d, this build", text)
+    assert re.search(
+        r"✔ holds this build — cpu · [^·]+ · torch 2\.13\.0 \(torch 2\.13\.0\S*\), \d{4}-\d\d-\d\d, this build", text
+    )
 
 
 def test_second_build_reruns_nothing(site):
@@ -221,7 +255,9 @@ def test_this_build_is_published_as_a_results_file(site):
     assert data["format"] == "torchclaims-results"
     assert {r["claim_id"] for r in data["records"]} >= {"kb-holds", "kb-refuted"}
     # the results file committed after the first build is published too
-    assert (root / "_build" / "html" / "downloads" / "results" / "xla-run.json").read_bytes() == (root / "results" / "xla-run.json").read_bytes()
+    assert (root / "_build" / "html" / "downloads" / "results" / "xla-run.json").read_bytes() == (
+        root / "results" / "xla-run.json"
+    ).read_bytes()
 
 
 def test_changed_result_rerenders_page_and_appears_on_changes_page(tmp_path):
@@ -241,7 +277,10 @@ def test_changed_result_rerenders_page_and_appears_on_changes_page(tmp_path):
     # The downloads and the search data follow the new record; a build with
     # nothing new leaves them as they are.
     published = tmp_path / "_build" / "html"
-    results, search = published / "downloads" / "torchclaims-results.json", published / "_static" / "torchclaims-claims.js"
+    results, search = (
+        published / "downloads" / "torchclaims-results.json",
+        published / "_static" / "torchclaims-claims.js",
+    )
     assert [r["verdict"] for r in json.loads(results.read_text())["records"]] == ["refuted"]
     assert "refuted on cpu" in search.read_text() and "holds on cpu" not in search.read_text()
     written = {path: path.stat().st_mtime_ns for path in (results, search)}
@@ -277,15 +316,23 @@ def test_an_accelerator_page_counts_the_claims_about_it_from_the_records(site):
     text = html(root, "docs/accelerators/neuron")
     assert "1 claim is about AWS Trainium (TorchNeuron)." in text
     assert "0 of the 1 executable ones ran on neuron: no record from AWS Trainium (TorchNeuron) yet." in text
-    assert re.search(r"1 was checked only on a stand-in: on cpu \([^)]+, torch 2\.13\.0\), 1 claim: ✔ 1 held\. "
-                     r"A stand-in.s verdict is evidence about what ran there, never about AWS Trainium \(TorchNeuron\)\.", text)
-    group = text[text.index("Held on a stand-in, not yet run on neuron (1)"):]
-    assert re.match(r"Held on a stand-in, not yet run on neuron \(1\) ¶ "
-                 r"Claim kb-vendor cpu ✔ holds torch 2\.13\.0, \S+ this build outside its scope", group)
+    assert re.search(
+        r"1 was checked only on a stand-in: on cpu \([^)]+, torch 2\.13\.0\), 1 claim: ✔ 1 held\. "
+        r"A stand-in.s verdict is evidence about what ran there, never about AWS Trainium \(TorchNeuron\)\.",
+        text,
+    )
+    group = text[text.index("Held on a stand-in, not yet run on neuron (1)") :]
+    assert re.match(
+        r"Held on a stand-in, not yet run on neuron \(1\) ¶ "
+        r"Claim kb-vendor cpu ✔ holds torch 2\.13\.0, \S+ this build outside its scope",
+        group,
+    )
     assert 'torchclaims verify --backend neuron --label "your machine, driver and lab" --output results/' in text
     assert "runs every executable claim (6; 1 of them is about neuron)" in text
     raw = (root / "_build" / "html" / "docs" / "accelerators" / "neuron.html").read_text()
-    assert 'href="../topic.html#claim-kb-vendor--cpu--torch-2-13-0"' in raw  # each chip leads to the evidence of its run
+    assert (
+        'href="../topic.html#claim-kb-vendor--cpu--torch-2-13-0"' in raw
+    )  # each chip leads to the evidence of its run
     xla = html(root, "docs/accelerators/xla")
     assert "0 claims are about torch_xla (TPUs and other PJRT devices)." in xla and "Held on" not in xla
 
@@ -293,32 +340,45 @@ def test_an_accelerator_page_counts_the_claims_about_it_from_the_records(site):
 def test_the_accelerator_choice_lists_each_page_with_its_tally_and_the_matrix_headers_link_to_them(site):
     root, _, _ = site
     text = html(root, "docs/accelerators/index")
-    assert "neuron · AWS Trainium (TorchNeuron) 1 claim about it · 0 only their word · 0 ran on it · 1 only on a stand-in" in text
+    assert (
+        "neuron · AWS Trainium (TorchNeuron) 1 claim about it · 0 only their word · 0 ran on it · 1 only on a stand-in"
+        in text
+    )
     assert text.index("neuron · AWS") < text.index("xla · torch_xla")  # the backend most claims are about first
     raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
     assert '<span class="tc-backend"><a href="accelerators/xla.html">xla</a></span>' in raw
     assert '<span class="tc-backend">cpu</span>' in raw  # the reference has no page
-    assert '<a href="accelerators/neuron.html">neuron</a> (AWS Trainium (TorchNeuron))' in raw  # named once, with its page
+    assert (
+        '<a href="accelerators/neuron.html">neuron</a> (AWS Trainium (TorchNeuron))' in raw
+    )  # named once, with its page
 
 
 def test_a_claim_shows_its_newest_verdict_per_backend_and_folds_every_record_into_one_table(site):
     root, _, _ = site
     page = (root / "_build" / "html" / "docs" / "topic.html").read_text()
-    shipped = page[page.index('id="claim-kb-holds"'):page.index('id="claim-kb-raise"')]
+    shipped = page[page.index('id="claim-kb-holds"') : page.index('id="claim-kb-raise"')]
     # the table of every record is not in the page: it is written once beside it and loads when the block opens
     assert "tc-runs" not in shipped and 'data-tc-key="claim-kb-holds--runs"' in shipped
     assert 'data-tc-src="../_static/data/page-docs-topic.js"' in shipped
     raw = read_page(root / "_build" / "html" / "docs" / "topic.html")
-    section = raw[raw.index('id="claim-kb-holds"'):raw.index('id="claim-kb-raise"')]
+    section = raw[raw.index('id="claim-kb-holds"') : raw.index('id="claim-kb-raise"')]
     headline = re.search(r'<table class="[^"]*tc-headline.*?</table>', section, re.S)[0]
     assert headline.count("<tr") == 3  # the header, cpu and xla: one line per backend
-    evidence = re.search(r'<details class="tc-evidence" id="claim-kb-holds--evidence">(.*?)</details>\s*<p>Verification script', section, re.S)[1]
+    evidence = re.search(
+        r'<details class="tc-evidence" id="claim-kb-holds--evidence">(.*?)</details>\s*<p>Verification script',
+        section,
+        re.S,
+    )[1]
     rows = re.findall(r'<tr class="[^"]*" id="([^"]+)"', evidence) + re.findall(r'<tr id="([^"]+)"', evidence)
-    assert rows == ["claim-kb-holds--xla--torch-xla-2-9-0"]  # the first run is shown whole above the table, with its anchors
+    assert rows == [
+        "claim-kb-holds--xla--torch-xla-2-9-0"
+    ]  # the first run is shown whole above the table, with its anchors
     assert 'id="claim-kb-holds--cpu--torch-2-13-0"' in evidence and 'id="claim-kb-holds--xla"' in evidence
     assert evidence.count("Environment and conditions") == 1  # the environment once, then only what differs
     assert "torch_xla (absent) → 2.9.0" in page_text_of(evidence)
-    assert re.findall(r' title="(?!Link to this)', section) == []  # reasons are text, never tooltips (the theme's ¶ links aside)
+    assert (
+        re.findall(r' title="(?!Link to this)', section) == []
+    )  # reasons are text, never tooltips (the theme's ¶ links aside)
 
 
 def page_text_of(fragment: str) -> str:

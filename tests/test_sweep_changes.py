@@ -37,14 +37,17 @@ def test_changes_name_each_cell_that_moved_with_the_new_detail():
 
 def test_rows_present_in_one_run_only_count_as_leaving_or_joining_the_list():
     old = make_record("opinfo-coverage", tables=[ops_table({("add", "float32"): "N"}, rows=("add",))])
-    new = make_record("opinfo-coverage", tables=[ops_table({("add", "float32"): "N", ("sin", "float32"): "N"},
-                                                           rows=("add", "sin"))])
+    new = make_record(
+        "opinfo-coverage", tables=[ops_table({("add", "float32"): "N", ("sin", "float32"): "N"}, rows=("add", "sin"))]
+    )
     assert [(c.row, c.old, c.new) for c in table_changes(old, new)] == [("sin", ABSENT, "native")]
     assert table_changes(old, make_record("opinfo-coverage")) == []  # no table to compare with
 
 
 def test_diff_reports_per_operator_changes_grouped_by_transition(tmp_path, capsys):
-    old = write_results_file(tmp_path / "old.json", [make_record("opinfo-coverage", "refuted", tables=[ops_table(OLD)])])
+    old = write_results_file(
+        tmp_path / "old.json", [make_record("opinfo-coverage", "refuted", tables=[ops_table(OLD)])]
+    )
     newer_env = make_environment(torch="2.14.1")
     new_record = make_record("opinfo-coverage", "refuted", tables=[ops_table(NEW)], environment=newer_env)
     new = write_results_file(tmp_path / "new.json", [new_record], newer_env)

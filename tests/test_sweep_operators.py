@@ -34,7 +34,9 @@ NO_FALLBACK = NoFallback()  # the default probe of run(); it holds no state
 def op(name: str):
     from torch.testing._internal.common_methods_invocations import op_db
 
-    return {entry.name + (f".{entry.variant_test_name}" if entry.variant_test_name else ""): entry for entry in op_db}[name]
+    return {entry.name + (f".{entry.variant_test_name}" if entry.variant_test_name else ""): entry for entry in op_db}[
+        name
+    ]
 
 
 def run(op, dtype="float32", probe=NO_FALLBACK, **kwargs):
@@ -167,7 +169,10 @@ def test_sweep_lists_every_op_db_entry_and_marks_the_rest_not_reached_after_the_
     sweep = sweep_operators("cpu", guard_s=0, only=["add", "nn.functional.dropout", "as_strided.partial_views"])
     table = sweep.table
     assert table.rows == ["add", "as_strided.partial_views", "nn.functional.dropout"] or set(table.rows) == {
-        "add", "as_strided.partial_views", "nn.functional.dropout"}
+        "add",
+        "as_strided.partial_views",
+        "nn.functional.dropout",
+    }
     add = table.rows.index("add")
     assert table.column("float32").codes[add] == "T"
     assert "time guard of 0 s" in table.column("float32").details[add]

@@ -7,15 +7,20 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from torchclaims.downloads import table_csv
 from torchclaims.coverage.table import MAX_DETAIL, SweepTable, TableBuilder
+from torchclaims.downloads import table_csv
 
 LEGEND = {"N": "native", "M": "mismatch", "X": "excluded"}
 
 
 def small_table() -> SweepTable:
-    builder = TableBuilder("operators", "operator", ["add", "mul", "sin"], {"float32": LEGEND, "int64": LEGEND},
-                           {"n": "matched", "m": "mismatch"})
+    builder = TableBuilder(
+        "operators",
+        "operator",
+        ["add", "mul", "sin"],
+        {"float32": LEGEND, "int64": LEGEND},
+        {"n": "matched", "m": "mismatch"},
+    )
     builder.set("add", "float32", "N", samples="nn")
     builder.set("mul", "float32", "M", "sample 1: max err 3 (atol 0.001)", "nm")
     builder.set("sin", "float32", "X", "op_db skips it")

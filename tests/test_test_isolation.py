@@ -19,7 +19,8 @@ def test_a_test_that_freezes_the_backend_flags_fails_and_one_in_its_own_process_
     for helper in ("conftest.py", "forked.py", "kb.py"):  # the conftest and what it imports
         shutil.copy(HERE / helper, pytester.path / helper)
     pytester.makeini("[pytest]\nmarkers =\n    own_process: in a forked child\n")
-    pytester.makepyfile(test_inner='''
+    pytester.makepyfile(
+        test_inner="""
 import os
 
 import pytest
@@ -56,9 +57,14 @@ def test_e_imports_op_db_here():
     from torch.testing._internal.common_methods_invocations import op_db
 
     assert op_db
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=4, failed=1, errors=1)
-    result.stdout.fnmatch_lines(["*froze the torch.backends flags*mark it @pytest.mark.own_process*",  # errors come first
-                                 "*test_d_fails_in_its_own_process failed in its own process*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*froze the torch.backends flags*mark it @pytest.mark.own_process*",  # errors come first
+            "*test_d_fails_in_its_own_process failed in its own process*",
+        ]
+    )
     assert "ERROR test_inner.py::test_e_imports_op_db_here" in result.stdout.str()

@@ -44,8 +44,26 @@ def test_the_internal_is_available_still_raises():
 def test_verify_on_tpu_exits_2_with_one_line_naming_the_missing_tpu(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
     run = subprocess.run(
-        [sys.executable, "-m", "torchclaims", "verify", "--backend", "tpu", "--jobs", "1", "--records-dir", str(tmp_path / "records"), "--output", str(tmp_path / "out"), "privateuse1-named-device"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "torchclaims",
+            "verify",
+            "--backend",
+            "tpu",
+            "--jobs",
+            "1",
+            "--records-dir",
+            str(tmp_path / "records"),
+            "--output",
+            str(tmp_path / "out"),
+            "privateuse1-named-device",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert run.returncode == 2, run.stderr[-2000:]
     ours = [line for line in run.stderr.splitlines() if line.startswith("torchclaims: backend tpu is not usable")]

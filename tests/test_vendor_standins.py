@@ -52,12 +52,24 @@ print(json.dumps(report))
 REPORTS: dict[str, dict] = {}
 # What transformers 5.24 and accelerate 1.15 decide on each stand-in (their is_* helpers and get_device_type).
 LIBRARY_PATHS = {
-    "neuron": {"transformers is_torch_neuron_available": True, "transformers is_torch_tpu_available": False,
-               "transformers get_device_type": "neuron", "accelerate is_neuron_available": True},
-    "tpu": {"transformers is_torch_neuron_available": False, "transformers is_torch_tpu_available": True,
-            "transformers get_device_type": "tpu", "accelerate is_neuron_available": False},
-    "rocm": {"transformers is_torch_neuron_available": False, "transformers is_torch_tpu_available": False,
-             "transformers get_device_type": "rocm", "accelerate is_neuron_available": False},
+    "neuron": {
+        "transformers is_torch_neuron_available": True,
+        "transformers is_torch_tpu_available": False,
+        "transformers get_device_type": "neuron",
+        "accelerate is_neuron_available": True,
+    },
+    "tpu": {
+        "transformers is_torch_neuron_available": False,
+        "transformers is_torch_tpu_available": True,
+        "transformers get_device_type": "tpu",
+        "accelerate is_neuron_available": False,
+    },
+    "rocm": {
+        "transformers is_torch_neuron_available": False,
+        "transformers is_torch_tpu_available": False,
+        "transformers get_device_type": "rocm",
+        "accelerate is_neuron_available": False,
+    },
 }
 
 
@@ -71,17 +83,41 @@ def report_of(tmp_path_factory, backend: str) -> dict:
 def run_standin(tmp_path: Path, backend: str, env_vars: dict | None = None) -> dict:
     site = standins.write_site(tmp_path / "site", backend)
     paths = [str(site), str(ROOT / "src"), str(ROOT / "tests")]
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TORCHCLAIMS_")}, "PYTHONPATH": os.pathsep.join(paths), **(env_vars or {})}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("TORCHCLAIMS_")},
+        "PYTHONPATH": os.pathsep.join(paths),
+        **(env_vars or {}),
+    }
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # only the stand-in speaks for the vendor
-    run = subprocess.run([sys.executable, "-c", f"LIBRARY_PATHS = {sorted(LIBRARY_PATHS)!r}\n" + CHILD, backend], env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", f"LIBRARY_PATHS = {sorted(LIBRARY_PATHS)!r}\n" + CHILD, backend],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 # backend -> (device string, device name, sync call, recorded packages, runtime, an environment variable it records)
 EXPECTED = {
-    "neuron": ("neuron", "neuron", "torch.accelerator.synchronize", {"torch-neuronx": "2.14.0", "neuronx-cc": "2.21.0"}, None, "NEURON_RT_VISIBLE_CORES"),
-    "tpu": ("tpu", standins.DEVICE_NAMES["tpu"], "torch.accelerator.synchronize", {"torch-tpu": "0.2.0", "libtpu": "0.0.52"}, None, "TPU_VISIBLE_CHIPS"),
+    "neuron": (
+        "neuron",
+        "neuron",
+        "torch.accelerator.synchronize",
+        {"torch-neuronx": "2.14.0", "neuronx-cc": "2.21.0"},
+        None,
+        "NEURON_RT_VISIBLE_CORES",
+    ),
+    "tpu": (
+        "tpu",
+        standins.DEVICE_NAMES["tpu"],
+        "torch.accelerator.synchronize",
+        {"torch-tpu": "0.2.0", "libtpu": "0.0.52"},
+        None,
+        "TPU_VISIBLE_CHIPS",
+    ),
     "rocm": ("cuda", standins.DEVICE_NAMES["rocm"], "torch.cuda.synchronize", {}, "hip", "HIP_VISIBLE_DEVICES"),
     "mps": ("mps", None, "torch.mps.synchronize", {}, None, "PYTORCH_ENABLE_MPS_FALLBACK"),
     "xpu": ("xpu", standins.DEVICE_NAMES["xpu"], "torch.xpu.synchronize", {}, None, "ZE_AFFINITY_MASK"),

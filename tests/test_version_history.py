@@ -25,7 +25,9 @@ def run(version: str, verdicts: dict[str, str], origin: str | None = None, day: 
 
 def sentence(*verdicts: str | None) -> str:
     chosen = {
-        version: run(version, {"c": verdict}) for version, verdict in zip(TORCH.versions, verdicts, strict=True) if verdict is not None
+        version: run(version, {"c": verdict})
+        for version, verdict in zip(TORCH.versions, verdicts, strict=True)
+        if verdict is not None
     }
     return range_sentence(TORCH, strip(TORCH, chosen, "c"))
 
@@ -35,7 +37,10 @@ def test_the_sentence_says_since_when_a_claim_holds_and_what_came_before():
         "holds since torch 2.11.0; unverified before torch 2.11.0 (unverified for a test reason)"
     )
     assert sentence("holds", "holds", "holds", "refuted") == "refuted from torch 2.12.1; holds before torch 2.12.1"
-    assert sentence("holds", "holds", "holds", "holds") == "holds on every torch release with a run (torch 2.9.0 to 2.12.1)"
+    assert (
+        sentence("holds", "holds", "holds", "holds")
+        == "holds on every torch release with a run (torch 2.9.0 to 2.12.1)"
+    )
 
 
 def test_a_release_without_a_run_is_named_and_never_counted():
@@ -92,10 +97,16 @@ def measurement(value, tolerance="", unit="") -> Measurement:
 def test_measurements_move_beyond_tolerance_by_their_kind():
     bound = "<= 1e-05 + 0.0001 x |reference|"
     assert not moved_beyond_tolerance(measurement(1e-7, bound), measurement(3e-6, bound))
-    assert moved_beyond_tolerance(measurement(1e-7, bound), measurement(2e-5, bound))  # moved more than the bound, and crossed it
+    assert moved_beyond_tolerance(
+        measurement(1e-7, bound), measurement(2e-5, bound)
+    )  # moved more than the bound, and crossed it
     assert moved_beyond_tolerance(measurement(3, ">= 1"), measurement(0, ">= 1"))
-    assert not moved_beyond_tolerance(measurement(4.1e4, ">= 10"), measurement(2.4e5, ">= 10"))  # far above a lower bound
-    assert moved_beyond_tolerance(measurement(0.5, "<= 1e-05"), measurement(0.1, "<= 1e-05"))  # an error that moved by more than its tolerance
+    assert not moved_beyond_tolerance(
+        measurement(4.1e4, ">= 10"), measurement(2.4e5, ">= 10")
+    )  # far above a lower bound
+    assert moved_beyond_tolerance(
+        measurement(0.5, "<= 1e-05"), measurement(0.1, "<= 1e-05")
+    )  # an error that moved by more than its tolerance
     assert moved_beyond_tolerance(measurement("cpu", "== 'cpu'"), measurement("meta", "== 'cpu'"))
     assert moved_beyond_tolerance(measurement(2, ""), measurement(3, ""))  # a count
     assert moved_beyond_tolerance(measurement(True), measurement(False))
@@ -113,14 +124,21 @@ def test_an_upgrade_comparison_names_packages_verdicts_and_measurements():
     new.records["b"] = new.records["b"].model_copy(update={"checks": checked(0.5)})
     comparison = compare(old, new)
     assert comparison.packages["torch"] == ("2.9.0", "2.10.0")
-    assert [(c.claim_id, c.old.verdict.value, c.new.verdict.value) for c in comparison.verdicts] == [("a", "holds", "refuted")]
+    assert [(c.claim_id, c.old.verdict.value, c.new.verdict.value) for c in comparison.verdicts] == [
+        ("a", "holds", "refuted")
+    ]
     assert [c.claim_id for c in comparison.regressions] == ["a"]
-    assert [(m.claim_id, m.what, m.before, m.after) for m in comparison.moved["measurements"]] == [("b", "matches :: m", "0", "0.5")]
+    assert [(m.claim_id, m.what, m.before, m.after) for m in comparison.moved["measurements"]] == [
+        ("b", "matches :: m", "0", "0.5")
+    ]
     assert (comparison.only_old, comparison.only_new, comparison.compared) == (["gone"], ["added"], 2)
 
 
 def test_a_reason_shown_beside_the_sentence_is_left_out_of_it_and_only_that_one():
-    chosen = {v: run(v, {"c": verdict}) for v, verdict in zip(TORCH.versions, ["error", "error", "unverified", "unverified"], strict=True)}
+    chosen = {
+        v: run(v, {"c": verdict})
+        for v, verdict in zip(TORCH.versions, ["error", "error", "unverified", "unverified"], strict=True)
+    }
     steps = strip(TORCH, chosen, "c")
     assert range_sentence(TORCH, steps, said="unverified for a test reason") == (
         "unverified from torch 2.11.0; error before torch 2.11.0 (error for a test reason)"

@@ -25,7 +25,9 @@ def release_run(record, version: str, verdict: Verdict, **update):
     """The record as another torch release would have made it; its checks say what its verdict says."""
     env_at = moved(record.environment, torch=version)
     checks = [check.model_copy(update={"outcome": verdict}) for check in record.checks]
-    return record.model_copy(update={"environment": env_at, "verdict": verdict, "reason": "", "checks": checks, **update}), env_at
+    return record.model_copy(
+        update={"environment": env_at, "verdict": verdict, "reason": "", "checks": checks, **update}
+    ), env_at
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +35,9 @@ def site(new_site):
     root = new_site("versions", ("kb-holds", "holds"), ("kb-unverified", "unverified"))
     (root / "docs" / "upgrades.md").write_text(UPGRADES_PAGE)
     (root / "docs" / "changes.md").write_text(CHANGES_PAGE)
-    (root / "index.md").write_text((root / "index.md").read_text().replace("docs/changes\n", "docs/changes\ndocs/upgrades\n"))
+    (root / "index.md").write_text(
+        (root / "index.md").read_text().replace("docs/changes\n", "docs/changes\ndocs/upgrades\n")
+    )
     built(root)
     holds = read_record(root / "_build" / "records" / "cpu" / "kb-holds.json")
     unverified = read_record(root / "_build" / "records" / "cpu" / "kb-unverified.json")
@@ -47,7 +51,9 @@ def site(new_site):
     for version, verdict in (("2.9.0", Verdict.HOLDS), ("2.10.0", Verdict.REFUTED)):
         record, env = release_run(holds, version, verdict)
         other, _ = release_run(unverified, version, Verdict.UNVERIFIED, reason=unverified.reason)
-        write_results(root / "results" / f"cpu-torch{version}.json", build_results([record, other], env, label=f"sweep {version}"))
+        write_results(
+            root / "results" / f"cpu-torch{version}.json", build_results([record, other], env, label=f"sweep {version}")
+        )
     return root, build_torch, built(root)
 
 
@@ -74,9 +80,13 @@ def test_the_matrix_offers_the_range_beside_the_single_versions(site):
     assert "range:torch" not in row  # the page holds the version shown first; the others are loaded when picked
     later = (root / "_build" / "html" / "_static" / "data" / "page-docs-matrix.js").read_text(encoding="utf-8")
     assert 'data-tc-src="../_static/data/page-docs-matrix.js"' in raw
-    cells = json.loads(later.partition("\"] = ")[2].strip().removesuffix(";"))["matrix"]["matrix-kb-holds"]["cpu"]
-    view = re.search(r'<span class="tc-run tc-range" data-version="range:torch" data-verdict="holds"'
-        r'[^>]*hidden>(.*?<span class="tc-range-sentence">.*?</span>)</span>', cells, re.S)
+    cells = json.loads(later.partition('"] = ')[2].strip().removesuffix(";"))["matrix"]["matrix-kb-holds"]["cpu"]
+    view = re.search(
+        r'<span class="tc-run tc-range" data-version="range:torch" data-verdict="holds"'
+        r'[^>]*hidden>(.*?<span class="tc-range-sentence">.*?</span>)</span>',
+        cells,
+        re.S,
+    )
     assert view is not None, cells
     assert f"holds since torch {build_torch}" in page_text_of(view[1])
 
@@ -91,26 +101,51 @@ def test_an_upgrade_section_names_the_two_runs_the_packages_and_what_moved(site)
     section = re.search(r'<section id="upgrade-torch-2-9-0-2-10-0">.*?</section>', raw, re.S)
     assert section is not None  # the upgrade's own anchor, on the upgrades page
     text = page_text_of(section[0])
-    assert "Before: cpu-torch2.9.0.json (cpu, torch 2.9.0" in text and "After: cpu-torch2.10.0.json (cpu, torch 2.10.0" in text
+    assert (
+        "Before: cpu-torch2.9.0.json (cpu, torch 2.9.0" in text
+        and "After: cpu-torch2.10.0.json (cpu, torch 2.10.0" in text
+    )
     assert "torch 2.9.0 2.10.0" in text  # the packages table
     assert "2 claims compared; 1 changed verdict, 1 of them held before and no longer hold" in text
     assert "kb-holds ✔ holds submitted by hand, not reproduced ✘ refuted submitted by hand, not reproduced" in text
     index = html(root, "docs/upgrades.html")
     assert "torch 2.9.0 → 2.10.0 : 1 verdicts moved" in index and "No committed run yet of 2.11.0" in index
     assert not (root / "docs" / "upgrades").exists()  # nothing generated into the source tree
-    search = json.loads((root / "_build" / "html" / "searchindex.js").read_text(encoding="utf-8").removeprefix("Search.setIndex(").removesuffix(")"))
-    assert search["alltitles"]["torch 2.9.0 → 2.10.0 on cpu"][0][1] == "upgrade-torch-2-9-0-2-10-0"  # found by the search
-    assert 'href="docs/upgrades.html#upgrade-torch-2-9-0-2-10-0"' in (root / "_build" / "html" / "index.html").read_text(encoding="utf-8")  # in the navigation
+    search = json.loads(
+        (root / "_build" / "html" / "searchindex.js")
+        .read_text(encoding="utf-8")
+        .removeprefix("Search.setIndex(")
+        .removesuffix(")")
+    )
+    assert (
+        search["alltitles"]["torch 2.9.0 → 2.10.0 on cpu"][0][1] == "upgrade-torch-2-9-0-2-10-0"
+    )  # found by the search
+    assert 'href="docs/upgrades.html#upgrade-torch-2-9-0-2-10-0"' in (
+        root / "_build" / "html" / "index.html"
+    ).read_text(encoding="utf-8")  # in the navigation
 
 
 def test_the_upgrade_page_and_torchclaims_diff_say_the_same(site):
     root, _, _ = site
     diff = subprocess.run(
-        [sys.executable, "-m", "torchclaims", "diff", "--root", str(root), str(root / "results" / "cpu-torch2.9.0.json"), str(root / "results" / "cpu-torch2.10.0.json")],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "torchclaims",
+            "diff",
+            "--root",
+            str(root),
+            str(root / "results" / "cpu-torch2.9.0.json"),
+            str(root / "results" / "cpu-torch2.10.0.json"),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert diff.returncode == 1  # a claim that held no longer does
-    assert "REGRESSION kb-holds: holds -> refuted" in diff.stdout and "0 measurements moved beyond their tolerance" in diff.stdout
+    assert (
+        "REGRESSION kb-holds: holds -> refuted" in diff.stdout
+        and "0 measurements moved beyond their tolerance" in diff.stdout
+    )
 
 
 def test_the_build_is_compared_with_the_committed_history(site):
@@ -129,5 +164,7 @@ def test_a_pair_that_goes_away_leaves_no_section(site):
     root, _, _ = site
     (root / "results" / "cpu-torch2.10.0.json").unlink()
     built(root)
-    assert 'id="upgrade-torch-2-9-0-2-10-0"' not in (root / "_build" / "html" / "docs" / "upgrades.html").read_text(encoding="utf-8")
+    assert 'id="upgrade-torch-2-9-0-2-10-0"' not in (root / "_build" / "html" / "docs" / "upgrades.html").read_text(
+        encoding="utf-8"
+    )
     assert "Fewer than two releases of this series have a committed run" in html(root, "docs/upgrades.html")

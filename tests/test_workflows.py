@@ -135,7 +135,9 @@ def test_actions_are_pinned_to_a_major_version(path):
     for job, step in steps(load(path)):
         uses = step.get("uses")
         if uses and not uses.startswith("./"):
-            assert re.fullmatch(r"[\w.-]+/[\w./-]+@v\d+", uses), f"{path.name}: job {job}: pin {uses} to a major tag (@vN)"
+            assert re.fullmatch(r"[\w.-]+/[\w./-]+@v\d+", uses), (
+                f"{path.name}: job {job}: pin {uses} to a major tag (@vN)"
+            )
 
 
 def test_ci_runs_on_pull_requests_and_pushes_to_main():
@@ -154,7 +156,11 @@ def test_accelerators_triggers():
 
 
 def test_accelerators_checkouts_do_not_persist_credentials():
-    checkouts = [(job, step) for job, step in steps(load(ACCELERATORS)) if str(step.get("uses", "")).startswith("actions/checkout@")]
+    checkouts = [
+        (job, step)
+        for job, step in steps(load(ACCELERATORS))
+        if str(step.get("uses", "")).startswith("actions/checkout@")
+    ]
     assert checkouts, "accelerators.yml checks the repository out"
     for job, step in checkouts:
         value = (step.get("with") or {}).get("persist-credentials")
@@ -178,7 +184,9 @@ def test_accelerators_use_no_secrets_and_write_only_to_sign_attestations():
     assert str(attest["runs-on"]).startswith("ubuntu-"), "sign on a GitHub-hosted runner, never a self-hosted one"
     uses = [step.get("uses", "") for step in attest["steps"]]
     assert all(step.get("uses") and "run" not in step for step in attest["steps"]), "the signing job runs no scripts"
-    assert not [u for u in uses if u.startswith("actions/checkout@")], "the signing job never checks out repository code"
+    assert not [u for u in uses if u.startswith("actions/checkout@")], (
+        "the signing job never checks out repository code"
+    )
     assert any(u.startswith("actions/attest-build-provenance@") for u in uses)
 
 
@@ -406,7 +414,12 @@ def simulate(workflow: dict, github: dict, approve: bool) -> dict[str, str]:
             "cancelled": lambda: False,
             "contains": lambda haystack, needle: needle in haystack if haystack else False,
         }
-        contexts = {"github": github, "needs": {n: {"result": results[n]} for n in _needs(job)}, "inputs": {}, "vars": {}}
+        contexts = {
+            "github": github,
+            "needs": {n: {"result": results[n]} for n in _needs(job)},
+            "inputs": {},
+            "vars": {},
+        }
         condition = job.get("if")
         if condition is None or isinstance(condition, bool):
             runs = functions["success"]() and condition is not False
@@ -436,7 +449,12 @@ def pull_request(head_repository: str) -> dict:
 TRUSTED_EVENTS = {
     "push": {"event_name": "push", "repository": REPOSITORY, "ref": "refs/heads/main", "event": {}},
     "schedule": {"event_name": "schedule", "repository": REPOSITORY, "ref": "refs/heads/main", "event": {}},
-    "workflow_dispatch": {"event_name": "workflow_dispatch", "repository": REPOSITORY, "ref": "refs/heads/main", "event": {}},
+    "workflow_dispatch": {
+        "event_name": "workflow_dispatch",
+        "repository": REPOSITORY,
+        "ref": "refs/heads/main",
+        "event": {},
+    },
     "same-repository pull request": pull_request(REPOSITORY),
 }
 
@@ -505,7 +523,16 @@ def workflow_run(event: str, head_repository: str, conclusion: str = "success") 
         (TRUSTED_EVENTS["push"], True),
         (TRUSTED_EVENTS["workflow_dispatch"], True),
     ],
-    ids=["after-push", "after-schedule-with-errors", "after-dispatch", "after-fork-pr", "after-pr", "after-cancelled", "push", "dispatch"],
+    ids=[
+        "after-push",
+        "after-schedule-with-errors",
+        "after-dispatch",
+        "after-fork-pr",
+        "after-pr",
+        "after-cancelled",
+        "push",
+        "dispatch",
+    ],
 )
 def test_publish_never_uses_a_pull_requests_artifacts(github, builds):
     results = simulate(load(PUBLISH), github, approve=True)
@@ -559,7 +586,11 @@ def test_sweep_matrix_lists_each_selected_release_once():
     from torchclaims.releases import load_releases
 
     run = subprocess.run(
-        [sys.executable, "-m", "torchclaims", "sweep", "--matrix", "--series", "torch_xla"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "torchclaims", "sweep", "--matrix", "--series", "torch_xla"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     )
     assert run.returncode == 0, run.stderr

@@ -154,7 +154,12 @@ def _run_gallery(job: ChildJob) -> None:
     # own checksum says the page is current. A value is shown by its text repr
     # only (the build shows all output as text anyway: torchclaims.gallery_page).
     conf = dict(
-        target.gallery_conf, src_dir=src_dir, filename_pattern=".*", plot_gallery=True, run_stale_examples=True, abort_on_example_error=False
+        target.gallery_conf,
+        src_dir=src_dir,
+        filename_pattern=".*",
+        plot_gallery=True,
+        run_stale_examples=True,
+        abort_on_example_error=False,
     )
     conf["capture_repr"] = tuple(method for method in conf["capture_repr"] if method in TEXT_REPRS)
     _, _, _, out_vars = generate_file_rst(target.fname, target_dir, target.src_dir, conf)
@@ -196,7 +201,9 @@ def run(job: ChildJob) -> None:
             os.makedirs(folder, exist_ok=True)  # a sandbox rule needs the folder to exist
         for name, target in job.tmp_links.items():
             os.symlink(target, os.path.join(job.tmp_dir, name))
-        unconfined = job.unconfined or sandbox.isolate_processes()  # the script's process is init of its own PID namespace
+        unconfined = (
+            job.unconfined or sandbox.isolate_processes()
+        )  # the script's process is init of its own PID namespace
         read_fd, write_fd = os.pipe()
         record_r, record_w = os.pipe()
         state_r, state_w = os.pipe()
@@ -218,7 +225,9 @@ def run(job: ChildJob) -> None:
             Path(job.record_path).write_bytes(record.data)
         shutil.rmtree(job.tmp_dir, ignore_errors=True)
         try:
-            with open(job.ended_path, "rb") as handle:  # the script's own words: bounded, and only ever a cause of error
+            with open(
+                job.ended_path, "rb"
+            ) as handle:  # the script's own words: bounded, and only ever a cause of error
                 said = json.loads(handle.read(8192))
         except (OSError, ValueError):
             said = {}
@@ -232,7 +241,9 @@ def run(job: ChildJob) -> None:
         Path(job.status_path).write_text(json.dumps(status))
         code = 0
     except BaseException as exc:  # never leave the script's processes behind, nor an empty status
-        Path(job.status_path).write_text(json.dumps({"ended": f"the claim's supervising process failed: {type(exc).__name__}: {exc}"}))
+        Path(job.status_path).write_text(
+            json.dumps({"ended": f"the claim's supervising process failed: {type(exc).__name__}: {exc}"})
+        )
         processes.end_tree(os.getpid())
     finally:
         os._exit(code)
@@ -258,13 +269,24 @@ def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None
     Without namespaces, Landlock still confines what it can."""
     if unconfined is None:
         # What the script reads or writes beneath the hidden socket folders stays visible.
-        visible = [job.root, job.work_dir, *job.shared_dirs, os.path.expanduser("~"), sys.prefix, *filter(None, sys.path)]
+        visible = [
+            job.root,
+            job.work_dir,
+            *job.shared_dirs,
+            os.path.expanduser("~"),
+            sys.prefix,
+            *filter(None, sys.path),
+        ]
         unconfined = sandbox.private_mounts(visible, job.build_tmp)
         if job.loopback and unconfined is None:
             unconfined = sandbox.loopback_up()
     if job.unconfined is None:  # not turned off
         unconfined = sandbox.confine([job.work_dir, *job.shared_dirs], job.loopback) or unconfined
-    state = sandbox.description(sandbox.landlock_abi(), job.loopback) if unconfined is None else f"{sandbox.WITHOUT}: {unconfined}"
+    state = (
+        sandbox.description(sandbox.landlock_abi(), job.loopback)
+        if unconfined is None
+        else f"{sandbox.WITHOUT}: {unconfined}"
+    )
     os.write(state_fd, state.encode("utf-8")[:4000])
     os.close(state_fd)
     if unconfined is not None and job.sandbox_required:
@@ -348,7 +370,14 @@ def probe(backend_name: str, env: dict[str, str], conn) -> None:
         backend, why = resolve_backend(backend_name)
         unavailable = backend.check_available()
         environment = collect(backend, usable=unavailable is None)
-        conn.send({"backend": backend.name, "why": why, "unavailable": unavailable, "environment": environment.model_dump(mode="json")})
+        conn.send(
+            {
+                "backend": backend.name,
+                "why": why,
+                "unavailable": unavailable,
+                "environment": environment.model_dump(mode="json"),
+            }
+        )
     except BaseException as exc:
         conn.send({"error": f"{type(exc).__name__}: {exc}"})
     conn.close()

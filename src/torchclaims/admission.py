@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -53,7 +53,9 @@ def is_version(text: str) -> bool:
         Version(text)
     except InvalidVersion:
         return False
-    return VERSION.match(text) is not None  # PEP 440 also allows surrounding spaces and a leading 'v'; a file name does not
+    return (
+        VERSION.match(text) is not None
+    )  # PEP 440 also allows surrounding spaces and a leading 'v'; a file name does not
 
 
 def identifier_problems(env: Environment) -> list[tuple[str, str]]:
@@ -86,25 +88,50 @@ def environment_problems(env: Environment) -> list[tuple[str, str]]:
     if backend is None:
         return [("environment.backend", f"unknown backend {env.backend!r}")]
     if UNAVAILABLE in (env.device, env.device_name):
-        return [("environment.device", f"backend {env.backend} was not usable where this ran, so nothing was verified on it")]
+        return [
+            (
+                "environment.device",
+                f"backend {env.backend} was not usable where this ran, so nothing was verified on it",
+            )
+        ]
     found = []
     device_type = env.device.split(":", 1)[0]
     if device_type != backend.device_type:
-        found.append(("environment.device", f"{env.device!r} is not a {backend.device_type} device, which backend {env.backend} uses"))
+        found.append(
+            (
+                "environment.device",
+                f"{env.device!r} is not a {backend.device_type} device, which backend {env.backend} uses",
+            )
+        )
     runtimes = set(env.accelerator_runtime)
     if backend.runtime and backend.runtime not in runtimes:
         build = "a CPU-only" if not runtimes & {"cuda", "hip"} else "another"
         found.append(
-            ("environment.accelerator_runtime", f"backend {env.backend} needs a torch build for {backend.runtime}; torch {env.torch} is {build} build")
+            (
+                "environment.accelerator_runtime",
+                f"backend {env.backend} needs a torch build for {backend.runtime}; torch {env.torch} is {build} build",
+            )
         )
     if backend.runtime and _local(env.torch) == "cpu":
-        found.append(("environment.torch", f"torch {env.torch} is a CPU-only build; backend {env.backend} needs one for {backend.runtime}"))
+        found.append(
+            (
+                "environment.torch",
+                f"torch {env.torch} is a CPU-only build; backend {env.backend} needs one for {backend.runtime}",
+            )
+        )
     if env.backend == "cuda" and "hip" in runtimes:
         found.append(("environment.accelerator_runtime", "a ROCm (HIP) build of torch runs backend rocm, not cuda"))
     if backend.primary_package != "torch" and backend.primary_package not in env.packages:
-        found.append(("environment.packages", f"backend {env.backend} runs through {backend.primary_package}, which is not recorded"))
+        found.append(
+            (
+                "environment.packages",
+                f"backend {env.backend} runs through {backend.primary_package}, which is not recorded",
+            )
+        )
     if _release(env.packages.get("torch", env.torch)) != _release(env.torch):  # the package version has no +local tag
-        found.append(("environment.packages.torch", f"{env.packages['torch']} differs from environment.torch {env.torch}"))
+        found.append(
+            ("environment.packages.torch", f"{env.packages['torch']} differs from environment.torch {env.torch}")
+        )
     if backend.name != "cpu" and env.device_name.strip().lower() in ("", "unknown", "cpu"):
         found.append(("environment.device_name", f"{env.device_name!r} does not name a {env.backend} device"))
     return found
@@ -125,7 +152,7 @@ class Admission:
 
     claims: Mapping[str, Claim] | None = None  # None: claim ids and script versions are not checked
     scripts: ScriptHistory | None = None
-    now: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @classmethod
     def for_project(cls, root: Path, claims: Mapping[str, Claim]) -> Admission:

@@ -73,7 +73,18 @@ def verify_with_gh(path: Path, repository: str) -> Attestation:
     if gh is None:
         raise UsageError("--verify-attestation needs the GitHub CLI (gh) on PATH")
     workflow = f"{repository}/{SIGNER_WORKFLOW}"
-    command = ["gh", "attestation", "verify", str(path), "--repo", repository, "--signer-workflow", workflow, "--format", "json"]
+    command = [
+        "gh",
+        "attestation",
+        "verify",
+        str(path),
+        "--repo",
+        repository,
+        "--signer-workflow",
+        workflow,
+        "--format",
+        "json",
+    ]
     try:
         run = subprocess.run([gh, *command[1:]], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -87,7 +98,9 @@ def verify_with_gh(path: Path, repository: str) -> Attestation:
         certificate = next(
             item["verificationResult"]["signature"]["certificate"]
             for item in results
-            if any(s.get("digest", {}).get("sha256") == digest for s in item["verificationResult"]["statement"]["subject"])
+            if any(
+                s.get("digest", {}).get("sha256") == digest for s in item["verificationResult"]["statement"]["subject"]
+            )
         )
         source = certificate["sourceRepositoryURI"].removeprefix("https://github.com/")
         attestation = Attestation(
@@ -102,9 +115,13 @@ def verify_with_gh(path: Path, repository: str) -> Attestation:
             evidence=run.stdout[:EVIDENCE_CHARS],
         )
     except (ValueError, KeyError, TypeError, StopIteration, AttributeError, ValidationError) as exc:
-        raise InvalidFileError([Problem(path, "attestation", f"gh attestation verify gave an answer this version cannot read: {exc}")]) from None
+        raise InvalidFileError(
+            [Problem(path, "attestation", f"gh attestation verify gave an answer this version cannot read: {exc}")]
+        ) from None
     if attestation.repository.lower() != repository.lower():
-        raise InvalidFileError([Problem(path, "attestation", f"attested for {attestation.repository}, not {repository}")])
+        raise InvalidFileError(
+            [Problem(path, "attestation", f"attested for {attestation.repository}, not {repository}")]
+        )
     return attestation
 
 
@@ -115,8 +132,12 @@ def stray_notes(results_dir: Path) -> list[Problem]:
     """One line per file under ``results/attestations/``: none of them is evidence."""
     folder = results_dir / NOTES_DIR
     return [
-        Problem(path, "", "ignored: a file in the repository cannot attest a results file; "
-                "attestations are verified when the site is built (TORCHCLAIMS_VERIFY_ATTESTATIONS)")
+        Problem(
+            path,
+            "",
+            "ignored: a file in the repository cannot attest a results file; "
+            "attestations are verified when the site is built (TORCHCLAIMS_VERIFY_ATTESTATIONS)",
+        )
         for path in (sorted(folder.iterdir()) if folder.is_dir() else [])
     ]
 
@@ -155,9 +176,19 @@ def disagreements(attestation: Attestation, results_path: Path, provenance: Prov
     """Where an attestation does not fit the results file it is said to be about."""
     problems = []
     if attestation.results_sha256 != file_sha256(results_path):
-        problems.append(Problem(results_path, "attestation", "names other content than this file (it changed while it was verified)"))
+        problems.append(
+            Problem(
+                results_path, "attestation", "names other content than this file (it changed while it was verified)"
+            )
+        )
     if provenance.kind != WORKFLOW:
-        problems.append(Problem(results_path, "provenance.kind", "the file says it was made by hand, but an attestation names a workflow run"))
+        problems.append(
+            Problem(
+                results_path,
+                "provenance.kind",
+                "the file says it was made by hand, but an attestation names a workflow run",
+            )
+        )
     elif (provenance.repository.lower(), provenance.commit, provenance.run_id) != (
         attestation.repository.lower(),
         attestation.commit,

@@ -97,12 +97,14 @@ class Summary:
         out = []
         for backend in dict.fromkeys(cell.backend for cell in cells):
             mine = [cell for cell in cells if cell.backend == backend]
-            out.append(StandIn(
-                backend,
-                tuple(sorted({device_words(c.entry.record.environment) for c in mine})),
-                tuple(sorted({c.version for c in mine})),
-                Counter(c.kind for c in mine),
-            ))
+            out.append(
+                StandIn(
+                    backend,
+                    tuple(sorted({device_words(c.entry.record.environment) for c in mine})),
+                    tuple(sorted({c.version for c in mine})),
+                    Counter(c.kind for c in mine),
+                )
+            )
         return out
 
 
@@ -110,7 +112,9 @@ def _group(claim: Claim, here: Cell | None, stand_ins: list[Cell]) -> Group:
     if not claim.executable:
         return Group.ATTRIBUTED
     if here is not None:
-        return {Verdict.HOLDS: Group.CONFIRMED, Verdict.REFUTED: Group.REFUTED}.get(here.entry.record.verdict, Group.INCONCLUSIVE)
+        return {Verdict.HOLDS: Group.CONFIRMED, Verdict.REFUTED: Group.REFUTED}.get(
+            here.entry.record.verdict, Group.INCONCLUSIVE
+        )
     kinds = {cell.kind for cell in stand_ins}
     if Verdict.REFUTED.value in kinds:
         return Group.STAND_IN_REFUTED
@@ -126,7 +130,11 @@ def summarize(grid: Grid, backend: str) -> Summary:
         if not claim.covers(backend):
             continue
         here = grid.newest(claim, backend) if claim.executable else None
-        others = [grid.newest(claim, column.backend) for column in grid.columns if column.backend != backend] if claim.executable else []
+        others = (
+            [grid.newest(claim, column.backend) for column in grid.columns if column.backend != backend]
+            if claim.executable
+            else []
+        )
         stand_ins = [cell for cell in others if cell is not None]
         standings.append(Standing(claim, _group(claim, here, stand_ins), here, tuple(stand_ins)))
     summary = Summary(backend, standings)

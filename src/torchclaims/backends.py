@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.util
 import importlib.metadata
+import importlib.util
 import os
 import platform
 from collections.abc import Callable
@@ -40,7 +40,9 @@ class Backend:
     primary_package: str = "torch"  # the version that names a column of the matrix
     hardware: str = ""  # what a reader calls what a claim about this backend is about ("AWS Trainium")
     runtime: str | None = None  # the accelerator runtime a fitting torch build records ("cuda", "hip")
-    device_noun: str = ""  # the hardware a run with only the vendor package lacks ("TPU"); see vendor_packages_without_device
+    device_noun: str = (
+        ""  # the hardware a run with only the vendor package lacks ("TPU"); see vendor_packages_without_device
+    )
     unavailable: Callable[[], str | None] = field(default=lambda: None, repr=False)
     synchronize: Callable[[], None] = field(default=lambda: None, repr=False)
     device_name: Callable[[], str] = field(default=lambda: "unknown", repr=False)
@@ -92,7 +94,9 @@ def _cuda_unavailable(want_hip: bool) -> Callable[[], str | None]:
 
         is_hip = torch.version.hip is not None
         if is_hip != want_hip:
-            return "this torch build is for " + ("ROCm (HIP)" if is_hip else "CUDA" if torch.version.cuda else "CPU only")
+            return "this torch build is for " + (
+                "ROCm (HIP)" if is_hip else "CUDA" if torch.version.cuda else "CPU only"
+            )
         if not torch.cuda.is_available():
             return "torch.cuda.is_available() is False"
         return None
@@ -331,7 +335,13 @@ def vendor_packages_without_device(backend: str, packages: dict[str, str]) -> li
 # The plugins' distributions (torch-tpu and its libtpu, torch_xla, torch-neuronx...),
 # recorded in every fingerprint where installed (torchclaims.fingerprint).
 VENDOR_PACKAGES: tuple[str, ...] = tuple(
-    dict.fromkeys(p for b in BUILTIN_BACKENDS if b.primary_package != "torch" for p in b.packages if p not in BUILTIN_BACKENDS[0].packages)
+    dict.fromkeys(
+        p
+        for b in BUILTIN_BACKENDS
+        if b.primary_package != "torch"
+        for p in b.packages
+        if p not in BUILTIN_BACKENDS[0].packages
+    )
 )
 
 
@@ -371,6 +381,8 @@ def resolve_backend(name: str) -> tuple[Backend, str]:
         reason = backends[candidate].check_available()
         if reason is None:
             tried = "; ".join(skipped) or "it is the first candidate"
-            return backends[candidate], f"auto picked {candidate} (not available: {tried})" if skipped else f"auto picked {candidate} ({tried})"
+            return backends[
+                candidate
+            ], f"auto picked {candidate} (not available: {tried})" if skipped else f"auto picked {candidate} ({tried})"
         skipped.append(f"{candidate}: {reason}")
     raise UsageError("auto found no usable backend: " + "; ".join(skipped))

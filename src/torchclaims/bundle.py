@@ -27,10 +27,18 @@ from .releases import CONSTRAINTS_FILE, canonical, read_constraints
 MAX_BYTES = 64 * 1024 * 1024
 # The Requires-Dist of torch 2.9-2.15, and of sympy and jinja2 in turn
 # (tests/test_bundle.py checks it against the torch installed).
-TORCH_BRINGS = frozenset({"filelock", "typing-extensions", "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "fsspec", "setuptools"})
+TORCH_BRINGS = frozenset(
+    {"filelock", "typing-extensions", "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "fsspec", "setuptools"}
+)
 MACHINE_HAS = TORCH_BRINGS | {"numpy"}
 # manylinux x86_64 tags, newest first: pip takes the first wheel a pin has for one of them.
-LINUX_X86_64 = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64")
+LINUX_X86_64 = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux_2_5_x86_64",
+    "manylinux1_x86_64",
+)
 
 RUN_SCRIPT = """#!/bin/sh
 # Run the claims with this machine's torch and no package index:
@@ -80,15 +88,23 @@ def folder_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def bundle(root: Path, output: Path, python_version: str, platforms: tuple[str, ...] = LINUX_X86_64, log=print) -> Bundle:
+def bundle(
+    root: Path, output: Path, python_version: str, platforms: tuple[str, ...] = LINUX_X86_64, log=print
+) -> Bundle:
     """Pack the folder at ``output`` (which must not exist yet) for CPython ``python_version``."""
     if output.exists():
         raise TorchclaimsError(f"{output} exists; name a new folder")
-    pins = {name: version for name, version in read_constraints(root / CONSTRAINTS_FILE).items() if not left_to_the_machine(name)}
+    pins = {
+        name: version
+        for name, version in read_constraints(root / CONSTRAINTS_FILE).items()
+        if not left_to_the_machine(name)
+    }
     wheels = output / "wheels"
     wheels.mkdir(parents=True)
     log(f"building the torchclaims wheel from {root}")
-    with tempfile.TemporaryDirectory(prefix="torchclaims-wheel-") as copy:  # setuptools builds in the tree: not in the project's
+    with tempfile.TemporaryDirectory(
+        prefix="torchclaims-wheel-"
+    ) as copy:  # setuptools builds in the tree: not in the project's
         for name in ("pyproject.toml", "README.md", "LICENSE"):
             if (root / name).is_file():
                 shutil.copy2(root / name, Path(copy) / name)
@@ -97,8 +113,18 @@ def bundle(root: Path, output: Path, python_version: str, platforms: tuple[str, 
     platform_args = [arg for tag in platforms for arg in ("--platform", tag)]
     log(f"downloading {len(pins)} pinned packages for CPython {python_version} ({', '.join(platforms)})")
     _pip(  # --no-deps: the pins are the whole set, so nothing else is resolved or fetched
-        "download", "--quiet", "--no-deps", "--only-binary=:all:", "--python-version", python_version,
-        "--implementation", "cp", *platform_args, "--dest", str(wheels), *(f"{n}=={v}" for n, v in sorted(pins.items())),
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        *platform_args,
+        "--dest",
+        str(wheels),
+        *(f"{n}=={v}" for n, v in sorted(pins.items())),
     )
     for folder in ("claims", "gallery"):
         shutil.copytree(root / folder, output / folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -110,5 +136,7 @@ def bundle(root: Path, output: Path, python_version: str, platforms: tuple[str, 
     if size > MAX_BYTES:
         largest = sorted(wheels.iterdir(), key=lambda p: p.stat().st_size, reverse=True)[:3]
         names = ", ".join(f"{p.name} ({p.stat().st_size / 2**20:.1f} MB)" for p in largest)
-        raise TorchclaimsError(f"{output} is {size / 2**20:.1f} MB, over the {MAX_BYTES // 2**20} MB limit; largest: {names}")
+        raise TorchclaimsError(
+            f"{output} is {size / 2**20:.1f} MB, over the {MAX_BYTES // 2**20} MB limit; largest: {names}"
+        )
     return Bundle(output, sorted(wheels.iterdir()), size)

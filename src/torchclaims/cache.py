@@ -19,7 +19,10 @@ from .records import Environment, ResultRecord, Verdict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The harness every script runs inside; a change to it may change any result.
-HARNESS = tuple(PACKAGE_DIR / name for name in ("_child.py", "runner.py", "preload/__init__.py", "preload/compiler.py", "preload/huggingface.py"))
+HARNESS = tuple(
+    PACKAGE_DIR / name
+    for name in ("_child.py", "runner.py", "preload/__init__.py", "preload/compiler.py", "preload/huggingface.py")
+)
 _SCAN_CODE = code_digest("cache.py")
 
 
@@ -72,7 +75,13 @@ class InputScanner:
     def _scan(self, path: Path) -> tuple[str, frozenset[str]]:
         if path not in self._files:
             data = path.read_bytes()
-            names = self.memo.recall("imports", _SCAN_CODE, f"{path}\0".encode() + data, lambda: sorted(_imported_modules(path, data)), _names)
+            names = self.memo.recall(
+                "imports",
+                _SCAN_CODE,
+                f"{path}\0".encode() + data,
+                lambda: sorted(_imported_modules(path, data)),
+                _names,
+            )
             self._files[path] = (hashlib.sha256(data).hexdigest(), frozenset(names))
         return self._files[path]
 
@@ -124,7 +133,12 @@ def _imported_modules(path: Path, data: bytes) -> set[str]:
             module = f"{base}.{node.module}" if node.module else base
             names.add(module)
             names.update(f"{module}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Attribute) and node.attr == "compile" and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "compile"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "torch"
+        ):
             names.add("torch.compile")
     return names
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .records import Environment, ResultRecord, Verdict
 from .coverage.table import NOT_LISTED, SweepTable
+from .records import Environment, ResultRecord, Verdict
 
 ABSENT = "(not listed)"
 
@@ -44,7 +44,8 @@ def version_differences(old: Environment, new: Environment) -> dict[str, tuple[s
     return {
         key.removeprefix("packages."): values
         for key, values in old.differences(new).items()
-        if key == "torch" or key.startswith(("packages.", "accelerator_runtime.", "python", "device_name", "torchclaims"))
+        if key == "torch"
+        or key.startswith(("packages.", "accelerator_runtime.", "python", "device_name", "torchclaims"))
     }
 
 

@@ -16,7 +16,16 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from . import limits
 from .backends import BACKEND_NAMES
@@ -41,7 +50,7 @@ def known_backends(backends: list[str]) -> list[str]:
 
 MOVED_CLAIMANTS = (
     "claimed_by is no longer a field of the record: name each source's claimant and what its claim is about in "
-    "that source (claimant = \"AWS\", about = [\"neuron\"]); the sources of an own finding name none"
+    'that source (claimant = "AWS", about = ["neuron"]); the sources of an own finding name none'
 )
 
 PROJECT = "torchclaims"  # the maker of every proposition that is not a source's own claim
@@ -101,13 +110,15 @@ class Source(BaseModel):
             "whose note says where the quote was seen",
         ),
     ] = None
-    quote: Annotated[str, Field(min_length=1, max_length=limits.QUOTE_CHARS, description="Verbatim excerpt, under 40 words")]
+    quote: Annotated[
+        str, Field(min_length=1, max_length=limits.QUOTE_CHARS, description="Verbatim excerpt, under 40 words")
+    ]
     publisher: Annotated[str, Field(min_length=1, max_length=limits.NAME_CHARS, description="Who published the source")]
     date: Annotated[str, Field(pattern=SOURCE_DATE, description="YYYY, YYYY-MM or YYYY-MM-DD")]
-    confirmed: StrictBool = Field(
-        True, description="False when the quote could not be seen in the primary source"
+    confirmed: StrictBool = Field(True, description="False when the quote could not be seen in the primary source")
+    note: str = Field(
+        "", max_length=limits.NOTE_CHARS, description="Context, e.g. how this source disagrees with another"
     )
-    note: str = Field("", max_length=limits.NOTE_CHARS, description="Context, e.g. how this source disagrees with another")
     claimant: Annotated[str | None, Field(min_length=1, max_length=limits.NAME_CHARS)] = Field(
         None,
         description="Who makes the claim in this source, in their own words; left out when the source is evidence only "
@@ -135,10 +146,14 @@ class Source(BaseModel):
         # What a source is about is what its claimant claims about: a verdict is in a
         # claim's scope only where some claimant speaks (torchclaims.scope).
         if self.claimant is not None and not self.about:
-            raise ValueError("a source with a claimant must say which backends its claim is about: about = [\"neuron\", ...]")
+            raise ValueError(
+                'a source with a claimant must say which backends its claim is about: about = ["neuron", ...]'
+            )
         if self.claimant is None and self.about:
-            raise ValueError("about says what a claimant's claim covers: name the claimant, "
-                "or leave about out for an evidence-only source")
+            raise ValueError(
+                "about says what a claimant's claim covers: name the claimant, "
+                "or leave about out for an evidence-only source"
+            )
         return self
 
     @model_validator(mode="after")
@@ -146,8 +161,10 @@ class Source(BaseModel):
         # A quote known only from coverage with no public address is kept, but
         # never passed off as confirmed: the note must say where it was seen.
         if self.url is None and (self.confirmed or not self.note):
-            raise ValueError("a source needs a url; only an unconfirmed source (confirmed = false) may leave it out, "
-                "with a note saying where the quote was seen")
+            raise ValueError(
+                "a source needs a url; only an unconfirmed source (confirmed = false) may leave it out, "
+                "with a note saying where the quote was seen"
+            )
         return self
 
 
@@ -184,7 +201,9 @@ class Claim(BaseModel):
     )
     relation: Relation = Field(description="How the proposition stands to the sources' claim")
     sources: list[Source] = Field(min_length=1)
-    script: str | None = Field(None, validate_default=True, description="gallery/<name>.py verifying an executable claim")
+    script: str | None = Field(
+        None, validate_default=True, description="gallery/<name>.py verifying an executable claim"
+    )
     caveats: list[Annotated[str, Field(max_length=limits.NOTE_CHARS)]] = Field(default_factory=list)
     see_also: list[str] = Field(default_factory=list)
     aten_operators: list[Annotated[str, Field(pattern=ATEN_OPERATOR)]] = Field(
@@ -206,8 +225,9 @@ class Claim(BaseModel):
     )
 
     network: Network = Field(
-        Network.NONE, description="loopback: the script starts processes that talk over 127.0.0.1 (a process group); "
-        "no other network either way"
+        Network.NONE,
+        description="loopback: the script starts processes that talk over 127.0.0.1 (a process group); "
+        "no other network either way",
     )
 
     @field_validator("topic")
@@ -226,7 +246,7 @@ class Claim(BaseModel):
     @classmethod
     def _attributed_restates(cls, relation: Relation, info: ValidationInfo) -> Relation:
         if info.data.get("kind") is ClaimKind.ATTRIBUTED and relation is not Relation.IS:
-            raise ValueError("an attributed claim restates what its sources say: relation must be \"is\"")
+            raise ValueError('an attributed claim restates what its sources say: relation must be "is"')
         return relation
 
     @field_validator("sources")
@@ -235,15 +255,19 @@ class Claim(BaseModel):
         relation = info.data.get("relation")  # absent when invalid itself
         claimants = [s.claimant for s in sources if s.claimant is not None]
         if relation is Relation.OWN_FINDING and claimants:
-            raise ValueError("an own finding has no claimant: its sources are evidence, so leave claimant and about out of each")
+            raise ValueError(
+                "an own finding has no claimant: its sources are evidence, so leave claimant and about out of each"
+            )
         if relation not in (None, Relation.OWN_FINDING) and not claimants:
             raise ValueError(
                 "no source names a claimant, so no source makes this claim: "
                 "name the claimant (and what its claim is about) "
-                "in the source that makes it, or use relation = \"own-finding\""
+                'in the source that makes it, or use relation = "own-finding"'
             )
         if PROJECT in claimants:
-            raise ValueError(f"a source's claimant is {PROJECT!r}: this project's own findings use relation = \"own-finding\"")
+            raise ValueError(
+                f"a source's claimant is {PROJECT!r}: this project's own findings use relation = \"own-finding\""
+            )
         return sources
 
     @field_validator("script")
@@ -251,7 +275,7 @@ class Claim(BaseModel):
     def _script_matches_kind(cls, script: str | None, info: ValidationInfo) -> str | None:
         kind = info.data.get("kind")  # absent when kind itself is invalid
         if kind is ClaimKind.EXECUTABLE and script is None:
-            raise ValueError("an executable claim needs `script = \"gallery/<name>.py\"`")
+            raise ValueError('an executable claim needs `script = "gallery/<name>.py"`')
         if kind is ClaimKind.ATTRIBUTED and script is not None:
             raise ValueError("an attributed claim carries no verdict, so it must not name a script")
         if script is not None and not re.fullmatch(r"gallery/[a-z0-9_]+\.py", script):

@@ -22,8 +22,8 @@ from .backends import BACKEND_ENV_VAR, requested_backend, resolve_backend
 from .changes import describe
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, Problem, TorchclaimsError, UsageError
-from .provenance import from_github_actions
 from .judging import read_own_record
+from .provenance import from_github_actions
 from .records import Verdict
 from .results import ResultsFile, build_results, read_results
 
@@ -64,7 +64,10 @@ def cmd_verify(args) -> ExitCode:
     from .output import write_run
 
     root = _root(args)
-    timeout = config.seconds(os.environ.get("TORCHCLAIMS_TIMEOUT", "300") if args.timeout is None else args.timeout, "--timeout / TORCHCLAIMS_TIMEOUT")
+    timeout = config.seconds(
+        os.environ.get("TORCHCLAIMS_TIMEOUT", "300") if args.timeout is None else args.timeout,
+        "--timeout / TORCHCLAIMS_TIMEOUT",
+    )
     records_dir = config.directory(args.records_dir, "--records-dir") if args.records_dir else None
     jobs = config.count(args.jobs, "--jobs")
     provenance = from_github_actions() if args.workflow_run else None
@@ -93,13 +96,19 @@ def cmd_verify(args) -> ExitCode:
     figures = FiguresKept(settings)
     try:
         outcome = verify(
-            selected, settings, extra_reasons=figures.reasons, log=print, warn=lambda m: print(f"warning: {m}", file=sys.stderr)
+            selected,
+            settings,
+            extra_reasons=figures.reasons,
+            log=print,
+            warn=lambda m: print(f"warning: {m}", file=sys.stderr),
         )
     except KeyboardInterrupt as exc:
         raise KeyboardInterrupt(f"{exc or 'interrupted'}; no results file written") from None
     refused = figures.refused(selected, outcome)
     if refused:
-        print(f"left out of the results file: {', '.join(refused)}: {NO_FIGURES}; run again with --force", file=sys.stderr)
+        print(
+            f"left out of the results file: {', '.join(refused)}: {NO_FIGURES}; run again with --force", file=sys.stderr
+        )
     records = [outcome.records[c.id] for c in selected if c.id in outcome.records and c.id not in refused]
     results = build_results(records, outcome.probe.environment, label=args.label, provenance=provenance)
     output = Path(args.output) if args.output else root / "_build" / "results"
@@ -114,7 +123,9 @@ def cmd_verify(args) -> ExitCode:
     return ExitCode.OK
 
 
-NO_FIGURES = "its cached record has no figures although the script draws (a site build keeps them on the gallery page only)"
+NO_FIGURES = (
+    "its cached record has no figures although the script draws (a site build keeps them on the gallery page only)"
+)
 
 
 class FiguresKept:
@@ -130,7 +141,9 @@ class FiguresKept:
     def lost(self, claim, record) -> bool:
         if not record.checks or record.figures:
             return False
-        return any(module.split(".")[0] == "matplotlib" for module in self.scanner.uses_of(self.settings.root / claim.script))
+        return any(
+            module.split(".")[0] == "matplotlib" for module in self.scanner.uses_of(self.settings.root / claim.script)
+        )
 
     def reasons(self, claim) -> list[str]:
         """extra_reasons for verify."""
@@ -146,7 +159,11 @@ class FiguresKept:
 
     def refused(self, claims, outcome) -> list[str]:
         """Claims whose record would go out without its figures; they are left out of the results file."""
-        return [c.id for c in claims if c.id in outcome.records and c.id not in outcome.reran and self.lost(c, outcome.records[c.id])]
+        return [
+            c.id
+            for c in claims
+            if c.id in outcome.records and c.id not in outcome.reran and self.lost(c, outcome.records[c.id])
+        ]
 
 
 def print_table(records) -> None:
@@ -188,7 +205,9 @@ def cmd_diff(args) -> ExitCode:
         print(f"not compared: {args.old} is from backend {old.backend}, {args.new} from {new.backend}")
         return ExitCode.OK
     # The same comparison as the upgrade pages (torchclaims.upgrades), on the records the load checks admit.
-    comparison = compare(Run(args.old, old.environment, before, old.label), Run(args.new, new.environment, after, new.label))
+    comparison = compare(
+        Run(args.old, old.environment, before, old.label), Run(args.new, new.environment, after, new.label)
+    )
     changes = comparison.verdicts
     print(f"old: {args.old} ({old.backend}, torch {old.environment.torch}, {old.created:%Y-%m-%d})")
     print(f"new: {args.new} ({new.backend}, torch {new.environment.torch}, {new.created:%Y-%m-%d})")
@@ -237,7 +256,9 @@ def print_coverage_changes(name: str, rows: list[Moved], every: bool, shown: int
                 print(f"    ... and {len(group) - shown} more (--cells lists every one)")
 
 
-MOVED_PRINTERS = {"coverage": print_coverage_changes}  # by comparer name (upgrades.RECORD_COMPARERS); others: print_moved
+MOVED_PRINTERS = {
+    "coverage": print_coverage_changes
+}  # by comparer name (upgrades.RECORD_COMPARERS); others: print_moved
 
 
 def cmd_merge(args) -> ExitCode:
@@ -269,7 +290,6 @@ def _local_records(records_root: Path) -> list:
 
 
 def cmd_show(args) -> ExitCode:
-    from .provenance import Trust
     from .store import THIS_MACHINE, Entry, load_store
     from .verify import summary
 
@@ -352,14 +372,20 @@ def matrix_lines(claims, store) -> list[str]:
                 following = next((j for j in range(i + 1, len(block)) if block[j].rpartition(" ")[0] != group), None)
                 room = (following - i) * CELL - 1 if following else SHOW_WIDTH
                 groups = f"{groups:<{i * CELL}}" + (group if len(group) <= room else group[: room - 1] + "…")
-            versions += f"{version[:CELL - 1]:<{CELL}}"
+            versions += f"{version[: CELL - 1]:<{CELL}}"
         lines += ["", f"{'claim':<{width}}  {groups}"[:SHOW_WIDTH], f"{'':<{width}}  " + versions.rstrip()]
         for claim_id, claim in rows:
             latest = store.latest_by_column(claim_id)
             cells = ""
             for column in block:
                 entry = latest.get(column) if claim.executable else None
-                cell = "-" if claim.executable and entry is None else SHORT[entry.record.verdict.value] + mark.get(entry.source.trust, "") if entry else ""
+                cell = (
+                    "-"
+                    if claim.executable and entry is None
+                    else SHORT[entry.record.verdict.value] + mark.get(entry.source.trust, "")
+                    if entry
+                    else ""
+                )
                 cells += f"{cell:<{CELL}}"
             text = cells.rstrip() if claim.executable else "attributed: no verdict"
             lines.append(f"{claim_id[:width]:<{width}}  {text}")
@@ -389,17 +415,32 @@ def cmd_sweep(args) -> ExitCode:
         raise UsageError(f"unknown series {', '.join(unknown)}; sweep/releases.toml names {', '.join(releases.series)}")
     if args.matrix:  # one CI job per release (.github/workflows/sweep.yml)
         chosen = select(releases, args.series, args.versions)
-        print(json.dumps({"include": [{"series": r.series.name, "version": r.version, "backend": r.series.backend} for r in chosen]}))
+        print(
+            json.dumps(
+                {
+                    "include": [
+                        {"series": r.series.name, "version": r.version, "backend": r.series.backend} for r in chosen
+                    ]
+                }
+            )
+        )
         return ExitCode.OK
     # 'auto' and 'pypi' are what the nox sessions' TORCHCLAIMS_TORCH_INDEX may say: for the sweep, the package index
     index = CPU_INDEX if args.torch_index == "cpu" else "" if args.torch_index in ("auto", "pypi") else args.torch_index
-    timeout = config.seconds(os.environ.get("TORCHCLAIMS_TIMEOUT", "300") if args.timeout is None else args.timeout, "--timeout / TORCHCLAIMS_TIMEOUT")
+    timeout = config.seconds(
+        os.environ.get("TORCHCLAIMS_TIMEOUT", "300") if args.timeout is None else args.timeout,
+        "--timeout / TORCHCLAIMS_TIMEOUT",
+    )
     work_dir = Path(args.work_dir).resolve()
-    sweep = Sweep(root, releases, work_dir, root / "results", torch_index=index, timeout=timeout, workflow_run=args.workflow_run)
+    sweep = Sweep(
+        root, releases, work_dir, root / "results", torch_index=index, timeout=timeout, workflow_run=args.workflow_run
+    )
     started = time.perf_counter()
     work_dir.mkdir(parents=True, exist_ok=True)
     with PeakDisk(work_dir) as peak:
-        measured = sweep.sweep(select(releases, args.series, args.versions), dry_run=args.dry_run, rerun=tuple(args.rerun))
+        measured = sweep.sweep(
+            select(releases, args.series, args.versions), dry_run=args.dry_run, rerun=tuple(args.rerun)
+        )
     print("\n".join(["", "sweep summary:"] + report(measured, time.perf_counter() - started, peak.peak)))
     return ExitCode.FAILED if any(m.status == "failed" for m in measured) else ExitCode.OK
 
@@ -411,9 +452,13 @@ def cmd_bundle(args) -> ExitCode:
 
     started = time.perf_counter()
     packed = bundle(_root(args), Path(args.output).resolve(), args.python_version)
-    print(f"packed {packed.path}: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, "
-        f"in {time.perf_counter() - started:.0f} s")
-    print(f"on the machine with torch: {packed.path / 'run.sh'} --backend <backend>  (PYTHON=... names its interpreter)")
+    print(
+        f"packed {packed.path}: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, "
+        f"in {time.perf_counter() - started:.0f} s"
+    )
+    print(
+        f"on the machine with torch: {packed.path / 'run.sh'} --backend <backend>  (PYTHON=... names its interpreter)"
+    )
     return ExitCode.OK
 
 
@@ -451,7 +496,9 @@ def parser() -> argparse.ArgumentParser:
 
     verify = add("verify", "run claims on a backend and write a results file")
     verify.add_argument("claims", nargs="*", help="claim ids (default: every executable claim)")
-    verify.add_argument("--backend", help=f"cpu, cuda, rocm, mps, xpu, xla, neuron, tpu or auto (default: ${BACKEND_ENV_VAR} or cpu)")
+    verify.add_argument(
+        "--backend", help=f"cpu, cuda, rocm, mps, xpu, xla, neuron, tpu or auto (default: ${BACKEND_ENV_VAR} or cpu)"
+    )
     verify.add_argument("--timeout", help="seconds per claim (default: $TORCHCLAIMS_TIMEOUT or 300)")
     verify.add_argument("--jobs", default=os.cpu_count() or 1, help="claims run in parallel")
     verify.add_argument("--force", action="store_true", help="re-run claims whose records are current")
@@ -459,19 +506,25 @@ def parser() -> argparse.ArgumentParser:
     verify.add_argument("--records-dir", help="where per-claim records are cached (default: _build/records)")
     verify.add_argument("--label", default="", help="names the machine or runner in the results file")
     verify.add_argument(
-        "--workflow-run", action="store_true", help="state the GitHub Actions run (repository, run, commit, runner) as the file's provenance"
+        "--workflow-run",
+        action="store_true",
+        help="state the GitHub Actions run (repository, run, commit, runner) as the file's provenance",
     )
     verify.set_defaults(run=cmd_verify)
 
     lint = add("lint", "check claim records and scripts; report every problem")
     lint.set_defaults(run=cmd_lint)
 
-    diff = add("diff", "list claims whose verdict moved, and coverage-table cells that changed, between two results files")
+    diff = add(
+        "diff", "list claims whose verdict moved, and coverage-table cells that changed, between two results files"
+    )
     diff.add_argument("old")
     diff.add_argument("new")
     diff.add_argument("--no-gate", action="store_true", help="exit 0 even when a claim that held no longer does")
     diff.add_argument(
-        "--reproduce", action="store_true", help="exit 1 when any claim in both files has another verdict in NEW (files of one backend)"
+        "--reproduce",
+        action="store_true",
+        help="exit 1 when any claim in both files has another verdict in NEW (files of one backend)",
     )
     diff.add_argument("--cells", action="store_true", help="list every changed coverage-table cell, with its detail")
     diff.set_defaults(run=cmd_diff)
@@ -480,7 +533,9 @@ def parser() -> argparse.ArgumentParser:
     merge.add_argument("files", nargs="+")
     merge.add_argument("--into", default="results")
     merge.add_argument(
-        "--verify-attestation", metavar="OWNER/REPO", help="require a GitHub artifact attestation from that repository's accelerator workflow (needs gh)"
+        "--verify-attestation",
+        metavar="OWNER/REPO",
+        help="require a GitHub artifact attestation from that repository's accelerator workflow (needs gh)",
     )
     merge.set_defaults(run=cmd_merge)
 
@@ -489,23 +544,55 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("--results-dir", default="results")
     show.set_defaults(run=cmd_show)
 
-    sweep = add("sweep", "run every claim on each release of sweep/releases.toml, one environment at a time, into results/")
-    sweep.add_argument("--series", action="append", default=[], help="a series of sweep/releases.toml (default: every default series)")
+    sweep = add(
+        "sweep", "run every claim on each release of sweep/releases.toml, one environment at a time, into results/"
+    )
+    sweep.add_argument(
+        "--series", action="append", default=[], help="a series of sweep/releases.toml (default: every default series)"
+    )
     sweep.add_argument("--versions", nargs="+", default=[], help="only these releases")
-    sweep.add_argument("--work-dir", default=".sweep", help="the environment, pip's temporary files and record cache (default: .sweep)")
-    sweep.add_argument("--torch-index", default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""), help="extra index for torch on cpu series; 'cpu' names the CPU builds (default: the package index's builds)")
-    sweep.add_argument("--timeout", help="seconds per claim (default: $TORCHCLAIMS_TIMEOUT or 300; a series may set its own)")
-    sweep.add_argument("--rerun", nargs="+", default=[], metavar="CLAIM",
-                       help="also run these claims again in every release, although their records are current")
+    sweep.add_argument(
+        "--work-dir", default=".sweep", help="the environment, pip's temporary files and record cache (default: .sweep)"
+    )
+    sweep.add_argument(
+        "--torch-index",
+        default=os.environ.get("TORCHCLAIMS_TORCH_INDEX", ""),
+        help="extra index for torch on cpu series; 'cpu' names the CPU builds (default: the package index's builds)",
+    )
+    sweep.add_argument(
+        "--timeout", help="seconds per claim (default: $TORCHCLAIMS_TIMEOUT or 300; a series may set its own)"
+    )
+    sweep.add_argument(
+        "--rerun",
+        nargs="+",
+        default=[],
+        metavar="CLAIM",
+        help="also run these claims again in every release, although their records are current",
+    )
     sweep.add_argument("--dry-run", action="store_true", help="say what would run; install nothing")
-    sweep.add_argument("--matrix", action="store_true", help="print the selected releases as a GitHub Actions matrix (JSON); run nothing")
-    sweep.add_argument("--workflow-run", action="store_true", help="inside a GitHub Actions job: each results file states the run as its provenance")
+    sweep.add_argument(
+        "--matrix",
+        action="store_true",
+        help="print the selected releases as a GitHub Actions matrix (JSON); run nothing",
+    )
+    sweep.add_argument(
+        "--workflow-run",
+        action="store_true",
+        help="inside a GitHub Actions job: each results file states the run as its provenance",
+    )
     sweep.set_defaults(run=cmd_sweep)
 
-    pack = add("bundle", "pack what verify needs (wheels, claims/, gallery/, run.sh) into a folder "
-        "for a machine with torch and no package index")
+    pack = add(
+        "bundle",
+        "pack what verify needs (wheels, claims/, gallery/, run.sh) into a folder "
+        "for a machine with torch and no package index",
+    )
     pack.add_argument("output", help="the folder to create")
-    pack.add_argument("--python-version", default=f"{sys.version_info.major}.{sys.version_info.minor}", help="CPython of the target machine (default: this one's)")
+    pack.add_argument(
+        "--python-version",
+        default=f"{sys.version_info.major}.{sys.version_info.minor}",
+        help="CPython of the target machine (default: this one's)",
+    )
     pack.set_defaults(run=cmd_bundle)
 
     new = add("new", "scaffold a claim record and its verification script")
@@ -513,20 +600,41 @@ def parser() -> argparse.ArgumentParser:
     new.add_argument("--topic", default="device-switch")
     new.set_defaults(run=cmd_new)
 
-    check = add("check", "look a model's ATen operators up in the measured tables and defect claims; with --backend, run its step there")
-    check.add_argument("target", help="path/to/file.py:function or package.module:function returning (model, inputs[, loss_fn])")
-    check.add_argument("--target-backend", action="append", default=[], metavar="NAME",
-                       help="exit 1 only for known-wrong operators on this backend (repeatable; default: every backend with tables)")
-    check.add_argument("--accept", action="append", default=[], metavar="ROW_OR_CLAIM",
-                       help="a coverage row or defect claim id to cite without judging (a defect the model cannot hit; repeatable)")
-    check.add_argument("--backend", help="also run the step on this backend against the CPU (cpu, xla, cuda... or auto)")
+    check = add(
+        "check",
+        "look a model's ATen operators up in the measured tables and defect claims; with --backend, run its step there",
+    )
+    check.add_argument(
+        "target", help="path/to/file.py:function or package.module:function returning (model, inputs[, loss_fn])"
+    )
+    check.add_argument(
+        "--target-backend",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="exit 1 only for known-wrong operators on this backend (repeatable; default: every backend with tables)",
+    )
+    check.add_argument(
+        "--accept",
+        action="append",
+        default=[],
+        metavar="ROW_OR_CLAIM",
+        help="a coverage row or defect claim id to cite without judging (a defect the model cannot hit; repeatable)",
+    )
+    check.add_argument(
+        "--backend", help="also run the step on this backend against the CPU (cpu, xla, cuda... or auto)"
+    )
     check.add_argument("--rtol", type=float, default=1e-4, help="parity tolerance of the backend run (default 1e-4)")
     check.add_argument("--atol", type=float, default=1e-5, help="parity tolerance of the backend run (default 1e-5)")
     check.add_argument("--timeout", type=float, default=600.0, help="seconds the backend run may take (default 600)")
-    check.add_argument("--output", default="_build/check", help="results file or folder of the backend run (default: _build/check/)")
+    check.add_argument(
+        "--output", default="_build/check", help="results file or folder of the backend run (default: _build/check/)"
+    )
     check.add_argument("--json", metavar="PATH", help="write the report as JSON ('-': standard output)")
     check.add_argument("--html", metavar="PATH", help="write the report as one self-contained HTML page")
-    check.add_argument("--site-url", default="", help="address of the site the evidence links point to (default: paths from its root)")
+    check.add_argument(
+        "--site-url", default="", help="address of the site the evidence links point to (default: paths from its root)"
+    )
     check.set_defaults(run=cmd_check)
 
     schema = add("schema", "print the JSON Schema of claim records")

@@ -21,17 +21,35 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .coverage.table import SweepTable
 from .fileio import safe_name
 from .records import ResultRecord, record_json, write_if_changed
 from .results import ResultsFile, write_results
 from .store import EARLIER_BUILD, THIS_BUILD, Entry, Store, version_label
-from .coverage.table import SweepTable
 
 FOLDER = "downloads"
 THIS_BUILD_STEM = "torchclaims-results"
 CSV_COLUMNS = (
-    "claim_id", "verdict", "note", "reason", "backend", "device", "device_name", "version", "torch", "started_at",
-    "duration_s", "script", "script_sha256", "check", "outcome", "detail", "measurement", "value", "unit", "tolerance",
+    "claim_id",
+    "verdict",
+    "note",
+    "reason",
+    "backend",
+    "device",
+    "device_name",
+    "version",
+    "torch",
+    "started_at",
+    "duration_s",
+    "script",
+    "script_sha256",
+    "check",
+    "outcome",
+    "detail",
+    "measurement",
+    "value",
+    "unit",
+    "tolerance",
 )
 
 
@@ -93,8 +111,19 @@ def records_csv(records: list[ResultRecord]) -> str:
     for record in records:
         env = record.environment
         base = [
-            record.claim_id, record.verdict.value, record.note, record.reason, env.backend, env.device, env.device_name,
-            version_label(env), env.torch, record.started_at.isoformat(), record.duration_s, record.script.path, record.script.sha256,
+            record.claim_id,
+            record.verdict.value,
+            record.note,
+            record.reason,
+            env.backend,
+            env.device,
+            env.device_name,
+            version_label(env),
+            env.torch,
+            record.started_at.isoformat(),
+            record.duration_s,
+            record.script.path,
+            record.script.sha256,
         ]
         rows = []
         for check in record.checks:
@@ -107,7 +136,11 @@ def records_csv(records: list[ResultRecord]) -> str:
 
 def _copy_if_changed(source: Path, target: Path) -> None:
     """Copy a file unless the target holds its bytes already (the published copy then stays as it is)."""
-    if target.is_file() and target.stat().st_size == source.stat().st_size and target.read_bytes() == source.read_bytes():
+    if (
+        target.is_file()
+        and target.stat().st_size == source.stat().st_size
+        and target.read_bytes() == source.read_bytes()
+    ):
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
@@ -132,15 +165,23 @@ def write_downloads(outdir: Path, store: Store, build: ResultsFile | None, resul
                 write_if_changed(outdir / download.json, record_json(entry.record))
                 records = [entry.record]
             else:
-                _copy_if_changed(results_dir / entry.origin, outdir / download.json)  # as submitted (an attestation names its bytes)
+                _copy_if_changed(
+                    results_dir / entry.origin, outdir / download.json
+                )  # as submitted (an attestation names its bytes)
                 if entry.source.attestation is not None:  # the evidence of the verification this build ran
-                    write_if_changed(outdir / download.attestation, entry.source.attestation.model_dump_json(indent=1) + "\n")
+                    write_if_changed(
+                        outdir / download.attestation, entry.source.attestation.model_dump_json(indent=1) + "\n"
+                    )
                     evidence.add(download.attestation)
                 # The table holds what the site shows: the records the load checks admitted.
                 records = [e.record for shown in store.entries.values() for e in shown if e.origin == entry.origin]
             write_if_changed(outdir / download.csv, records_csv(records))
             written[download.stem] = download
     for stale in sorted(folder.rglob("*")) if folder.is_dir() else []:
-        if stale.is_file() and stale.relative_to(folder).with_suffix("").as_posix() not in written and stale.relative_to(outdir).as_posix() not in evidence:
+        if (
+            stale.is_file()
+            and stale.relative_to(folder).with_suffix("").as_posix() not in written
+            and stale.relative_to(outdir).as_posix() not in evidence
+        ):
             stale.unlink()  # a file the site no longer shows
     return sorted(written.values(), key=lambda d: d.stem)

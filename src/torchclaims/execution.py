@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import limits
+from ._child import GalleryTarget
 from .cache import InputScanner, Staleness, cache_key, staleness
 from .claims import Claim, CompilerCaches, Network
 from .errors import InvalidFileError, UsageError
 from .fileio import decode_utf8, leaves, read_bytes
+from .judging import read_own_record
 from .memo import ContentMemo
 from .probe_cache import cache_path, key_parts, recall, remember
-from .judging import read_own_record
 from .records import ResultRecord, Verdict, now, write_record
 from .runner import Job, Probe, Runner, error_record, unverified_record
 from .scheduling import longest_first
-from ._child import GalleryTarget
 
 DEFAULT_TIMEOUT = 300.0
 MEMO_FILE = "memo.json"  # in the records folder: what scripts import (torchclaims.memo)
@@ -127,7 +127,11 @@ def verify(
         prober = _Prober(runner, settings, log)
         probe, why = prober.recall()
         if probe is None:  # probing starts the fork server: ready it for every claim that may run
-            _preload(runner, [scanner.uses_of(settings.root / c.script) for c in claims if (settings.root / c.script).is_file()], log)
+            _preload(
+                runner,
+                [scanner.uses_of(settings.root / c.script) for c in claims if (settings.root / c.script).is_file()],
+                log,
+            )
             probe = prober.measure(why)
         if probe.unavailable is not None and settings.require_usable:
             raise UsageError(f"backend {probe.backend} is not usable here: {probe.unavailable}")
@@ -144,8 +148,10 @@ def verify(
 def _preload(runner: Runner, uses: list[frozenset[str]], log: Callable[[str], None]) -> None:
     groups = runner.preload_for(uses)
     if groups:
-        log(f"torchclaims: the fork server preloads {', '.join(g.rsplit('.', 1)[-1] for g in groups)} "
-            "(used by more claims than workers)")
+        log(
+            f"torchclaims: the fork server preloads {', '.join(g.rsplit('.', 1)[-1] for g in groups)} "
+            "(used by more claims than workers)"
+        )
 
 
 class _Prober:
@@ -164,8 +170,10 @@ class _Prober:
             return None, "probing every run (no shortcuts)"
         probe, why = recall(self.path, self.parts)
         if probe is not None:
-            self.log(f"torchclaims: backend {probe.backend}: {probe.why} "
-                "(as probed before: nothing the probe reads has changed)")
+            self.log(
+                f"torchclaims: backend {probe.backend}: {probe.why} "
+                "(as probed before: nothing the probe reads has changed)"
+            )
         return probe, why
 
     def measure(self, why: str) -> Probe:
@@ -193,7 +201,19 @@ def _plan(claims, settings: Settings, probe: Probe, scanner: InputScanner, galle
             inputs["compiler caches"] = CompilerCaches.COLD.value
         key = cache_key(inputs, environment)
         loopback = claim.network is Network.LOOPBACK
-        job = Job(claim.id, script, claim.script, path, key, inputs, settings.timeout, job.gallery, cold, scanner.uses[script], loopback)
+        job = Job(
+            claim.id,
+            script,
+            claim.script,
+            path,
+            key,
+            inputs,
+            settings.timeout,
+            job.gallery,
+            cold,
+            scanner.uses[script],
+            loopback,
+        )
         previous = previous_record(path, warn)
         state = staleness(previous, inputs, environment, job.cache_key)
         reasons = list(state.reasons) + extra_reasons(claim) + (["--force"] if settings.force else [])
@@ -206,7 +226,9 @@ def _plan(claims, settings: Settings, probe: Probe, scanner: InputScanner, galle
             if previous.verdict is not Verdict.ERROR:
                 plan.archived.append(previous)
         if probe.unavailable is not None:
-            plan.written[claim.id] = unverified_record(job, environment, f"backend {probe.backend} is not usable here: {probe.unavailable}")
+            plan.written[claim.id] = unverified_record(
+                job, environment, f"backend {probe.backend} is not usable here: {probe.unavailable}"
+            )
             continue
         plan.jobs.append(job)
     return plan

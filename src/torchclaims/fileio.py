@@ -42,7 +42,14 @@ def decode_utf8(path: Path, data: bytes) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InvalidFileError(
-            [Problem(path, "", f"not UTF-8 text: byte {data[exc.start]:#04x} at offset {exc.start} cannot be decoded", line)]
+            [
+                Problem(
+                    path,
+                    "",
+                    f"not UTF-8 text: byte {data[exc.start]:#04x} at offset {exc.start} cannot be decoded",
+                    line,
+                )
+            ]
         ) from None
 
 
@@ -63,7 +70,9 @@ def read_json(path: Path, max_bytes: int, what: str = "file"):
     text = decode_utf8(path, read_bytes(path, max_bytes, what))
     max_depth = limits.LIMITS.json_depth
     if json_depth(text, max_depth) > max_depth:
-        raise InvalidFileError([Problem(path, "", f"arrays and objects nest deeper than {max_depth} levels, the limit")])
+        raise InvalidFileError(
+            [Problem(path, "", f"arrays and objects nest deeper than {max_depth} levels, the limit")]
+        )
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -53,11 +53,7 @@ def accelerator_runtime() -> dict[str, str]:
 
 def relevant_env_vars(backend: Backend) -> dict[str, str]:
     prefixes = COMMON_ENV_PREFIXES + backend.env_prefixes
-    return {
-        key: value
-        for key, value in sorted(os.environ.items())
-        if key.startswith(prefixes)
-    }
+    return {key: value for key, value in sorted(os.environ.items()) if key.startswith(prefixes)}
 
 
 def collect(backend: Backend, usable: bool = True) -> Environment:

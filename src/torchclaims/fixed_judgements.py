@@ -19,8 +19,40 @@ from __future__ import annotations
 import ast
 
 JUDGEMENTS = ("equal", "close", "expect")
-_PURE_BUILTINS = {"len", "str", "int", "float", "bool", "tuple", "list", "set", "frozenset", "sorted", "min", "max", "sum", "repr", "abs"}
-_PURE_METHODS = {"get", "keys", "values", "items", "copy", "index", "count", "upper", "lower", "strip", "split", "join", "format", "startswith", "endswith"}
+_PURE_BUILTINS = {
+    "len",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "tuple",
+    "list",
+    "set",
+    "frozenset",
+    "sorted",
+    "min",
+    "max",
+    "sum",
+    "repr",
+    "abs",
+}
+_PURE_METHODS = {
+    "get",
+    "keys",
+    "values",
+    "items",
+    "copy",
+    "index",
+    "count",
+    "upper",
+    "lower",
+    "strip",
+    "split",
+    "join",
+    "format",
+    "startswith",
+    "endswith",
+}
 
 
 def fixed_judgements(tree: ast.Module) -> list[tuple[str, int]]:

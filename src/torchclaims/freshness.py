@@ -10,7 +10,7 @@ re-runs those claims before they land.
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from .errors import InvalidFileError
@@ -18,9 +18,11 @@ from .records import ResultRecord
 from .results import read_results
 
 
-def stale_reason(record: ResultRecord, script_sha: str | None, max_age_days: float, today: datetime | None = None) -> str:
+def stale_reason(
+    record: ResultRecord, script_sha: str | None, max_age_days: float, today: datetime | None = None
+) -> str:
     """Why a verdict may no longer describe the current script ('' if it still does)."""
-    today = today or datetime.now(timezone.utc)
+    today = today or datetime.now(UTC)
     reasons = []
     age = today - record.started_at
     if age > timedelta(days=max_age_days):

@@ -32,7 +32,9 @@ _FOOTER = re.compile(r"^\.\. _sphx_glr_download_", re.MULTILINE)
 _TIMING = re.compile(r"^\.\. rst-class:: sphx-glr-timing$", re.MULTILINE)
 _SECONDS = re.compile(r"\*\*Total running time of the script:\*\* \((\d{1,6}) minutes (\d{1,2}\.\d{3}) seconds\)")
 _PNG = b"\x89PNG\r\n\x1a\n"
-_WRAPPER = re.compile(r"\.\. rst-class:: sphx-glr-(script-out|horizontal)|\s*\*|\||\s+:(srcset|class): .*")  # sphinx-gallery's, around output
+_WRAPPER = re.compile(
+    r"\.\. rst-class:: sphx-glr-(script-out|horizontal)|\s*\*|\||\s+:(srcset|class): .*"
+)  # sphinx-gallery's, around output
 WITHHELD = "The page the script's process wrote does not match the script, so its output is not shown."
 TOO_LARGE = "The page the script's process wrote passes {:,} bytes (its output), so its output is not shown."
 
@@ -90,8 +92,13 @@ def merged(own: str, staged: str, stem: str, figures: list[str], image_dir: Path
         at = staged_part.find(body, len(marker)) if staged_part.startswith(marker) and body else -1
         if at < 0:
             return _before_footer(own, f"\n.. note:: {WITHHELD}\n\n")
-        before, after = (_output(r, stem, figures, image_dir, sources_dir) for r in (staged_part[len(marker) : at], staged_part[at + len(body) :]))
-        pieces.append(marker + (f"{before}\n\n|\n\n" if before else "") + body + after + own_part[len(marker) + len(body) :])
+        before, after = (
+            _output(r, stem, figures, image_dir, sources_dir)
+            for r in (staged_part[len(marker) : at], staged_part[at + len(body) :])
+        )
+        pieces.append(
+            marker + (f"{before}\n\n|\n\n" if before else "") + body + after + own_part[len(marker) + len(body) :]
+        )
     return _before_footer("".join(pieces) + own[len("".join(own_parts)) :], _timing(staged))
 
 
@@ -112,7 +119,9 @@ def _output(region: str, stem: str, figures: list[str], image_dir: Path, sources
     image = re.compile(rf"\s*\.\. image(-sg)?:: /\S+/images/(sphx_glr_{re.escape(stem)}_\d{{3}}\.png)\s*")
     literal = False
     for line in region.splitlines():
-        literal = literal and (not line.strip() or line.startswith("    "))  # a literal block ends where its indentation does
+        literal = literal and (
+            not line.strip() or line.startswith("    ")
+        )  # a literal block ends where its indentation does
         found = image.fullmatch(line)
         if found:
             if found.group(2) in figures and found.group(2) not in shown:
@@ -129,7 +138,9 @@ def _output(region: str, stem: str, figures: list[str], image_dir: Path, sources
         text.append(line[4:] if literal and line.startswith("    ") else line)
     images = figure_rst([image_dir / name for name in shown], str(sources_dir), alt) if shown else ""
     body = "\n".join(text).strip("\n").rstrip()
-    printed = CODE_OUTPUT.format(textwrap.indent(body, " " * 4)) if body else ""  # every line that holds text indented: literal
+    printed = (
+        CODE_OUTPUT.format(textwrap.indent(body, " " * 4)) if body else ""
+    )  # every line that holds text indented: literal
     return f"\n{images}\n\n{printed}\n\n"
 
 

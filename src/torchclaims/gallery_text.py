@@ -16,9 +16,18 @@ import re
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 UNSAFE = (
-    (re.compile(r"^[ \t]*\.\.[ \t]+(\|[^|\n]*\|[ \t]+)?raw[ \t]*::", _FLAGS), "a raw directive puts HTML or JavaScript on the page"),
-    (re.compile(r"^[ \t]*\.\.[ \t]+role[ \t]*::.*\([ \t]*raw[ \t]*\)", _FLAGS), "a role built on raw puts HTML on the page"),
-    (re.compile(r"^[ \t]*\.\.[ \t]+(\|[^|\n]*\|[ \t]+)?include[ \t]*::", _FLAGS), "include reads another file into the page"),
+    (
+        re.compile(r"^[ \t]*\.\.[ \t]+(\|[^|\n]*\|[ \t]+)?raw[ \t]*::", _FLAGS),
+        "a raw directive puts HTML or JavaScript on the page",
+    ),
+    (
+        re.compile(r"^[ \t]*\.\.[ \t]+role[ \t]*::.*\([ \t]*raw[ \t]*\)", _FLAGS),
+        "a role built on raw puts HTML on the page",
+    ),
+    (
+        re.compile(r"^[ \t]*\.\.[ \t]+(\|[^|\n]*\|[ \t]+)?include[ \t]*::", _FLAGS),
+        "include reads another file into the page",
+    ),
     (re.compile(r"^[ \t]*:(file|url)[ \t]*:", _FLAGS), "a :file: or :url: option reads another file into the page"),
     (re.compile(r"\b(javascript|vbscript)[ \t]*:", _FLAGS), "a javascript: link runs script when a reader clicks it"),
     (re.compile(r"\bdata[ \t]*:[ \t]*text/html", _FLAGS), "a data:text/html link carries a page of its own"),
@@ -43,7 +52,12 @@ def text_blocks(source: str) -> list[tuple[int, str]]:
         tree = ast.parse(source)
     except SyntaxError:
         tree = None
-    if tree and tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(getattr(tree.body[0], "value", None), ast.Constant):
+    if (
+        tree
+        and tree.body
+        and isinstance(tree.body[0], ast.Expr)
+        and isinstance(getattr(tree.body[0], "value", None), ast.Constant)
+    ):
         if isinstance(tree.body[0].value.value, str):
             blocks.append((tree.body[0].lineno, tree.body[0].value.value))
     lines = source.splitlines()

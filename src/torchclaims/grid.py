@@ -109,7 +109,9 @@ class Grid:
             if build is not None and build.backend == name and version_label(build) in versions:
                 versions.remove(version_label(build))
                 versions.insert(0, version_label(build))
-            devices = {v: tuple(sorted({device_words(e.record.environment) for e in mine if e.version == v})) for v in versions}
+            devices = {
+                v: tuple(sorted({device_words(e.record.environment) for e in mine if e.version == v})) for v in versions
+            }
             reader = known[name].reader_name if name in known else name
             columns.append(Column(name, reader, tuple(versions), devices))
         return columns

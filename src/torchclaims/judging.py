@@ -29,7 +29,14 @@ _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _COMPARISON = re.compile(rf"^(<=|>=|<|>|==|!=)\s*({_NUMBER})$")
 _CLOSE = re.compile(rf"^<=\s*({_NUMBER})\s*\+\s*({_NUMBER})\s*x\s*\|reference\|$")  # check.close
 _LITERAL = re.compile(r"^==\s*(True|False)$")  # check.equal of tensors
-_OPERATORS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq, "!=": operator.ne}
+_OPERATORS = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
 MAGNITUDE = ": largest reference magnitude"  # check.close records it beside ": max abs error"
 MAX_ABS = ": max abs error"
 
@@ -101,9 +108,17 @@ def read_own_record(path: Path) -> ResultRecord:
     history's) and judge it as a results file's records are judged: a record
     that fails is an InvalidFileError naming the file, the field and the check."""
     record = read_record(path)
-    problems = [Problem(path, name, f"claim {record.claim_id}: {message}") for name, message in judgement_problems(record)]
+    problems = [
+        Problem(path, name, f"claim {record.claim_id}: {message}") for name, message in judgement_problems(record)
+    ]
     if record.started_at > now() + CLOCK_SKEW:
-        problems.append(Problem(path, "started_at", f"claim {record.claim_id}: {record.started_at:%Y-%m-%d %H:%M} UTC lies in the future"))
+        problems.append(
+            Problem(
+                path,
+                "started_at",
+                f"claim {record.claim_id}: {record.started_at:%Y-%m-%d %H:%M} UTC lies in the future",
+            )
+        )
     if problems:
         raise InvalidFileError(problems)
     return record

@@ -30,7 +30,9 @@ class Limits:
     script_bytes: int = 256 * KIB  # one gallery script
     json_depth: int = 32  # nesting of arrays and objects in any JSON file
     page_output_bytes: int = 256 * KIB  # what one script prints onto its gallery page
-    staged_page_bytes: int = 16 * MIB  # the page a script's process writes, output and all: beyond it no output is shown
+    staged_page_bytes: int = (
+        16 * MIB
+    )  # the page a script's process writes, output and all: beyond it no output is shown
     log_tail_bytes: int = 8 * KIB  # the end of a script's output kept in its record
     log_tail_lines: int = 40
     page_html_bytes: int = 500_000  # one published page, uncompressed (data a page loads on demand is beside it)

@@ -68,7 +68,14 @@ def _device_literals(tree: ast.AST) -> list[tuple[str, int]]:
 
 
 _API = "torchclaims"  # the package whose objects a script must use, never change
-_SETTERS = ("setattr", "delattr", "__setattr__", "__delattr__", "patch", "object")  # builtins, object.__setattr__, mock.patch(.object)
+_SETTERS = (
+    "setattr",
+    "delattr",
+    "__setattr__",
+    "__delattr__",
+    "patch",
+    "object",
+)  # builtins, object.__setattr__, mock.patch(.object)
 
 
 def _names_api(node: ast.AST) -> bool:
@@ -116,7 +123,9 @@ def api_patches(tree: ast.AST) -> list[tuple[str, int]]:
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == _API:
             names |= {alias.asname or alias.name for alias in node.names}
         elif isinstance(node, ast.Import):
-            names |= {alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name.split(".")[0] == _API}
+            names |= {
+                alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name.split(".")[0] == _API
+            }
     grew = True
     while grew:  # what the API returns: v = verification(...), with v.check(...) as check
         before = len(names)
@@ -127,16 +136,42 @@ def api_patches(tree: ast.AST) -> list[tuple[str, int]]:
         grew = len(names) > before
     found = []
     for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        targets = (
+            node.targets
+            if isinstance(node, (ast.Assign, ast.Delete))
+            else [node.target]
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
         for target in targets:
             if isinstance(target, (ast.Attribute, ast.Subscript)) and _reaches_api(target.value, names):
-                found.append((f"changes the verification API ({ast.unparse(target)}); a script must use it as it is", target.lineno))
+                found.append(
+                    (
+                        f"changes the verification API ({ast.unparse(target)}); a script must use it as it is",
+                        target.lineno,
+                    )
+                )
         if isinstance(node, ast.Call) and node.args:
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
             if name in _SETTERS and (_reaches_api(node.args[0], names) or _names_api(node.args[0])):
-                found.append((f"changes the verification API ({ast.unparse(node)[:80]}); a script must use it as it is", node.lineno))
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") and _reaches_api(node.value, names):
-            found.append((f"reaches into the verification API's private state ({ast.unparse(node)}); use its public methods", node.lineno))
+                found.append(
+                    (
+                        f"changes the verification API ({ast.unparse(node)[:80]}); a script must use it as it is",
+                        node.lineno,
+                    )
+                )
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and _reaches_api(node.value, names)
+        ):
+            found.append(
+                (
+                    f"reaches into the verification API's private state ({ast.unparse(node)}); use its public methods",
+                    node.lineno,
+                )
+            )
     return sorted(set(found), key=lambda item: item[1])
 
 
@@ -157,29 +192,49 @@ def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], li
     calls = _verification_ids(tree)
     if not calls:
         problems.append(
-            Problem(Path(rel), "", "never calls torchclaims.verify.verification(\"<claim-id>\"); a script must verify a claim")
+            Problem(
+                Path(rel), "", 'never calls torchclaims.verify.verification("<claim-id>"); a script must verify a claim'
+            )
         )
     for claim_id, line in calls:
         if claim_id is None:
-            problems.append(Problem(Path(rel), "", "verification() must be given the claim id as a string literal", line))
+            problems.append(
+                Problem(Path(rel), "", "verification() must be given the claim id as a string literal", line)
+            )
     docstring = ast.get_docstring(tree)
     if docstring is None:
-        problems.append(Problem(Path(rel), "", "needs a module docstring: a reST title line and what the script checks", 1))
+        problems.append(
+            Problem(Path(rel), "", "needs a module docstring: a reST title line and what the script checks", 1)
+        )
     else:
         lines = docstring.splitlines()
         if len(lines) < 2 or not lines[1] or set(lines[1]) != {"="} or len(lines[1]) < len(lines[0]):
             problems.append(
-                Problem(Path(rel), "", "the docstring must open with a title underlined by '=' at least as long as the title", 1)
+                Problem(
+                    Path(rel),
+                    "",
+                    "the docstring must open with a title underlined by '=' at least as long as the title",
+                    1,
+                )
             )
         if "TODO" in docstring:
-            problems.append(Problem(Path(rel), "", "the docstring still holds template text (TODO); describe the checks", 1))
+            problems.append(
+                Problem(Path(rel), "", "the docstring still holds template text (TODO); describe the checks", 1)
+            )
         for claim_id, _ in calls:
             if claim_id and f":claim-verdict:`{claim_id}`" not in docstring:
                 problems.append(
-                    Problem(Path(rel), "", f"the docstring should show the verdict: add the line :claim-verdict:`{claim_id}`", 1)
+                    Problem(
+                        Path(rel),
+                        "",
+                        f"the docstring should show the verdict: add the line :claim-verdict:`{claim_id}`",
+                        1,
+                    )
                 )
     if calls and not _calls_method(tree, "finish"):
-        problems.append(Problem(Path(rel), "", "never calls v.finish(), so no result record is written; end the script with it"))
+        problems.append(
+            Problem(Path(rel), "", "never calls v.finish(), so no result record is written; end the script with it")
+        )
     source_lines = source.splitlines()
     for literal, line in _device_literals(tree):
         if UNDER_TEST in source_lines[line - 1]:
@@ -202,7 +257,9 @@ def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], li
 def check_helper(path: Path, rel: str) -> list[Problem]:
     """Problems in a gallery helper module (gallery/_*.py): what it does to the verification API."""
     try:
-        tree = ast.parse(decode_utf8(Path(rel), read_bytes(path, limits.LIMITS.script_bytes, "script")), filename=str(path))
+        tree = ast.parse(
+            decode_utf8(Path(rel), read_bytes(path, limits.LIMITS.script_bytes, "script")), filename=str(path)
+        )
     except InvalidFileError as exc:
         return [Problem(Path(rel), p.field, p.message, p.line) for p in exc.problems]
     except SyntaxError as exc:
@@ -218,7 +275,9 @@ def _placeholders(path: Path, claim) -> list[Problem]:
         for index, item in enumerate(items):
             fields = item.items() if isinstance(item, dict) else [("", item)]
             for key, text in fields:
-                where = ".".join(str(p) for p in (name, index if isinstance(value, list) else None, key) if p not in (None, ""))
+                where = ".".join(
+                    str(p) for p in (name, index if isinstance(value, list) else None, key) if p not in (None, "")
+                )
                 if isinstance(text, str) and ("TODO" in text or "example.org" in text):
                     found.append(Problem(path, where, "still holds template text (TODO / example.org); replace it"))
     return found
@@ -229,23 +288,37 @@ def unspoken_backends(path: Path, claim: Claim) -> list[Problem]:
     unspoken = [b for b in claim.about if b not in claim.claimed_about]
     if not unspoken:
         return []
-    return [Problem(path, "about", f"the proposition is about {', '.join(unspoken)}, which no source's claim speaks about: "
-                    "drop the backend, cite a source that makes the claim about it (with its claimant and about), "
-                    "or make it an own finding")]
+    return [
+        Problem(
+            path,
+            "about",
+            f"the proposition is about {', '.join(unspoken)}, which no source's claim speaks about: "
+            "drop the backend, cite a source that makes the claim about it (with its claimant and about), "
+            "or make it an own finding",
+        )
+    ]
 
 
 def merged_claimants(path: Path, claim: Claim) -> list[Problem]:
     """Relation "is" restates one claimant's claim; a proposition over several merges their claims."""
     if claim.relation is not Relation.IS or len(claim.claimants) < 2:
         return []
-    return [Problem(path, "relation", f"relation \"is\" with {len(claim.claimants)} claimants ({', '.join(claim.claimants)}) "
-                    "merges their claims into one proposition: use \"narrows\", or keep one claimant")]
+    return [
+        Problem(
+            path,
+            "relation",
+            f'relation "is" with {len(claim.claimants)} claimants ({", ".join(claim.claimants)}) '
+            'merges their claims into one proposition: use "narrows", or keep one claimant',
+        )
+    ]
 
 
 _LINT_CODE = code_digest("lint.py", "fixed_judgements.py", "gallery_text.py", "backends.py")
 
 
-def _script_facts(path: Path, rel: str, memo: ContentMemo) -> tuple[list[tuple[str | None, int]], list[Problem], str | None]:
+def _script_facts(
+    path: Path, rel: str, memo: ContentMemo
+) -> tuple[list[tuple[str | None, int]], list[Problem], str | None]:
     """check_script and the script's title, remembered by the script's text (a build lints every run)."""
     try:
         data = read_bytes(path, limits.LIMITS.script_bytes, "script")
@@ -254,7 +327,11 @@ def _script_facts(path: Path, rel: str, memo: ContentMemo) -> tuple[list[tuple[s
 
     def work_out() -> dict:
         calls, problems = check_script(path, rel)
-        return {"calls": [list(c) for c in calls], "problems": [[p.field, p.message, p.line] for p in problems], "title": script_title(path)}
+        return {
+            "calls": [list(c) for c in calls],
+            "problems": [[p.field, p.message, p.line] for p in problems],
+            "title": script_title(path),
+        }
 
     facts = memo.recall("lint", _LINT_CODE, rel.encode() + b"\0" + data, work_out, _valid_facts)
     problems = [Problem(Path(rel), field, message, line) for field, message, line in facts["problems"]]
@@ -263,7 +340,11 @@ def _script_facts(path: Path, rel: str, memo: ContentMemo) -> tuple[list[tuple[s
 
 def _valid_facts(value: object) -> bool:
     """Whether a remembered answer has the shape work_out gives (the memo file is untrusted)."""
-    if not isinstance(value, dict) or not isinstance(value.get("calls"), list) or not isinstance(value.get("problems"), list):
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("calls"), list)
+        or not isinstance(value.get("problems"), list)
+    ):
         return False
     nothing = type(None)
     return (
@@ -274,7 +355,11 @@ def _valid_facts(value: object) -> bool:
 
 
 def _shaped(item: object, *types) -> bool:
-    return isinstance(item, list) and len(item) == len(types) and all(isinstance(v, t) for v, t in zip(item, types, strict=True))
+    return (
+        isinstance(item, list)
+        and len(item) == len(types)
+        and all(isinstance(v, t) for v, t in zip(item, types, strict=True))
+    )
 
 
 def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -> list[Problem]:
@@ -285,10 +370,18 @@ def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -
     for claim in claims.executable():
         path = claims.paths[claim.id]
         if claim.script in scripts:
-            problems.append(Problem(path, "script", f"{claim.script} already verifies claim {scripts[claim.script]!r}; one script per claim"))
+            problems.append(
+                Problem(
+                    path,
+                    "script",
+                    f"{claim.script} already verifies claim {scripts[claim.script]!r}; one script per claim",
+                )
+            )
         scripts[claim.script] = claim.id
         if not (root / claim.script).is_file():
-            problems.append(Problem(path, "script", f"{claim.script} does not exist; create it (torchclaims new writes a template)"))
+            problems.append(
+                Problem(path, "script", f"{claim.script} does not exist; create it (torchclaims new writes a template)")
+            )
     propositions: dict[str, str] = {}
     for claim_id, claim in sorted(claims.claims.items()):
         path = claims.paths[claim_id]
@@ -296,7 +389,9 @@ def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -
         problems.extend(unspoken_backends(path, claim) + merged_claimants(path, claim))
         key = " ".join(claim.proposition.lower().split())
         if key in propositions:
-            problems.append(Problem(path, "proposition", f"same proposition as claim {propositions[key]!r}; merge the records"))
+            problems.append(
+                Problem(path, "proposition", f"same proposition as claim {propositions[key]!r}; merge the records")
+            )
         propositions.setdefault(key, claim_id)
         for other in claim.see_also:
             if other not in claims.claims:
@@ -314,13 +409,24 @@ def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -
             if claim_id is None or claim_id in claims.broken:
                 continue  # reported already: a non-literal id, or a record that failed to load
             if claim is None:
-                problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, which has no record in claims/", line))
+                problems.append(
+                    Problem(Path(rel), "", f"verifies claim {claim_id!r}, which has no record in claims/", line)
+                )
             elif claim.script != rel:
-                problems.append(Problem(Path(rel), "", f"verifies claim {claim_id!r}, whose record names script {claim.script}", line))
+                problems.append(
+                    Problem(
+                        Path(rel), "", f"verifies claim {claim_id!r}, whose record names script {claim.script}", line
+                    )
+                )
             elif title not in (None, claim.title):
                 problems.append(
-                    Problem(Path(rel), "", "the docstring's title must be the claim's title, so the claim has one title everywhere: "
-                        f"{claim.title!r}", 2)
+                    Problem(
+                        Path(rel),
+                        "",
+                        "the docstring's title must be the claim's title, so the claim has one title everywhere: "
+                        f"{claim.title!r}",
+                        2,
+                    )
                 )
     return problems
 

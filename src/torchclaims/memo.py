@@ -52,7 +52,9 @@ class ContentMemo:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def recall(self, kind: str, code: str, content: bytes, work_out: Callable[[], T], valid: Callable[[object], bool]) -> T:
+    def recall(
+        self, kind: str, code: str, content: bytes, work_out: Callable[[], T], valid: Callable[[object], bool]
+    ) -> T:
         """The answer for ``content``: remembered when it fits ``valid``, else worked out now.
 
         Answers must survive a JSON round trip unchanged (lists, not tuples)."""

@@ -17,7 +17,6 @@ from .admission import Admission
 from .attestation import verifier_from
 from .errors import InvalidFileError, Problem, UsageError
 from .fileio import confined, locked
-from .store import column_label
 from .results import (
     ResultsFile,
     destination,
@@ -29,9 +28,12 @@ from .results import (
     superseded_by,
     write_results,
 )
+from .store import column_label
 
 
-def write_run(results: ResultsFile, output: Path, records_dir: Path, claims: set[str], log: Callable[[str], None] = print) -> Path:
+def write_run(
+    results: ResultsFile, output: Path, records_dir: Path, claims: set[str], log: Callable[[str], None] = print
+) -> Path:
     """Write a run's results file into ``output`` (a folder, or a ``.json`` path),
     keeping the earlier records of the other ``claims`` (executable claim ids)."""
     explicit = output.suffix == ".json"
@@ -59,10 +61,14 @@ def _same_configuration(path: Path, results: ResultsFile) -> ResultsFile:
     try:
         existing = read_results(path)
     except InvalidFileError:
-        raise UsageError(f"{path} exists and is not a valid results file; it was left as it is: choose another --output") from None
+        raise UsageError(
+            f"{path} exists and is not a valid results file; it was left as it is: choose another --output"
+        ) from None
     if not same_run_configuration(existing, results):
-        raise UsageError(f"{path} holds results of another environment, or made another way; "
-            "it was left as it is: choose another --output")
+        raise UsageError(
+            f"{path} holds results of another environment, or made another way; "
+            "it was left as it is: choose another --output"
+        )
     return existing
 
 
@@ -78,7 +84,11 @@ def merge_file(path: Path, target: Path, admission: Admission, attest_repository
     if verifier and not problems:
         attestation, problems = verifier.check(path, results.provenance)
         if attestation is None and not problems:
-            problems = [Problem(path, "provenance.kind", "the file says it was made by hand: there is no workflow run to attest")]
+            problems = [
+                Problem(
+                    path, "provenance.kind", "the file says it was made by hand: there is no workflow run to attest"
+                )
+            ]
     if problems:
         raise InvalidFileError(problems)
     with locked(target):
@@ -117,6 +127,8 @@ def overlaps(results: ResultsFile, folder: Path, keep: Path) -> list[str]:
         if same_run_configuration(other, results):
             notes.append(f"note: duplicates {path.name}: the same environment, provenance and label ({claims} in both)")
         elif column_label(other.environment) == column and shared:
-            notes.append(f"note: shadows {path.name} in the column {column!r}: "
-                f"for the {claims} in both, the site shows the newer record")
+            notes.append(
+                f"note: shadows {path.name} in the column {column!r}: "
+                f"for the {claims} in both, the site shows the newer record"
+            )
     return notes

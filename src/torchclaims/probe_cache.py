@@ -32,7 +32,15 @@ from .runner import Probe
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The code whose answer is remembered: resolving, checking and fingerprinting a
 # backend, the environment the runner gives a child, and the record model.
-PROBE_CODE = ("backends.py", "fingerprint.py", "records.py", "runner.py", "_child.py", "preload/__init__.py", "__init__.py")
+PROBE_CODE = (
+    "backends.py",
+    "fingerprint.py",
+    "records.py",
+    "runner.py",
+    "_child.py",
+    "preload/__init__.py",
+    "__init__.py",
+)
 # Variables that decide which libraries load and which devices a library sees,
 # beyond those a fingerprint records (every backend's prefixes).
 LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD")
@@ -65,7 +73,11 @@ def _distributions() -> str:
     for entry in sys.path:
         try:
             with os.scandir(os.path.abspath(entry or ".")) as listing:
-                names = sorted(f"{item.name} {item.stat().st_mtime_ns}" for item in listing if item.name.endswith(DISTRIBUTION_SUFFIXES))
+                names = sorted(
+                    f"{item.name} {item.stat().st_mtime_ns}"
+                    for item in listing
+                    if item.name.endswith(DISTRIBUTION_SUFFIXES)
+                )
         except OSError:
             continue
         found.extend(f"{os.path.abspath(entry or '.')}/{name}" for name in names)
@@ -119,7 +131,12 @@ def recall(path: Path, parts: dict[str, str]) -> tuple[Probe | None, str]:
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("parts"), dict):
             return None, f"{path} is not a remembered probe of this version"
         answer = data["probe"]
-        probe = Probe(str(answer["backend"]), str(answer["why"]), answer["unavailable"], Environment.model_validate(answer["environment"]))
+        probe = Probe(
+            str(answer["backend"]),
+            str(answer["why"]),
+            answer["unavailable"],
+            Environment.model_validate(answer["environment"]),
+        )
         if probe.unavailable is not None and not isinstance(probe.unavailable, str):
             raise TypeError("unavailable must be text or null")
     except InvalidFileError as exc:
@@ -133,5 +150,12 @@ def recall(path: Path, parts: dict[str, str]) -> tuple[Probe | None, str]:
 
 
 def remember(path: Path, parts: dict[str, str], probe: Probe) -> None:
-    answer = {"backend": probe.backend, "why": probe.why, "unavailable": probe.unavailable, "environment": probe.environment.model_dump(mode="json")}
-    write_if_changed(path, json.dumps({"format": FORMAT, "parts": parts, "probe": answer}, indent=2, sort_keys=True) + "\n")
+    answer = {
+        "backend": probe.backend,
+        "why": probe.why,
+        "unavailable": probe.unavailable,
+        "environment": probe.environment.model_dump(mode="json"),
+    }
+    write_if_changed(
+        path, json.dumps({"format": FORMAT, "parts": parts, "probe": answer}, indent=2, sort_keys=True) + "\n"
+    )

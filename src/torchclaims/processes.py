@@ -196,7 +196,9 @@ class Ended:
     stopped: str = ""  # why it was stopped early: "terminated" or "parent gone"
 
 
-def supervise(script_pid: int, output_fd: int, parent_sentinel: int | None, tail: OutputTail, more: dict | None = None) -> Ended:
+def supervise(
+    script_pid: int, output_fd: int, parent_sentinel: int | None, tail: OutputTail, more: dict | None = None
+) -> Ended:
     """Wait for the script to end, keeping the tail of its output (and reading
     each pipe of ``more`` into its buffer); stop on SIGTERM or when
     ``parent_sentinel`` (the starting process) is gone."""

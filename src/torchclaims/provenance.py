@@ -26,8 +26,8 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from enum import IntEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,7 +43,14 @@ BY_HAND = "by-hand"
 # The label `torchclaims sweep` gives its files (release_sweep.LABEL_PREFIX; a test keeps the two equal).
 SWEEP_LABEL_PREFIX = "sweep:"
 # GitHub Actions sets these in every job; a workflow run is described by them.
-GITHUB_VARIABLES = ("GITHUB_REPOSITORY", "GITHUB_WORKFLOW_REF", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_SHA", "RUNNER_NAME")
+GITHUB_VARIABLES = (
+    "GITHUB_REPOSITORY",
+    "GITHUB_WORKFLOW_REF",
+    "GITHUB_RUN_ID",
+    "GITHUB_RUN_ATTEMPT",
+    "GITHUB_SHA",
+    "RUNNER_NAME",
+)
 
 
 class Provenance(BaseModel):
@@ -78,7 +85,9 @@ def from_github_actions(environ: Mapping[str, str] = os.environ) -> Provenance:
     """The provenance of a run inside a GitHub Actions job (``verify --workflow-run``)."""
     missing = [name for name in GITHUB_VARIABLES if not environ.get(name)]
     if missing:
-        raise UsageError(f"--workflow-run needs the GitHub Actions variables {', '.join(missing)}; run it inside a workflow job")
+        raise UsageError(
+            f"--workflow-run needs the GitHub Actions variables {', '.join(missing)}; run it inside a workflow job"
+        )
     repository = environ["GITHUB_REPOSITORY"]
     # GITHUB_WORKFLOW_REF: owner/repo/.github/workflows/file.yml@refs/...
     workflow = re.sub(rf"^{re.escape(repository)}/", "", environ["GITHUB_WORKFLOW_REF"]).split("@", 1)[0]
@@ -134,7 +143,9 @@ class FileHistory:
 def file_histories(directory: Path) -> dict[str, FileHistory]:
     """file name -> its git history, for the files git tracks directly in ``directory``
     (one ``git log`` for all of them; empty outside a git checkout)."""
-    log = _git(directory, "log", "--no-renames", "--format=%x1e%H%x1f%an%x1f%as", "--name-status", "--relative", "--", ".")
+    log = _git(
+        directory, "log", "--no-renames", "--format=%x1e%H%x1f%an%x1f%as", "--name-status", "--relative", "--", "."
+    )
     if log is None:
         return {}
     boundary = _shallow_boundary(directory)
@@ -161,7 +172,9 @@ def _git(directory: Path, *args: str) -> str | None:
     if shutil.which("git") is None or not directory.is_dir():
         return None
     try:
-        run = subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True, errors="replace", timeout=60)
+        run = subprocess.run(
+            ["git", *args], cwd=directory, capture_output=True, text=True, errors="replace", timeout=60
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return run.stdout if run.returncode == 0 else None
@@ -207,7 +220,9 @@ class Source:
 
     @property
     def css_class(self) -> str:
-        return {Trust.BUILD: "tc-source-build", Trust.ATTESTED: "tc-source-attested", Trust.BY_HAND: "tc-source-hand"}[self.trust]
+        return {Trust.BUILD: "tc-source-build", Trust.ATTESTED: "tc-source-attested", Trust.BY_HAND: "tc-source-hand"}[
+            self.trust
+        ]
 
     def describe(self) -> str:
         """One sentence for an evidence block, starting with the origin."""

@@ -10,19 +10,18 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
-
 from typing import Annotated
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from . import limits
+from .coverage.table import SweepTable
 from .errors import InvalidFileError, Problem, problems_from_validation
 from .fileio import read_json
 from .limits import BackendName, ClaimId, RecordName, RecordText
-from .coverage.table import SweepTable
 
 RECORD_SCHEMA_VERSION = 1
 
@@ -100,8 +99,12 @@ class Environment(BaseModel):
     device: RecordName  # e.g. "cuda:0" or "xla:0"
     device_name: RecordName
     torch: RecordName
-    packages: dict[RecordName, RecordName] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # distribution -> version
-    accelerator_runtime: dict[RecordName, RecordName] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # cuda, hip, cudnn...
+    packages: dict[RecordName, RecordName] = Field(
+        default_factory=dict, max_length=limits.MAX_MAP_ENTRIES
+    )  # distribution -> version
+    accelerator_runtime: dict[RecordName, RecordName] = Field(
+        default_factory=dict, max_length=limits.MAX_MAP_ENTRIES
+    )  # cuda, hip, cudnn...
     python: RecordName
     os: RecordName
     machine: RecordName
@@ -162,19 +165,27 @@ class ResultRecord(BaseModel):
     verdict: Verdict
     reason: RecordText = ""  # why unverified or error; the cause is named here
     checks: list[CheckResult] = Field(default_factory=list, max_length=limits.MAX_CHECKS)
-    conditions: dict[RecordName, RecordText] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # model, inputs, method...
+    conditions: dict[RecordName, RecordText] = Field(
+        default_factory=dict, max_length=limits.MAX_MAP_ENTRIES
+    )  # model, inputs, method...
     started_at: AwareDatetime  # compared with other times: a date without a zone is refused, never a crash
     duration_s: Seconds
     script: ScriptInfo
     cache_key: RecordName = ""  # stamped by the runner; see torchclaims.cache
-    inputs: dict[RecordName, RecordName] = Field(default_factory=dict, max_length=limits.MAX_MAP_ENTRIES)  # project file -> sha256
+    inputs: dict[RecordName, RecordName] = Field(
+        default_factory=dict, max_length=limits.MAX_MAP_ENTRIES
+    )  # project file -> sha256
     environment: Environment
-    log_tail: Annotated[str, limits.cut(limits.Limits.log_tail_bytes)] = ""  # the end of the child's output, kept for errors
+    log_tail: Annotated[str, limits.cut(limits.Limits.log_tail_bytes)] = (
+        ""  # the end of the child's output, kept for errors
+    )
     # PNG files of the script's figures, relative to the record (or results) file;
     # only plain runs keep them: on the site, the gallery page shows the build's own.
-    figures: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)*\.png$", max_length=300)]] = Field(
-        default_factory=list, max_length=limits.MAX_FIGURES
-    )
+    figures: list[
+        Annotated[
+            str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)*\.png$", max_length=300)
+        ]
+    ] = Field(default_factory=list, max_length=limits.MAX_FIGURES)
     # Coverage sweeps keep their whole table here (see torchclaims.coverage.table).
     tables: list[SweepTable] = Field(default_factory=list, max_length=4)
     # How the script was confined (torchclaims.sandbox), as its supervisor learnt it
@@ -194,11 +205,11 @@ class ResultRecord(BaseModel):
 
     @property
     def date(self) -> str:
-        return self.started_at.astimezone(timezone.utc).strftime("%Y-%m-%d")
+        return self.started_at.astimezone(UTC).strftime("%Y-%m-%d")
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc).replace(microsecond=0)
+    return datetime.now(UTC).replace(microsecond=0)
 
 
 def made_from(key_file: Path, key: str, outputs: list[Path]) -> bool:
@@ -250,7 +261,9 @@ def write_record(path: Path, record: ResultRecord) -> bool:
     return write_if_changed(path, record_json(record))
 
 
-def load_versioned_json(path: Path, model: type[BaseModel], versions: tuple[int, ...], max_bytes: int, check=lambda data: None):
+def load_versioned_json(
+    path: Path, model: type[BaseModel], versions: tuple[int, ...], max_bytes: int, check=lambda data: None
+):
     """Read a JSON file within the limits, check its schema version, validate it against ``model``.
 
     Every failure is an InvalidFileError naming the file (and the field);
@@ -261,7 +274,9 @@ def load_versioned_json(path: Path, model: type[BaseModel], versions: tuple[int,
     if isinstance(data, dict) and data.get("schema_version") not in versions:
         found = data.get("schema_version")
         expected = " or ".join(str(v) for v in versions)
-        raise InvalidFileError([Problem(path, "schema_version", f"version {found!r} is not supported (expected {expected})")])
+        raise InvalidFileError(
+            [Problem(path, "schema_version", f"version {found!r} is not supported (expected {expected})")]
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -65,7 +65,9 @@ class Release:
         """The label of the sweep's results file of this release: how the sweep knows its own files."""
         s = self.series
         held = "torch " + s.pins()["torch"] + " and " if "torch" in s.pins() else ""
-        return f"{LABEL_PREFIX} {s.label(self.version)} on {s.backend}, {held}other packages held at sweep/constraints.txt"
+        return (
+            f"{LABEL_PREFIX} {s.label(self.version)} on {s.backend}, {held}other packages held at sweep/constraints.txt"
+        )
 
     def takes_cpu_index(self, cpu_index: bool) -> bool:
         # torch_xla wheels are built against the package index's torch, so only cpu series take the CPU index
@@ -110,7 +112,9 @@ class Measured:
     claims: int = 0  # claims run
 
 
-def release_files(results_dir: Path, release: Release, cpu_index: bool) -> tuple[list[tuple[Path, ResultsFile]], list[Path]]:
+def release_files(
+    results_dir: Path, release: Release, cpu_index: bool
+) -> tuple[list[tuple[Path, ResultsFile]], list[Path]]:
     """The sweep's own files of this release (oldest name first), and the other files that stand for it."""
     own, others = [], []
     for path in sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []:
@@ -141,8 +145,11 @@ def foreseen_differences(env: Environment, environ=os.environ) -> list[str]:
     kernel = f"{platform.system()} {platform.release()}"
     if env.os.split("-", 1)[0] != kernel.split("-", 1)[0]:
         found.append(f"os {env.os} here {kernel}")
-    found += [f"{key}={env.env_vars.get(key, '(unset)')} here {value}" for key, value in sorted(environ.items())
-              if key.startswith(COMMON_ENV_PREFIXES) and env.env_vars.get(key) != value]
+    found += [
+        f"{key}={env.env_vars.get(key, '(unset)')} here {value}"
+        for key, value in sorted(environ.items())
+        if key.startswith(COMMON_ENV_PREFIXES) and env.env_vars.get(key) != value
+    ]
     return found
 
 
@@ -156,8 +163,14 @@ def unrecorded_fields(path: Path) -> list[str]:
     return [f"{name} not recorded in it" for name in Environment.model_fields if name not in recorded]
 
 
-def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Release], cpu_index: bool = False,
-         rerun: tuple[str, ...] = ()) -> list[Planned]:
+def plan(
+    root: Path,
+    releases: Releases,
+    results_dir: Path,
+    selected: list[Release],
+    cpu_index: bool = False,
+    rerun: tuple[str, ...] = (),
+) -> list[Planned]:
     """For each release: which claims must run (and why), merged into which file of the sweep.
 
     ``rerun`` names claims to run again although their records are current: after
@@ -166,7 +179,10 @@ def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Relea
     """
     loaded = load_claims(root / "claims")
     if loaded.problems:  # a broken record's claim would lose its records in every file the sweep writes
-        raise UsageError("fix the claim records first; the sweep would drop their records:\n" + "\n".join(str(p) for p in loaded.problems))
+        raise UsageError(
+            "fix the claim records first; the sweep would drop their records:\n"
+            + "\n".join(str(p) for p in loaded.problems)
+        )
     scripts = {c.id: c.script for c in loaded.executable() if (root / c.script).is_file()}
     unknown = sorted(set(rerun) - set(scripts))
     if unknown:
@@ -177,19 +193,33 @@ def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Relea
         own, others = release_files(results_dir, release, cpu_index)
         foreign = tuple(p.name for p in others)
         if not own:
-            planned.append(Planned(release, None, None, f"no results file of the sweep for this release: all {len(scripts)} claims run", others=foreign))
+            planned.append(
+                Planned(
+                    release,
+                    None,
+                    None,
+                    f"no results file of the sweep for this release: all {len(scripts)} claims run",
+                    others=foreign,
+                )
+            )
             continue
         base, results = own[-1]
         held = {r.claim_id: r for r in results.records}
         changed = {c for c in outdated.get(base.name, []) if c in scripts}
-        changed |= {c for c, r in held.items() if c in scripts and r.script.path != scripts[c]}  # the claim names another script now
+        changed |= {
+            c for c, r in held.items() if c in scripts and r.script.path != scripts[c]
+        }  # the claim names another script now
         again = set(rerun) & set(held) - changed
         new = set(scripts) - set(held)
         prune = tuple(sorted(set(held) - set(scripts)))
-        reasons = [f"{len(changed)} script(s) changed ({listed(sorted(changed), 4)})" if changed else "",  # the run line names them all
-                   f"{len(again)} asked to run again ({listed(sorted(again), 4)})" if again else "",
-                   f"{len(new)} new claim(s) ({listed(sorted(new), 4)})" if new else "",
-                   f"{len(prune)} record(s) of claims that no longer exist dropped ({listed(prune)})" if prune else ""]
+        reasons = [
+            f"{len(changed)} script(s) changed ({listed(sorted(changed), 4)})"
+            if changed
+            else "",  # the run line names them all
+            f"{len(again)} asked to run again ({listed(sorted(again), 4)})" if again else "",
+            f"{len(new)} new claim(s) ({listed(sorted(new), 4)})" if new else "",
+            f"{len(prune)} record(s) of claims that no longer exist dropped ({listed(prune)})" if prune else "",
+        ]
         why = "; ".join(r for r in reasons if r)
         changed |= again
         differ = (foreseen_differences(results.environment) + unrecorded_fields(base)) if changed or new else []
@@ -205,7 +235,9 @@ def plan(root: Path, releases: Releases, results_dir: Path, selected: list[Relea
                 f"{why}: they run and merge into {base.name}, "
                 f"which keeps {len(held) - len(changed) - len(prune)} record(s)"
             )
-        planned.append(Planned(release, base, tuple(sorted(changed | new)), why or f"current: {base.name}", prune, foreign))
+        planned.append(
+            Planned(release, base, tuple(sorted(changed | new)), why or f"current: {base.name}", prune, foreign)
+        )
     return planned
 
 
@@ -279,7 +311,12 @@ class Sweep:
         """pip reads only the sweep's own constraints (lifting a machine-wide cap on torch) and keeps no cache."""
         constraints = self.work_dir / "constraints.txt"
         constraints.write_text(self.releases.constraints_for(release.series), encoding="utf-8")
-        return {"PIP_CONSTRAINT": str(constraints), "PIP_NO_CACHE_DIR": "1", "TMPDIR": str(self.work_dir / "tmp"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        return {
+            "PIP_CONSTRAINT": str(constraints),
+            "PIP_NO_CACHE_DIR": "1",
+            "TMPDIR": str(self.work_dir / "tmp"),
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        }
 
     def index_args(self, release: Release) -> list[str]:
         return ["--extra-index-url", self.torch_index] if release.takes_cpu_index(self.cpu_index) else []
@@ -290,10 +327,21 @@ class Sweep:
 
     def verify_command(self, release: Release, claims: tuple[str, ...] | None) -> list[str]:
         return [
-            str(self.work_dir / "env" / "bin" / "torchclaims"), "verify", *(claims or ()), "--root", str(self.root),
-            "--backend", release.series.backend, "--output", str(self.results_dir),
-            "--records-dir", str(self.work_dir / "records" / release.name), "--label", release.label,
-            "--timeout", f"{release.series.timeout or self.timeout:g}",
+            str(self.work_dir / "env" / "bin" / "torchclaims"),
+            "verify",
+            *(claims or ()),
+            "--root",
+            str(self.root),
+            "--backend",
+            release.series.backend,
+            "--output",
+            str(self.results_dir),
+            "--records-dir",
+            str(self.work_dir / "records" / release.name),
+            "--label",
+            release.label,
+            "--timeout",
+            f"{release.series.timeout or self.timeout:g}",
         ] + (["--workflow-run"] if self.workflow_run else [])
 
     def describe(self, planned: Planned) -> list[str]:
@@ -304,9 +352,16 @@ class Sweep:
         if planned.claims == ():
             return [f"  rewrite {planned.base.name} without {len(planned.prune)} record(s); installs nothing"]
         packages = ", ".join(re.sub(r"=+", " ", r) for r in self.requirements(release))
-        source = (f"{packages} from {self.torch_index} (torch's CPU build, a few hundred MB)" if self.index_args(release)
-                  else f"{packages} from the package index (torch's CUDA build on Linux, several GB)")
-        claims = f"{len(planned.claims)} claim(s): {' '.join(planned.claims)}" if planned.claims is not None else "every executable claim"
+        source = (
+            f"{packages} from {self.torch_index} (torch's CPU build, a few hundred MB)"
+            if self.index_args(release)
+            else f"{packages} from the package index (torch's CUDA build on Linux, several GB)"
+        )
+        claims = (
+            f"{len(planned.claims)} claim(s): {' '.join(planned.claims)}"
+            if planned.claims is not None
+            else "every executable claim"
+        )
         lines = [
             f"  install: {' '.join(self.requirements(release))} and this project [claims] into a new venv, "
             "other packages at sweep/constraints.txt",
@@ -330,7 +385,9 @@ class Sweep:
         (self.work_dir / "tmp").mkdir(parents=True)
         free = self.free_bytes(self.work_dir)
         if free < MIN_FREE_GB * 1e9:
-            return Measured(release, "failed", f"only {free / 1e9:.1f} GB free; an environment needs about {MIN_FREE_GB:g} GB")
+            return Measured(
+                release, "failed", f"only {free / 1e9:.1f} GB free; an environment needs about {MIN_FREE_GB:g} GB"
+            )
         pip_env = self.pip_env(release)
         requirements = self.requirements(release)
         pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet"]
@@ -350,10 +407,14 @@ class Sweep:
                     return Measured(release, "failed", f"{' '.join(step[:6])} failed", time.perf_counter() - started)
             installed = time.perf_counter()
             size = dir_bytes(env_dir)
-            backend_env = {"TORCHCLAIMS_BACKEND": release.series.backend} | ({"PJRT_DEVICE": "CPU"} if release.series.backend == "xla" else {})
+            backend_env = {"TORCHCLAIMS_BACKEND": release.series.backend} | (
+                {"PJRT_DEVICE": "CPU"} if release.series.backend == "xla" else {}
+            )
             claims = planned.claims
             for _ in range(2):  # a second pass only when the first could not merge (below)
-                status = self.run(self.verify_command(release, claims), backend_env)  # 1: a claim errored; its record says why
+                status = self.run(
+                    self.verify_command(release, claims), backend_env
+                )  # 1: a claim errored; its record says why
                 ran += len(claims) if claims is not None else len(self.executable())
                 if status not in (0, 1):
                     break
@@ -370,12 +431,29 @@ class Sweep:
             shutil.rmtree(self.work_dir / "tmp", ignore_errors=True)
         timing = (installed - started, verified - installed, size)
         if status not in (0, 1) or written is None:
-            strays = sorted(p.name for p in set(self.results_dir.glob("*.json")) - present)  # written, but not standing for this release
-            stray = f" ({', '.join(strays)} does not stand for {release.name}: another build or held version?)" if strays else ""
-            return Measured(release, "failed", f"verify exited {status} and wrote no results file of the sweep{stray}; the committed files are kept", *timing)
+            strays = sorted(
+                p.name for p in set(self.results_dir.glob("*.json")) - present
+            )  # written, but not standing for this release
+            stray = (
+                f" ({', '.join(strays)} does not stand for {release.name}: another build or held version?)"
+                if strays
+                else ""
+            )
+            return Measured(
+                release,
+                "failed",
+                f"verify exited {status} and wrote no results file of the sweep{stray}; the committed files are kept",
+                *timing,
+            )
         _, missing, why = self.newest_own(release, before)
         if missing:
-            return Measured(release, "failed", f"{written.name} lacks {listed(missing)}; the older files of the sweep are kept", *timing, written.name)
+            return Measured(
+                release,
+                "failed",
+                f"{written.name} lacks {listed(missing)}; the older files of the sweep are kept",
+                *timing,
+                written.name,
+            )
         replaced = [p for p, _ in release_files(self.results_dir, release, self.cpu_index)[0] if p != written]
         for path in replaced:  # the complete new file stands for this release from now on
             path.unlink()
@@ -395,7 +473,11 @@ class Sweep:
             return None, [], ""
         path, results = own[-1]
         missing = sorted(set(self.executable()) - {r.claim_id for r in results.records})
-        why = f"{path.name} could not take the records of the earlier file ({self._moved(before, results)})" if missing else ""
+        why = (
+            f"{path.name} could not take the records of the earlier file ({self._moved(before, results)})"
+            if missing
+            else ""
+        )
         return path, missing, why
 
     def _moved(self, before: set[Path], results: ResultsFile) -> str:
@@ -414,10 +496,20 @@ class Sweep:
         write_results(planned.base, results.model_copy(update={"records": kept}))
         for claim_id in planned.prune:
             shutil.rmtree(figures_dir(planned.base) / claim_id, ignore_errors=True)
-        return Measured(planned.release, "pruned", f"dropped {listed(planned.prune)} from {planned.base.name}", results_file=planned.base.name)
+        return Measured(
+            planned.release,
+            "pruned",
+            f"dropped {listed(planned.prune)} from {planned.base.name}",
+            results_file=planned.base.name,
+        )
 
-    def sweep(self, selected: list[Release], dry_run: bool = False, log: Callable[[str], None] = print,
-              rerun: tuple[str, ...] = ()) -> list[Measured]:
+    def sweep(
+        self,
+        selected: list[Release],
+        dry_run: bool = False,
+        log: Callable[[str], None] = print,
+        rerun: tuple[str, ...] = (),
+    ) -> list[Measured]:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         measured = []
         for planned in plan(self.root, self.releases, self.results_dir, selected, self.cpu_index, rerun):
@@ -438,7 +530,9 @@ class Sweep:
 def summary_line(m: Measured) -> str:
     if m.status in ("current", "pruned"):
         return m.detail
-    figures = f"install {m.install_s / 60:.1f} min, verify {m.verify_s / 60:.1f} min, environment {m.env_bytes / 1e9:.1f} GB"
+    figures = (
+        f"install {m.install_s / 60:.1f} min, verify {m.verify_s / 60:.1f} min, environment {m.env_bytes / 1e9:.1f} GB"
+    )
     what = f"{m.status} {m.claims} claim(s)" if m.claims else m.status
     return what + (f" ({figures})" if m.install_s else "") + (f"; {m.detail}" if m.detail else "")
 
@@ -447,16 +541,22 @@ def report(measured: list[Measured], wall_s: float, peak_bytes: int) -> list[str
     """The session's closing summary, with the targets beside the measured figures."""
     lines = [f"{m.release.name:<22} {summary_line(m)}" for m in measured]
     ran = [m for m in measured if m.status == "ran"]
-    lines.append(f"{len(ran)} environment(s) run, {sum(m.status == 'current' for m in measured)} current, "
-                 f"{sum(m.status == 'failed' for m in measured)} failed, in {wall_s / 60:.1f} min")
+    lines.append(
+        f"{len(ran)} environment(s) run, {sum(m.status == 'current' for m in measured)} current, "
+        f"{sum(m.status == 'failed' for m in measured)} failed, in {wall_s / 60:.1f} min"
+    )
     lines.append(f"peak disk of the sweep's folder: {peak_bytes / 1e9:.1f} GB (target < {TARGET_PEAK_GB} GB)")
     if ran:
-        lines.append(f"{wall_s / 60:.1f} min for {len(ran)} environment(s), {wall_s / 60 / len(ran):.1f} min each "
-                     f"(target for all 7 torch + 2 torch_xla releases: < {TARGET_FULL_MIN} min)")
+        lines.append(
+            f"{wall_s / 60:.1f} min for {len(ran)} environment(s), {wall_s / 60 / len(ran):.1f} min each "
+            f"(target for all 7 torch + 2 torch_xla releases: < {TARGET_FULL_MIN} min)"
+        )
     elif any(m.status == "would run" for m in measured):
         would = [m for m in measured if m.status == "would run"]
-        lines.append(f"dry run: {len(would)} release(s) would run {sum(m.claims for m in would)} claim run(s) in all; "
-            "nothing was installed")
+        lines.append(
+            f"dry run: {len(would)} release(s) would run {sum(m.claims for m in would)} claim run(s) in all; "
+            "nothing was installed"
+        )
     else:
         lines.append(f"nothing to run: {wall_s:.1f} s (target < {TARGET_IDLE_S} s)")
     return lines

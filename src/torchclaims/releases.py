@@ -75,7 +75,9 @@ class Series:
     follows: tuple[str, ...] = ()  # packages left to pip: they move with the release (its own dependencies)
     default: bool = True
     timeout: float | None = None  # seconds per claim, when the series needs more than the sweep's default
-    held: dict[str, str] = field(default_factory=dict)  # canonical name -> version, the varied package and its followers left out
+    held: dict[str, str] = field(
+        default_factory=dict
+    )  # canonical name -> version, the varied package and its followers left out
 
     @property
     def unheld(self) -> set[str]:
@@ -135,7 +137,11 @@ class Releases:
         """The constraints file's text less what the series does not hold (pip refuses a pin that
         contradicts a requirement)."""
         lines = self.constraints_path.read_text(encoding="utf-8").splitlines()
-        kept = [line for line in lines if not (PIN.match(line.strip()) and canonical(PIN.match(line.strip())[1]) in series.unheld)]
+        kept = [
+            line
+            for line in lines
+            if not (PIN.match(line.strip()) and canonical(PIN.match(line.strip())[1]) in series.unheld)
+        ]
         return "\n".join(kept) + "\n"
 
 
@@ -154,7 +160,9 @@ def read_constraints(path: Path) -> dict[str, str]:
         if match is None:
             problems.append(Problem(path, "pin", f"expected 'name==version', found {line!r}", number))
         elif canonical(match[1]) in ("torch", "torch-xla"):
-            problems.append(Problem(path, "pin", f"{match[1]} is what a sweep varies; it must not be held here", number))
+            problems.append(
+                Problem(path, "pin", f"{match[1]} is what a sweep varies; it must not be held here", number)
+            )
         else:
             pins[canonical(match[1])] = match[2]
     if problems:
@@ -182,10 +190,21 @@ def load_releases(root: Path) -> Releases:
             problems.append(Problem(path, f"series.{name}.versions", "list each release once, oldest first"))
         unknown = sorted(set(s.requires_by_version) - set(s.versions))
         if unknown:
-            problems.append(Problem(path, f"series.{name}.requires_by_version", f"names releases not in versions: {', '.join(unknown)}"))
+            problems.append(
+                Problem(
+                    path, f"series.{name}.requires_by_version", f"names releases not in versions: {', '.join(unknown)}"
+                )
+            )
         one = Series(
-            name, s.backend, s.package, tuple(s.versions), tuple(s.requires),
-            {k: tuple(v) for k, v in s.requires_by_version.items()}, tuple(s.follows), s.default, s.timeout,
+            name,
+            s.backend,
+            s.package,
+            tuple(s.versions),
+            tuple(s.requires),
+            {k: tuple(v) for k, v in s.requires_by_version.items()},
+            tuple(s.follows),
+            s.default,
+            s.timeout,
         )
         series[name] = replace(one, held={k: v for k, v in held.items() if k not in one.unheld})
     if problems:

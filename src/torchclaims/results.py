@@ -69,7 +69,9 @@ def destination(directory: Path, results: ResultsFile) -> Path:
     return confined(directory, default_name(results))
 
 
-def build_results(records: list[ResultRecord], environment: Environment, label: str = "", provenance: Provenance | None = None) -> ResultsFile:
+def build_results(
+    records: list[ResultRecord], environment: Environment, label: str = "", provenance: Provenance | None = None
+) -> ResultsFile:
     return ResultsFile(
         created=now(),
         label=label,
@@ -89,7 +91,9 @@ def read_results(path: Path) -> ResultsFile:
 
     def is_results_file(data) -> None:
         if not isinstance(data, dict) or data.get("format") != RESULTS_FORMAT:
-            raise InvalidFileError([Problem(path, "format", f"not a torchclaims results file (expected format = {RESULTS_FORMAT!r})")])
+            raise InvalidFileError(
+                [Problem(path, "format", f"not a torchclaims results file (expected format = {RESULTS_FORMAT!r})")]
+            )
 
     return load_versioned_json(path, ResultsFile, READABLE_VERSIONS, limits.LIMITS.results_file_bytes, is_results_file)
 
@@ -173,4 +177,3 @@ def export_figures(records: list[ResultRecord], records_dir: Path, results_path:
 
 def figures_dir(results_path: Path) -> Path:
     return results_path.parent / "figures" / results_path.stem
-

@@ -42,8 +42,8 @@ from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, kep
 from .errors import InvalidFileError, TorchclaimsError
 from .fileio import locked
 from .judging import judgement_problems
-from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resource_tracker
 from .records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
+from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resource_tracker
 
 # What the fork server imports (torchclaims.preload), and the groups it may add: a
 # group's module, and the module names (as scripts import them) that mean a claim uses it.
@@ -122,8 +122,10 @@ class Runner:
         if not self.shortcuts:
             return []
         groups = [
-            group for group, names in PRELOAD_GROUPS.items()
-            if sum(any(used == n or used.startswith(n + ".") for used in claim for n in names) for claim in uses) > self.parallel
+            group
+            for group, names in PRELOAD_GROUPS.items()
+            if sum(any(used == n or used.startswith(n + ".") for used in claim for n in names) for claim in uses)
+            > self.parallel
         ]
         self._ctx.set_forkserver_preload([PRELOAD, *groups])
         return groups
@@ -153,7 +155,9 @@ class Runner:
                 process.kill()
         if "error" in answer:
             raise TorchclaimsError(f"probing backend {self.backend!r} failed: {answer['error']}")
-        return Probe(answer["backend"], answer["why"], answer["unavailable"], Environment.model_validate(answer["environment"]))
+        return Probe(
+            answer["backend"], answer["why"], answer["unavailable"], Environment.model_validate(answer["environment"])
+        )
 
     def run(
         self,
@@ -274,7 +278,9 @@ def _received_record(path: Path, claim_id: str) -> tuple[ResultRecord | None, st
     return record, ""
 
 
-def _stamp(record: ResultRecord, item: _Running, environment: Environment, duration: float, figures: list[str], sandboxed: str) -> ResultRecord:
+def _stamp(
+    record: ResultRecord, item: _Running, environment: Environment, duration: float, figures: list[str], sandboxed: str
+) -> ResultRecord:
     # The parent knows the script's project path and content for sure (in the
     # child, sphinx-gallery changes the working directory).
     script = ScriptInfo(path=item.job.script_rel, sha256=_sha256(item.job.script))
@@ -310,7 +316,9 @@ def _plain_files(folder: Path) -> list[Path]:
     """Every regular file below ``folder``, links not followed (the script made them)."""
     found = []
     for parent, _dirs, files in os.walk(folder):
-        found += [Path(parent, name) for name in files if Path(parent, name).is_file() and not Path(parent, name).is_symlink()]
+        found += [
+            Path(parent, name) for name in files if Path(parent, name).is_file() and not Path(parent, name).is_symlink()
+        ]
     return found
 
 
@@ -335,7 +343,14 @@ def _keep_page(child: _child.ChildJob) -> None:
 
     _, staged = _child.staged_target(child)
     target = child.gallery
-    write_page(target.fname, target.src_dir, Path(target.target_dir), target.gallery_conf, Path(staged), Path(child.run_dir, "page"))
+    write_page(
+        target.fname,
+        target.src_dir,
+        Path(target.target_dir),
+        target.gallery_conf,
+        Path(staged),
+        Path(child.run_dir, "page"),
+    )
 
 
 def _status(path: Path) -> dict:
@@ -381,7 +396,9 @@ def _tail(log: Path) -> str:
     return data.decode("utf-8", "replace")[-limits.LIMITS.log_tail_bytes :]
 
 
-def error_record(job: Job, environment: Environment, cause: str, started_at, duration: float, log_tail: str = "") -> ResultRecord:
+def error_record(
+    job: Job, environment: Environment, cause: str, started_at, duration: float, log_tail: str = ""
+) -> ResultRecord:
     """A record saying the verification broke; it is never evidence about the claim."""
     return ResultRecord(
         claim_id=job.claim_id,

@@ -74,7 +74,11 @@ _ACCELERATOR_DEVICES = ("nvidia", "dri", "kfd", "accel", "vfio", "neuron", "dxg"
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneath(ctypes.Structure):
@@ -206,13 +210,21 @@ def confine(writable: list[str], loopback: bool) -> str | None:
     if abi < MIN_ABI:
         return f"Landlock ABI {abi} (kernel {platform.release()}); the sandbox needs ABI {MIN_ABI} or later"
     writes = _FS_WRITES_ABI1 | _FS_REFER | _FS_TRUNCATE
-    attr = _RulesetAttr(writes, 0 if loopback else _NET_BIND_TCP | _NET_CONNECT_TCP, _SCOPE_SIGNAL | _SCOPE_ABSTRACT_UNIX if abi >= SCOPE_ABI else 0)
+    attr = _RulesetAttr(
+        writes,
+        0 if loopback else _NET_BIND_TCP | _NET_CONNECT_TCP,
+        _SCOPE_SIGNAL | _SCOPE_ABSTRACT_UNIX if abi >= SCOPE_ABI else 0,
+    )
     libc = _libc()
-    ruleset = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    ruleset = libc.syscall(
+        _CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)
+    )
     if ruleset < 0:
         return _failed("landlock_create_ruleset")
     try:
-        rules = [(path, writes) for path in [*writable, "/dev/shm"]] + [(path, _FS_WRITE_FILE | _FS_TRUNCATE) for path in _device_paths()]
+        rules = [(path, writes) for path in [*writable, "/dev/shm"]] + [
+            (path, _FS_WRITE_FILE | _FS_TRUNCATE) for path in _device_paths()
+        ]
         for path, access in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -222,7 +234,12 @@ def confine(writable: list[str], loopback: bool) -> str | None:
                 if not os.path.isdir(path):
                     access &= _FS_WRITE_FILE | _FS_TRUNCATE  # what a rule on a file may allow
                 rule = _PathBeneath(access, fd)
-                if libc.syscall(_ADD_RULE, ruleset, ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                if (
+                    libc.syscall(
+                        _ADD_RULE, ruleset, ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_uint32(0)
+                    )
+                    != 0
+                ):
                     return _failed(f"landlock_add_rule({path})")
             finally:
                 os.close(fd)

@@ -18,7 +18,9 @@ from .topics import TOPICS
 
 def scaffold(root: Path, claim_id: str, topic: str = "device-switch") -> list[Path]:
     if not re.fullmatch(CLAIM_ID, claim_id):
-        raise UsageError(f"claim id {claim_id!r} is malformed: use lowercase words joined by '-', e.g. 'compile-matches-eager'")
+        raise UsageError(
+            f"claim id {claim_id!r} is malformed: use lowercase words joined by '-', e.g. 'compile-matches-eager'"
+        )
     if topic not in TOPICS:
         raise UsageError(f"unknown topic {topic!r}; choose one of {', '.join(TOPICS)}")
     script = f"gallery/{claim_id.replace('-', '_')}.py"

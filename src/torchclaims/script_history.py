@@ -39,7 +39,9 @@ class ScriptHistory:
         if script not in self._current:  # every record of a script asks: the file is read once
             path = self.root / script
             try:
-                self._current[script] = None if leaves(path, self.root) else hashlib.sha256(path.read_bytes()).hexdigest()
+                self._current[script] = (
+                    None if leaves(path, self.root) else hashlib.sha256(path.read_bytes()).hexdigest()
+                )
             except OSError:
                 self._current[script] = None
         if self._current[script] is not None:
@@ -63,13 +65,15 @@ class ScriptHistory:
             if line.startswith("commit "):
                 commit = line.split()[1]
             elif line.strip() and line.startswith(prefix.strip()):
-                wanted.append((commit, line[len(prefix.strip()):]))
+                wanted.append((commit, line[len(prefix.strip()) :]))
         return self._contents(wanted, prefix.strip())
 
     def _contents(self, wanted: list[tuple[str, str]], prefix: str) -> dict[str, set[str]]:
         request = "".join(f"{commit}:{prefix}{path}\n" for commit, path in wanted).encode()
         try:
-            run = subprocess.run(["git", "cat-file", "--batch"], cwd=self.root, input=request, capture_output=True, timeout=120)
+            run = subprocess.run(
+                ["git", "cat-file", "--batch"], cwd=self.root, input=request, capture_output=True, timeout=120
+            )
         except (OSError, subprocess.TimeoutExpired):
             return {}
         versions: dict[str, set[str]] = {}
@@ -89,7 +93,9 @@ class ScriptHistory:
 
     def _git(self, *args: str) -> str | None:
         try:
-            run = subprocess.run(["git", *args], cwd=self.root, capture_output=True, text=True, errors="replace", timeout=120)
+            run = subprocess.run(
+                ["git", *args], cwd=self.root, capture_output=True, text=True, errors="replace", timeout=120
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         return run.stdout if run.returncode == 0 else None

@@ -18,8 +18,8 @@ import os
 import shutil
 from pathlib import Path
 
-from .errors import UsageError
 from . import limits
+from .errors import UsageError
 
 LEFTOVERS = (".buildinfo", ".buildinfo.bak", ".doctrees", "_sources")
 
@@ -54,7 +54,9 @@ def _remove(path: Path) -> None:
 def publish(built: Path, destination: Path) -> None:
     built, destination = built.resolve(), destination.resolve()
     if built == destination or built in destination.parents or destination in built.parents:
-        raise UsageError(f"the published folder {destination} must be outside the build folder {built}, and not hold it")
+        raise UsageError(
+            f"the published folder {destination} must be outside the build folder {built}, and not hold it"
+        )
     if destination.exists() and not destination.is_dir():
         destination.unlink()
     pages = _pages(built)

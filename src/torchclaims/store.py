@@ -20,8 +20,8 @@ from .attestation import Verifier, stray_notes
 from .backends import all_backends, vendor_packages_without_device
 from .errors import InvalidFileError, Problem
 from .fileio import leaves
-from .provenance import FileHistory, Source, Trust, file_histories
 from .judging import read_own_record
+from .provenance import FileHistory, Source, Trust, file_histories
 from .records import Environment, ResultRecord, record_key
 from .results import read_results
 
@@ -67,7 +67,10 @@ def version_label(env: Environment) -> str:
     backend = all_backends().get(env.backend)
     package = backend.primary_package if backend else "torch"
     version = env.torch if package == "torch" else env.packages.get(package, "?")
-    vendors = "".join(f" + {b.primary_package} {v} (vendor package, no {b.device_noun})" for b, v in vendor_packages_without_device(env.backend, env.packages))
+    vendors = "".join(
+        f" + {b.primary_package} {v} (vendor package, no {b.device_noun})"
+        for b, v in vendor_packages_without_device(env.backend, env.packages)
+    )
     return f"{package} {version.split('+')[0]}{vendors}"
 
 
@@ -131,7 +134,10 @@ class Store:
             h = hashlib.sha256()
             for entry in self.history(claim_id):
                 # The source too: a file verified, committed or relabelled reads differently on its page.
-                h.update(f"{claim_id}|{entry.origin}|{entry.source.mark}|{entry.source.describe()}|".encode() + self._text_of[id(entry)].encode())
+                h.update(
+                    f"{claim_id}|{entry.origin}|{entry.source.mark}|{entry.source.describe()}|".encode()
+                    + self._text_of[id(entry)].encode()
+                )
             self._claim_digests[claim_id] = h.hexdigest()
         return self._claim_digests[claim_id]
 
@@ -167,7 +173,13 @@ def load_store(
     return store
 
 
-def results_entries(path: Path, admission: Admission, store: Store, verifier: Verifier | None = None, committed: FileHistory | None = None) -> list[Entry]:
+def results_entries(
+    path: Path,
+    admission: Admission,
+    store: Store,
+    verifier: Verifier | None = None,
+    committed: FileHistory | None = None,
+) -> list[Entry]:
     """The admitted records of one results file, each with its source; what is
     wrong with the file goes to the store's problems (and rejections)."""
     outside = leaves(path, path.parent.parent)  # results/ lies in the repository root
@@ -185,7 +197,16 @@ def results_entries(path: Path, admission: Admission, store: Store, verifier: Ve
     for claim_id, problems in admitted.rejected.items():
         store.rejected.setdefault(claim_id, []).extend(problems)
     if attestation is not None:
-        source = Source(Trust.ATTESTED, path.name, results.label, results.provenance, attestation.url, attestation.run_url, committed, attestation)
+        source = Source(
+            Trust.ATTESTED,
+            path.name,
+            results.label,
+            results.provenance,
+            attestation.url,
+            attestation.run_url,
+            committed,
+            attestation,
+        )
     else:
         source = Source(Trust.BY_HAND, path.name, results.label, results.provenance, committed=committed)
     return [Entry(record, path.name, results.label, source) for record in admitted.records]

@@ -45,14 +45,24 @@ def _text(value) -> str:
 
 def moved_beyond_tolerance(old: Measurement, new: Measurement) -> bool:
     a, b = old.value, new.value
-    numeric = isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool)
+    numeric = (
+        isinstance(a, (int, float))
+        and isinstance(b, (int, float))
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    )
     if not numeric or new.tolerance.strip().startswith("=="):
         return a != b
     bound = BOUND.match(new.tolerance)
     if bound is None:
         return isinstance(a, int) and isinstance(b, int) and a != b
     operator, limit = bound[1], float(bound[2])
-    holds = {"<=": lambda v: v <= limit, "<": lambda v: v < limit, ">=": lambda v: v >= limit, ">": lambda v: v > limit}[operator]
+    holds = {
+        "<=": lambda v: v <= limit,
+        "<": lambda v: v < limit,
+        ">=": lambda v: v >= limit,
+        ">": lambda v: v > limit,
+    }[operator]
     if holds(a) != holds(b):
         return True
     # An upper bound is a tolerance on an error: a move larger than it counts even on one side.
@@ -69,7 +79,15 @@ def measurement_moves(old: ResultRecord, new: ResultRecord) -> list[Moved]:
             previous = before.get((check.name, m.name))
             if previous is not None and moved_beyond_tolerance(previous, m):
                 unit = f" {m.unit}" if m.unit else ""
-                moves.append(Moved(new.claim_id, f"{check.name} :: {m.name}", _text(previous.value) + unit, _text(m.value) + unit, m.tolerance))
+                moves.append(
+                    Moved(
+                        new.claim_id,
+                        f"{check.name} :: {m.name}",
+                        _text(previous.value) + unit,
+                        _text(m.value) + unit,
+                        m.tolerance,
+                    )
+                )
     return moves
 
 
@@ -111,7 +129,11 @@ def compare(old: Run, new: Run) -> Comparison:
         for name, comparer in RECORD_COMPARERS.items()
     }
     return Comparison(
-        old, new, verdict_changes(old.records, new.records), moved,
-        version_differences(old.environment, new.environment), only_in(old.records, new.records), only_in(new.records, old.records),
+        old,
+        new,
+        verdict_changes(old.records, new.records),
+        moved,
+        version_differences(old.environment, new.environment),
+        only_in(old.records, new.records),
+        only_in(new.records, old.records),
     )
-

@@ -28,11 +28,21 @@ import time
 import traceback
 from pathlib import Path
 
-from .backends import Backend, requested_backend, resolve_backend
-from .errors import UsageError
 from ._child import RECORD_FD_ENV
-from .records import CheckResult, Measurement, ResultRecord, ScriptInfo, Verdict, combine, now, record_json, write_record
+from .backends import Backend, requested_backend, resolve_backend
 from .coverage.table import SweepTable
+from .errors import UsageError
+from .records import (
+    CheckResult,
+    Measurement,
+    ResultRecord,
+    ScriptInfo,
+    Verdict,
+    combine,
+    now,
+    record_json,
+    write_record,
+)
 
 DEADLINE_ENV = "TORCHCLAIMS_DEADLINE"  # wall-clock time (epoch seconds) at which the runner stops the script
 RECORD_PATH_ENV = "TORCHCLAIMS_RECORD_PATH"
@@ -103,7 +113,9 @@ class Check:
             same = actual.shape == expected.shape and torch.equal(actual.detach().cpu(), expected.detach().cpu())
             self.measure(f"{what}: identical", same, tolerance="== True")
             return self.expect(same, f"{what}: values differ")
-        self.measure(what, actual if isinstance(actual, (int, float, str, bool)) else repr(actual), tolerance=f"== {expected!r}")
+        self.measure(
+            what, actual if isinstance(actual, (int, float, str, bool)) else repr(actual), tolerance=f"== {expected!r}"
+        )
         return self.expect(actual == expected, f"{what}: got {actual!r}, expected {expected!r}")
 
     def note(self, text: str) -> None:

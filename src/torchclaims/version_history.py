@@ -16,9 +16,9 @@ import itertools
 from dataclasses import dataclass
 from datetime import datetime
 
+from .provenance import Source
 from .records import Environment, ResultRecord, Verdict
 from .releases import Series, version_key
-from .provenance import Source
 from .store import EARLIER_BUILD, THIS_BUILD, Entry, Store
 
 REASON_CHARS = 90
@@ -51,7 +51,9 @@ class Run:
         label = f", {self.label}" if self.label else ""
         name = "this build" if self.origin == THIS_BUILD else self.origin
         mark = f"; {self.source.mark}" if self.source and self.origin != THIS_BUILD else ""
-        return f"{name} ({self.environment.backend}, torch {self.environment.torch}, {self.started:%Y-%m-%d}{label}{mark})"
+        return (
+            f"{name} ({self.environment.backend}, torch {self.environment.torch}, {self.started:%Y-%m-%d}{label}{mark})"
+        )
 
 
 def runs(store: Store) -> list[Run]:
@@ -63,8 +65,16 @@ def runs(store: Store) -> list[Run]:
                 grouped.setdefault(entry.origin, []).append(entry)
     out = []
     for origin, entries in sorted(grouped.items()):
-        environment = store.build_environment if origin == THIS_BUILD and store.build_environment else entries[0].record.environment
-        out.append(Run(origin, environment, {e.record.claim_id: e.record for e in entries}, entries[0].label, entries[0].source))
+        environment = (
+            store.build_environment
+            if origin == THIS_BUILD and store.build_environment
+            else entries[0].record.environment
+        )
+        out.append(
+            Run(
+                origin, environment, {e.record.claim_id: e.record for e in entries}, entries[0].label, entries[0].source
+            )
+        )
     return out
 
 
@@ -115,7 +125,7 @@ def _reason(steps: list[Step], said: str = "") -> str:
     if len(reasons) != 1 or reasons[0] == said:  # a reason the reader sees beside the sentence is not repeated in it
         return ""
     text = reasons[0]
-    return f" ({text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 1] + '…'})"
+    return f" ({text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + '…'})"
 
 
 def segments(steps: list[Step]) -> list[list[Step]]:
@@ -150,7 +160,9 @@ def range_sentence(series: Series, steps: list[Step], said: str = "") -> str:
     if len(groups) == 2:
         parts.append(f"{groups[0][0].kind} before {package} {newest[0].version}{_reason(groups[0], said)}")
     else:
-        parts.extend(f"{g[0].kind} on {_span(package, [s.version for s in g])}{_reason(g, said)}" for g in reversed(groups[:-1]))
+        parts.extend(
+            f"{g[0].kind} on {_span(package, [s.version for s in g])}{_reason(g, said)}" for g in reversed(groups[:-1])
+        )
     missing = [s.version for s in steps if s.record is None]
     if missing:
         parts.append(f"no run of {', '.join(missing)}")

@@ -39,7 +39,9 @@ def default_root(given: str | Path | None = None) -> Path:
     for root in candidates:
         if (root / "claims").is_dir() and (root / "results").is_dir():
             return root.resolve()
-    raise UsageError(f"no claims/ and results/ in {', '.join(map(str, candidates))}: give --root, a torchclaims checkout")
+    raise UsageError(
+        f"no claims/ and results/ in {', '.join(map(str, candidates))}: give --root, a torchclaims checkout"
+    )
 
 
 def model_type(model) -> str:
@@ -48,29 +50,40 @@ def model_type(model) -> str:
     return value if isinstance(value, str) else ""
 
 
-def check_step(step: Step, *, root: str | Path | None = None, targets: set[str] | None = None,
-               site_url: str = "", target: str = "", accept=()) -> Report:
+def check_step(
+    step: Step,
+    *,
+    root: str | Path | None = None,
+    targets: set[str] | None = None,
+    site_url: str = "",
+    target: str = "",
+    accept=(),
+) -> Report:
     """The static report of one step (see the module docstring); ``accept``: see :mod:`.lookup`."""
     knowledge = load_knowledge(default_root(root))
     used = record_step(step)
     kind = model_type(step.model)
-    columns = look_up(used, knowledge, targets=targets, model_type=kind, links=Links(site_url), accepted=frozenset(accept))
+    columns = look_up(
+        used, knowledge, targets=targets, model_type=kind, links=Links(site_url), accepted=frozenset(accept)
+    )
     unknown = sorted(set(targets or ()) - {c.backend for c in columns})
     if unknown:
         raise UsageError(f"no table or defect claim measured backend(s) {', '.join(unknown)}")
     return Report(target or step.name, [u.as_dict() for u in used], columns, kind, [str(p) for p in knowledge.problems])
 
 
-def check(model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url: str = "",
-          accept=()) -> Report:
+def check(
+    model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url: str = "", accept=()
+) -> Report:
     """The static report of ``model`` on ``example_inputs`` (and, with ``loss``, its backward pass).
 
     ``targets``: backend names the exit gate (``Report.failed``) looks at (default: all);
     ``accept``: coverage rows and defect claims to cite without judging.
     """
     step = as_step((model, example_inputs), type(model).__name__, loss=loss, other_inputs=other_inputs)
-    return check_step(step, root=root, targets=None if targets is None else set(targets), site_url=site_url,
-                      accept=accept)
+    return check_step(
+        step, root=root, targets=None if targets is None else set(targets), site_url=site_url, accept=accept
+    )
 
 
 class _CallableModule(types.ModuleType):

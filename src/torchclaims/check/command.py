@@ -19,11 +19,20 @@ def run_check(args) -> bool:
     root = default_root(None if args.root == "." else args.root)
     step = load_target(args.target)
     targets = set(args.target_backend) or None
-    report = check_step(step, root=root, targets=targets, site_url=args.site_url, target=args.target,
-                        accept=args.accept)
+    report = check_step(
+        step, root=root, targets=targets, site_url=args.site_url, target=args.target, accept=args.accept
+    )
     if args.backend:
-        report.measured.append(run_on_backend(args.target, args.backend, rtol=args.rtol, atol=args.atol,
-                                              timeout=args.timeout, output=Path(args.output)))
+        report.measured.append(
+            run_on_backend(
+                args.target,
+                args.backend,
+                rtol=args.rtol,
+                atol=args.atol,
+                timeout=args.timeout,
+                output=Path(args.output),
+            )
+        )
     print(summary(report), file=sys.stderr if args.json == "-" else sys.stdout)  # stdout is the JSON's then
     if args.json:
         text = json.dumps(report.as_dict(), indent=1, sort_keys=True) + "\n"

@@ -40,14 +40,26 @@ def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeo
         probe = runner.probe()
         if probe.unavailable is not None:
             raise UsageError(f"backend {probe.backend} is not usable here: {probe.unavailable}")
-        runner.env.update({
-            "TORCHCLAIMS_BACKEND": probe.backend, "TORCHCLAIMS_CHECK_TARGET": absolute(target),
-            "TORCHCLAIMS_CHECK_CLAIM": claim_id, "TORCHCLAIMS_CHECK_RTOL": repr(rtol),
-            "TORCHCLAIMS_CHECK_ATOL": repr(atol), "TORCHCLAIMS_CHECK_CWD": os.getcwd(),
-        })
+        runner.env.update(
+            {
+                "TORCHCLAIMS_BACKEND": probe.backend,
+                "TORCHCLAIMS_CHECK_TARGET": absolute(target),
+                "TORCHCLAIMS_CHECK_CLAIM": claim_id,
+                "TORCHCLAIMS_CHECK_RTOL": repr(rtol),
+                "TORCHCLAIMS_CHECK_ATOL": repr(atol),
+                "TORCHCLAIMS_CHECK_CWD": os.getcwd(),
+            }
+        )
         with tempfile.TemporaryDirectory(prefix="torchclaims-check-") as scratch:
-            job = Job(claim_id, STEP_SCRIPT, "torchclaims/check/step_script.py", Path(scratch) / "record.json",
-                      cache_key="", inputs={}, timeout=timeout)
+            job = Job(
+                claim_id,
+                STEP_SCRIPT,
+                "torchclaims/check/step_script.py",
+                Path(scratch) / "record.json",
+                cache_key="",
+                inputs={},
+                timeout=timeout,
+            )
             record = runner.run([job], probe.environment)[claim_id]
     results = build_results([record], probe.environment, label=f"torchclaims check {target}")
     path = output if output.suffix == ".json" else output / default_name(results)

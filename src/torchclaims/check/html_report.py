@@ -44,22 +44,31 @@ def _column(column: ColumnReport, _link) -> str:
     counts = column.counts()
     rows = []
     for finding in sorted(column.operators, key=lambda f: (STATUSES.index(f.status), f.operator)):
-        evidence = "<br>".join(f"{_link(x.url, x.what)} <span class=\"tc-date\">({e(x.match)}, {e(x.date)})</span>"
-                               for x in finding.evidence) or e(finding.note)
-        rows.append(f"<tr><td><code>{e(finding.operator)}</code></td><td>{e(finding.dtype)}</td>"
-                    f"<td>{e(', '.join(finding.phases))}</td><td>{_status(finding.status)}</td><td>{evidence}</td></tr>")
+        evidence = "<br>".join(
+            f'{_link(x.url, x.what)} <span class="tc-date">({e(x.match)}, {e(x.date)})</span>' for x in finding.evidence
+        ) or e(finding.note)
+        rows.append(
+            f"<tr><td><code>{e(finding.operator)}</code></td><td>{e(finding.dtype)}</td>"
+            f"<td>{e(', '.join(finding.phases))}</td><td>{_status(finding.status)}</td><td>{evidence}</td></tr>"
+        )
     arch = ""
     if column.architecture is not None:
         a = column.architecture
         arch = f"<p>Architecture: {_status(a.status)} {_link(a.url, a.what)}</p>"
-    flag = ' <span class="tc-flag">flagged: an operator the model uses is known wrong here</span>' if column.flagged else ""
+    flag = (
+        ' <span class="tc-flag">flagged: an operator the model uses is known wrong here</span>'
+        if column.flagged
+        else ""
+    )
     target = "" if column.targeted else " (not targeted: left out of the exit status)"
     tally = ", ".join(f"{counts[s]} {e(s)}" for s in STATUSES)
-    return (f'<details class="tc-evidence"{" open" if column.flagged else ""}><summary><strong>{e(column.label)}</strong>'
-            f" — measured on {e(column.device_name)}, {e(', '.join(column.dates))}; {tally}{flag}{e(target)}</summary>"
-            f"<p>Rows matched: {e(column.matching or 'no operator table')}.</p>{arch}"
-            "<table><thead><tr><th>operator</th><th>dtype</th><th>pass</th><th>status</th><th>evidence</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table></details>")
+    return (
+        f'<details class="tc-evidence"{" open" if column.flagged else ""}><summary><strong>{e(column.label)}</strong>'
+        f" — measured on {e(column.device_name)}, {e(', '.join(column.dates))}; {tally}{flag}{e(target)}</summary>"
+        f"<p>Rows matched: {e(column.matching or 'no operator table')}.</p>{arch}"
+        "<table><thead><tr><th>operator</th><th>dtype</th><th>pass</th><th>status</th><th>evidence</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></details>"
+    )
 
 
 def render(report: Report, base: str = "") -> str:
@@ -68,13 +77,20 @@ def render(report: Report, base: str = "") -> str:
     head = ["<tr><th>backend × release</th><th>device</th>" + "".join(f"<th>{e(s)}</th>" for s in STATUSES) + "</tr>"]
     for column in report.columns:
         counts = column.counts()
-        head.append(f"<tr><th>{e(column.label)}</th><td>{e(column.device_name)}</td>"
-                    + "".join(f'<td class="n">{counts[s]}</td>' for s in STATUSES) + "</tr>")
+        head.append(
+            f"<tr><th>{e(column.label)}</th><td>{e(column.device_name)}</td>"
+            + "".join(f'<td class="n">{counts[s]}</td>' for s in STATUSES)
+            + "</tr>"
+        )
     measured = ""
     for m in report.measured:
-        checks = "".join(f"<tr><td>{e(c['name'])}</td><td>{e(c['outcome'])}</td><td>{e(c['detail'])}</td></tr>" for c in m.checks)
-        measured += (f"<h2>Measured on {e(m.backend)}: {e(m.verdict)}</h2><p>Result record in {e(m.results_file)}</p>"
-                     f"<table><thead><tr><th>check</th><th>outcome</th><th>detail</th></tr></thead><tbody>{checks}</tbody></table>")
+        checks = "".join(
+            f"<tr><td>{e(c['name'])}</td><td>{e(c['outcome'])}</td><td>{e(c['detail'])}</td></tr>" for c in m.checks
+        )
+        measured += (
+            f"<h2>Measured on {e(m.backend)}: {e(m.verdict)}</h2><p>Result record in {e(m.results_file)}</p>"
+            f"<table><thead><tr><th>check</th><th>outcome</th><th>detail</th></tr></thead><tbody>{checks}</tbody></table>"
+        )
     verdict = "FAILED" if report.failed else "no operator is known wrong on a targeted backend"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -87,7 +103,7 @@ def render(report: Report, base: str = "") -> str:
         f"<table>{''.join(head)}</table>"
         + "".join(_column(c, _linker(base)) for c in report.columns)
         + measured
-        + "<p class=\"tc-date\">A static check knows only what the tables measured: the operators in the dtypes and "
+        + '<p class="tc-date">A static check knows only what the tables measured: the operators in the dtypes and '
         "releases listed, on the devices named (XLA on the CPU is not a TPU). Kernels, numerics and speed on hardware "
         "no table covers are not known.</p></body></html>\n"
     )

@@ -74,7 +74,9 @@ def load_knowledge(root: Path) -> Knowledge:
     for claim_id, claim in sorted(claims.claims.items()):
         for label, entry in sorted(store.latest_by_column(claim_id).items()):
             record = entry.record
-            column = columns.setdefault(label, Column(label, entry.backend, entry.version, record.environment.device_name))
+            column = columns.setdefault(
+                label, Column(label, entry.backend, entry.version, record.environment.device_name)
+            )
             measured = Measured(claim, entry)
             for name, attribute in ((OPERATOR_TABLE, "operators"), (ARCHITECTURE_TABLE, "architectures")):
                 table = _table(record, name)

@@ -27,8 +27,20 @@ from .knowledge import Column, Knowledge, Measured
 from .links import Links
 from .names import aten_names
 from .recorder import UsedOperator
-from .report import (BY_NAME, CLAIM, EXACT, FALLBACK, NATIVE, NOT_COVERED, RAISES, STATUSES, WRONG, ColumnReport,
-                     Evidence, OperatorFinding)
+from .report import (
+    BY_NAME,
+    CLAIM,
+    EXACT,
+    FALLBACK,
+    NATIVE,
+    NOT_COVERED,
+    RAISES,
+    STATUSES,
+    WRONG,
+    ColumnReport,
+    Evidence,
+    OperatorFinding,
+)
 
 # The codes that judge, of operator cells (coverage.operators) and of architecture stages (coverage.arch_check) alike
 CELL_STATUS = {"N": NATIVE, "F": FALLBACK, "M": WRONG, "R": RAISES, "K": RAISES}
@@ -61,12 +73,18 @@ def _worst(statuses) -> str:
     return min(statuses, key=STATUSES.index)
 
 
-def _cells(operator: UsedOperator, index: RowIndex, measured: Measured, column: Column, links: Links,
-           accepted: set[str]):
+def _cells(
+    operator: UsedOperator, index: RowIndex, measured: Measured, column: Column, links: Links, accepted: set[str]
+):
     """(evidence, why not covered)"""
     rows = index.matching(operator)
     if not rows:
-        return [], "no row of the operator table dispatches it" if index.exact else "no row of the operator table is named for it"
+        return (
+            [],
+            "no row of the operator table dispatches it"
+            if index.exact
+            else "no row of the operator table is named for it",
+        )
     names = {c.name for c in index.table.columns}
     if operator.dtype not in names:
         return [], f"the table has no {operator.dtype or 'dtype-less'} column"
@@ -78,10 +96,19 @@ def _cells(operator: UsedOperator, index: RowIndex, measured: Measured, column: 
         if code not in CELL_STATUS:
             skipped.append(f"{row}: {outcome}")
             continue
-        found.append(Evidence(CELL_STATUS[code], f"{measured.claim.id} row {row} [{operator.dtype}]: {outcome}"
-                              + (" (accepted)" if row in accepted else ""),
-                              links.row("operators", row), column.label, measured.record.date,
-                              EXACT if index.exact else BY_NAME, table_column.details.get(i, ""), row in accepted))
+        found.append(
+            Evidence(
+                CELL_STATUS[code],
+                f"{measured.claim.id} row {row} [{operator.dtype}]: {outcome}"
+                + (" (accepted)" if row in accepted else ""),
+                links.row("operators", row),
+                column.label,
+                measured.record.date,
+                EXACT if index.exact else BY_NAME,
+                table_column.details.get(i, ""),
+                row in accepted,
+            )
+        )
     return found, "; ".join(skipped)
 
 
@@ -96,8 +123,18 @@ def _defects(operator: UsedOperator, column: Column, links: Links, accepted: set
         status = WRONG if verdict is Verdict.REFUTED else ""
         taken = measured.claim.id in accepted
         what = f"claim {measured.claim.id} ({measured.claim.title}): {verdict.value}" + (" (accepted)" if taken else "")
-        found.append(Evidence(status, what, links.evidence(measured.claim, column.backend, column.version),
-                              column.label, measured.record.date, CLAIM, measured.record.reason, taken))
+        found.append(
+            Evidence(
+                status,
+                what,
+                links.evidence(measured.claim, column.backend, column.version),
+                column.label,
+                measured.record.date,
+                CLAIM,
+                measured.record.reason,
+                taken,
+            )
+        )
     return found
 
 
@@ -112,14 +149,30 @@ def _architecture(model_type: str, column: Column, links: Links) -> Evidence | N
     result = table.column("result")
     code = forward.codes[i]
     status = CELL_STATUS.get(code, NOT_COVERED)
-    what = (f"{measured.claim.id} row {model_type}: forward {forward.legend.get(code, code)}, "
-            f"{result.legend.get(result.codes[i], result.codes[i])}")
-    return Evidence(status, what, links.row("architectures", model_type), column.label, measured.record.date,
-                    EXACT, forward.details.get(i, ""))
+    what = (
+        f"{measured.claim.id} row {model_type}: forward {forward.legend.get(code, code)}, "
+        f"{result.legend.get(result.codes[i], result.codes[i])}"
+    )
+    return Evidence(
+        status,
+        what,
+        links.row("architectures", model_type),
+        column.label,
+        measured.record.date,
+        EXACT,
+        forward.details.get(i, ""),
+    )
 
 
-def look_up(used: list[UsedOperator], knowledge: Knowledge, *, targets: set[str] | None, model_type: str,
-            links: Links, accepted: frozenset[str] = frozenset()) -> list[ColumnReport]:
+def look_up(
+    used: list[UsedOperator],
+    knowledge: Knowledge,
+    *,
+    targets: set[str] | None,
+    model_type: str,
+    links: Links,
+    accepted: frozenset[str] = frozenset(),
+) -> list[ColumnReport]:
     """One report per column; ``targets`` (backend names) narrows the exit gate, None: every backend;
     ``accepted``: row names and claim ids whose findings leave the exit gate alone."""
     names = {u.name for u in used}
@@ -128,16 +181,37 @@ def look_up(used: list[UsedOperator], knowledge: Knowledge, *, targets: set[str]
         index = RowIndex(column.operators[1], names) if column.operators else None
         findings = []
         for operator in used:
-            evidence, why = (_cells(operator, index, column.operators[0], column, links, accepted) if index
-                             else ([], "no operator table for this release"))
+            evidence, why = (
+                _cells(operator, index, column.operators[0], column, links, accepted)
+                if index
+                else ([], "no operator table for this release")
+            )
             evidence += _defects(operator, column, links, accepted)
             judged = [e.status for e in evidence if e.status]
             status = _worst(judged) if judged else NOT_COVERED
             taken = bool(judged) and all(e.accepted for e in evidence if e.status == status)
-            findings.append(OperatorFinding(operator.name, operator.dtype, sorted(operator.phases), status, evidence,
-                                            "" if judged else why, taken))
-        reports.append(ColumnReport(
-            column.label, column.backend, column.version, column.device_name, column.dates,
-            targets is None or column.backend in targets, "" if index is None else EXACT if index.exact else BY_NAME,
-            findings, _architecture(model_type, column, links)))
+            findings.append(
+                OperatorFinding(
+                    operator.name,
+                    operator.dtype,
+                    sorted(operator.phases),
+                    status,
+                    evidence,
+                    "" if judged else why,
+                    taken,
+                )
+            )
+        reports.append(
+            ColumnReport(
+                column.label,
+                column.backend,
+                column.version,
+                column.device_name,
+                column.dates,
+                targets is None or column.backend in targets,
+                "" if index is None else EXACT if index.exact else BY_NAME,
+                findings,
+                _architecture(model_type, column, links),
+            )
+        )
     return reports

@@ -18,17 +18,32 @@ from __future__ import annotations
 PREFIXED = ("fft", "linalg", "special")
 FFT_R2C, FFT_C2C, FFT_C2R = "aten::_fft_r2c", "aten::_fft_c2c", "aten::_fft_c2r"
 EXTRA = {
-    "fft.fft": (FFT_R2C, FFT_C2C), "fft.fft2": (FFT_R2C, FFT_C2C), "fft.fftn": (FFT_R2C, FFT_C2C),
-    "fft.ifft": (FFT_C2C,), "fft.ifft2": (FFT_C2C,), "fft.ifftn": (FFT_C2C,),
-    "fft.rfft": (FFT_R2C,), "fft.rfft2": (FFT_R2C,), "fft.rfftn": (FFT_R2C,),
-    "fft.irfft": (FFT_C2R,), "fft.irfft2": (FFT_C2R,), "fft.irfftn": (FFT_C2R,),
-    "fft.hfft": (FFT_C2R,), "fft.ihfft": (FFT_R2C,),
-    "nn.functional.conv1d": ("aten::convolution",), "nn.functional.conv2d": ("aten::convolution",),
-    "nn.functional.conv3d": ("aten::convolution",), "nn.functional.conv_transpose1d": ("aten::convolution",),
-    "nn.functional.conv_transpose2d": ("aten::convolution",), "nn.functional.conv_transpose3d": ("aten::convolution",),
-    "nn.functional.linear": ("aten::addmm", "aten::mm"), "matmul": ("aten::mm", "aten::bmm"),
-    "softmax": ("aten::_softmax",), "nn.functional.softmax": ("aten::_softmax",),
-    "log_softmax": ("aten::_log_softmax",), "nn.functional.log_softmax": ("aten::_log_softmax",),
+    "fft.fft": (FFT_R2C, FFT_C2C),
+    "fft.fft2": (FFT_R2C, FFT_C2C),
+    "fft.fftn": (FFT_R2C, FFT_C2C),
+    "fft.ifft": (FFT_C2C,),
+    "fft.ifft2": (FFT_C2C,),
+    "fft.ifftn": (FFT_C2C,),
+    "fft.rfft": (FFT_R2C,),
+    "fft.rfft2": (FFT_R2C,),
+    "fft.rfftn": (FFT_R2C,),
+    "fft.irfft": (FFT_C2R,),
+    "fft.irfft2": (FFT_C2R,),
+    "fft.irfftn": (FFT_C2R,),
+    "fft.hfft": (FFT_C2R,),
+    "fft.ihfft": (FFT_R2C,),
+    "nn.functional.conv1d": ("aten::convolution",),
+    "nn.functional.conv2d": ("aten::convolution",),
+    "nn.functional.conv3d": ("aten::convolution",),
+    "nn.functional.conv_transpose1d": ("aten::convolution",),
+    "nn.functional.conv_transpose2d": ("aten::convolution",),
+    "nn.functional.conv_transpose3d": ("aten::convolution",),
+    "nn.functional.linear": ("aten::addmm", "aten::mm"),
+    "matmul": ("aten::mm", "aten::bmm"),
+    "softmax": ("aten::_softmax",),
+    "nn.functional.softmax": ("aten::_softmax",),
+    "log_softmax": ("aten::_log_softmax",),
+    "nn.functional.log_softmax": ("aten::_log_softmax",),
     "nn.functional.layer_norm": ("aten::native_layer_norm",),
     "nn.functional.batch_norm": ("aten::_native_batch_norm_legit", "aten::_native_batch_norm_legit_no_training"),
     "nn.functional.group_norm": ("aten::native_group_norm",),
@@ -50,5 +65,7 @@ def aten_names(row: str) -> set[str]:
         name = f"{parts[0]}_{parts[1]}"
     else:
         name = parts[0]
-    base = ".".join(parts[:3] if parts[:2] == ["nn", "functional"] else parts[:2] if parts[0] in PREFIXED else parts[:1])
+    base = ".".join(
+        parts[:3] if parts[:2] == ["nn", "functional"] else parts[:2] if parts[0] in PREFIXED else parts[:1]
+    )
     return {f"aten::{name}", *EXTRA.get(base, ())} if name else set(EXTRA.get(base, ()))

@@ -95,9 +95,15 @@ for _ in range(TIMED_STEPS):
     times.append(time.perf_counter() - began)
 
 with v.check("outputs match the CPU") as check:
-    check.measure("time per step after warm-up", round(1000 * statistics.median(times), 3), unit="ms",
-                  tolerance=f"median of {TIMED_STEPS} steps, outputs copied to the CPU")
-    check.expect(len(actual) == len(expected), f"{len(actual)} output tensors on the device, {len(expected)} on the CPU")
+    check.measure(
+        "time per step after warm-up",
+        round(1000 * statistics.median(times), 3),
+        unit="ms",
+        tolerance=f"median of {TIMED_STEPS} steps, outputs copied to the CPU",
+    )
+    check.expect(
+        len(actual) == len(expected), f"{len(actual)} output tensors on the device, {len(expected)} on the CPU"
+    )
     # A length mismatch is judged just above; the outputs both sides have are still compared.
     for index, (a, b) in enumerate(zip(actual, expected, strict=False)):
         if b.is_floating_point() or b.is_complex():
@@ -108,7 +114,9 @@ with v.check("outputs match the CPU") as check:
 if step.loss is not None:
     with v.check("gradients match the CPU") as check:
         check.measure("parameters with a gradient", len(expected_grads))
-        check.expect(set(actual_grads) == set(expected_grads), "the device and the CPU have gradients for other parameters")
+        check.expect(
+            set(actual_grads) == set(expected_grads), "the device and the CPU have gradients for other parameters"
+        )
         worst, where, failed = 0.0, "", []
         for name, b in expected_grads.items():
             a = actual_grads.get(name)
@@ -133,8 +141,11 @@ with v.check("the same input shape compiles nothing the second time") as check:
         check.unsupported(f"backend {v.backend.name} runs eagerly: no graph is compiled per step")
     check.measure("compilations: first step", first)
     check.measure("compilations: the same shape again", again, tolerance="== 0")
-    check.measure("compilations: a second input shape", second,
-                  tolerance="measured, not judged" + ("" if step.other_inputs else "; the batch doubled"))
+    check.measure(
+        "compilations: a second input shape",
+        second,
+        tolerance="measured, not judged" + ("" if step.other_inputs else "; the batch doubled"),
+    )
     check.expect(again == 0, f"the same input shape compiled {again} more graphs")
 
 with v.check("torch.compile traces the step without graph breaks") as check:

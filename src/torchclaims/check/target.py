@@ -87,8 +87,10 @@ def as_step(returned, name: str = "model", *, where: str = "the check", loss=Non
     if isinstance(returned, dict):
         unknown = set(returned) - {"model", "inputs", "loss", "other_inputs"}
         if unknown or not {"model", "inputs"} <= set(returned):
-            raise UsageError(f"{where}: a dict needs the keys model and inputs (and may have loss, other_inputs); "
-                f"got {sorted(returned)}")
+            raise UsageError(
+                f"{where}: a dict needs the keys model and inputs (and may have loss, other_inputs); "
+                f"got {sorted(returned)}"
+            )
         model, inputs = returned["model"], returned["inputs"]
         loss, other_inputs = returned.get("loss", loss), returned.get("other_inputs", other_inputs)
     elif isinstance(returned, tuple) and len(returned) in (2, 3):

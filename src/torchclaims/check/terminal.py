@@ -11,7 +11,12 @@ from .report import FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG, Report
 
 SHOWN = 6
 COUNTED = (  # column header, status
-    ("native", NATIVE), ("fallback", FALLBACK), ("wrong", WRONG), ("raises", RAISES), ("uncovered", NOT_COVERED))
+    ("native", NATIVE),
+    ("fallback", FALLBACK),
+    ("wrong", WRONG),
+    ("raises", RAISES),
+    ("uncovered", NOT_COVERED),
+)
 
 
 def _groups(report: Report, status: str) -> dict[tuple[str, str], list]:
@@ -27,18 +32,25 @@ def _groups(report: Report, status: str) -> dict[tuple[str, str], list]:
 def summary(report: Report) -> str:
     used = report.used
     backward = sum("backward" in u["phases"] for u in used)
-    lines = [f"torchclaims check {report.target}: {len(used)} ATen operator x dtype pairs "
-             f"({len(used) - backward} in the forward pass, {backward} in the backward pass)"
-             + (f"; architecture {report.architecture}" if report.architecture else "")]
+    lines = [
+        f"torchclaims check {report.target}: {len(used)} ATen operator x dtype pairs "
+        f"({len(used) - backward} in the forward pass, {backward} in the backward pass)"
+        + (f"; architecture {report.architecture}" if report.architecture else "")
+    ]
     width = max([len(c.label) for c in report.columns] + [16])
-    lines.append(f"{'backend x release':<{width}}  " + " ".join(f"{h:>9}" for h, _ in COUNTED) + "  rows matched  measured on")
+    lines.append(
+        f"{'backend x release':<{width}}  " + " ".join(f"{h:>9}" for h, _ in COUNTED) + "  rows matched  measured on"
+    )
     for column in report.columns:
         counts = column.counts()
         flag = " FLAGGED" if column.flagged else ""
         target = "" if column.targeted else " (not targeted)"
         where = f"{column.device_name}, {', '.join(column.dates)}"
-        lines.append(f"{column.label:<{width}}  " + " ".join(f"{counts[s]:>9}" for _, s in COUNTED)
-                     + f"  {column.matching or '-':<12}  {where}{flag}{target}")
+        lines.append(
+            f"{column.label:<{width}}  "
+            + " ".join(f"{counts[s]:>9}" for _, s in COUNTED)
+            + f"  {column.matching or '-':<12}  {where}{flag}{target}"
+        )
     architectures: dict[str, list[str]] = {}
     for column in report.columns:
         if column.architecture is not None:
@@ -61,20 +73,37 @@ def summary(report: Report) -> str:
                     lines.append(f"        {evidence.detail[:110]}")
         if len(groups) > SHOWN:
             lines.append(f"  ... and {len(groups) - SHOWN} more (--json or --html lists every one)")
-    nowhere = [u for u in used if all(
-        f.status == NOT_COVERED for c in report.columns if c.targeted for f in c.operators
-        if (f.operator, f.dtype) == (u["operator"], u["dtype"]))]
+    nowhere = [
+        u
+        for u in used
+        if all(
+            f.status == NOT_COVERED
+            for c in report.columns
+            if c.targeted
+            for f in c.operators
+            if (f.operator, f.dtype) == (u["operator"], u["dtype"])
+        )
+    ]
     if nowhere:
         names = ", ".join(sorted({u["operator"] for u in nowhere}))
         lines.append(f"not covered by any targeted table or claim: {len(nowhere)} pairs: {names[:400]}")
     for measured in report.measured:
         lines.append(f"measured on {measured.backend}: {measured.verdict} ({measured.results_file})")
         for check in measured.checks:
-            lines.append(f"  {check['outcome']:<10} {check['name']}" + (f": {check['detail'][:150]}" if check["detail"] else ""))
+            lines.append(
+                f"  {check['outcome']:<10} {check['name']}" + (f": {check['detail'][:150]}" if check["detail"] else "")
+            )
     if report.problems:
         lines.append(f"{len(report.problems)} committed record(s) left out by the load checks (--json lists them)")
-    lines.append("result: " + ("FAILED: " + _why(report) if report.failed else
-                               "no operator is known wrong on a targeted backend" + (", and measured parity held" if report.measured else "")))
+    lines.append(
+        "result: "
+        + (
+            "FAILED: " + _why(report)
+            if report.failed
+            else "no operator is known wrong on a targeted backend"
+            + (", and measured parity held" if report.measured else "")
+        )
+    )
     return "\n".join(lines)
 
 
@@ -82,4 +111,3 @@ def _why(report: Report) -> str:
     parts = [f"known wrong on {c.label}" for c in report.columns if c.targeted and c.flagged]
     parts += [f"parity failed on {m.backend}" for m in report.measured if m.parity_failed]
     return "; ".join(parts)
-

@@ -43,9 +43,14 @@ def _forward(model, device):
 def _generate(model, device):
     prompt = torch.tensor(PROMPT, device=device)
     with torch.no_grad():
-        out = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=NEW_TOKENS,
-                             min_new_tokens=NEW_TOKENS, do_sample=False)
-    return out[0, prompt.shape[1]:].cpu()
+        out = model.generate(
+            input_ids=prompt,
+            attention_mask=torch.ones_like(prompt),
+            max_new_tokens=NEW_TOKENS,
+            min_new_tokens=NEW_TOKENS,
+            do_sample=False,
+        )
+    return out[0, prompt.shape[1] :].cpu()
 
 
 def reference(model_type: str):
@@ -55,7 +60,9 @@ def reference(model_type: str):
     failures = []
     ran_on_cpu = False
     for sizes, targeted in attempts(model_type):
-        name = sizes.name + (f", with {', '.join(sorted(TARGETED[model_type]))} set for {model_type}" if targeted else "")
+        name = sizes.name + (
+            f", with {', '.join(sorted(TARGETED[model_type]))} set for {model_type}" if targeted else ""
+        )
         try:
             config = tiny_config(model_type, sizes, targeted)
             with torch.device("meta"):

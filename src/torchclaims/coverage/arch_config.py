@@ -27,19 +27,43 @@ from dataclasses import dataclass
 MAX_PARAMETERS = 20_000_000
 TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
 _VOCAB = 128
-_LAYERS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "decoder_layers", "encoder_layers",
-           "num_decoder_layers")
+_LAYERS = (
+    "num_hidden_layers",
+    "n_layer",
+    "n_layers",
+    "num_layers",
+    "decoder_layers",
+    "encoder_layers",
+    "num_decoder_layers",
+)
 _COMMON = {
-    "max_position_embeddings": 64, "n_positions": 64, "n_ctx": 64, "max_seq_len": 64, "context_length": 64,
-    "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2, "top_k_experts": 2,
-    "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32, "kv_lora_rank": 16, "q_lora_rank": 16,
-    "sliding_window": 16, "attention_window": 16, "num_kv_shared_layers": 0, "n_group": 1, "topk_group": 1,
-    "hidden_size_per_layer_input": 8, "mm_tokens_per_image": 4, "image_size": 32, "patch_size": 8,
+    "max_position_embeddings": 64,
+    "n_positions": 64,
+    "n_ctx": 64,
+    "max_seq_len": 64,
+    "context_length": 64,
+    "num_experts": 4,
+    "num_local_experts": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "top_k_experts": 2,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32,
+    "kv_lora_rank": 16,
+    "q_lora_rank": 16,
+    "sliding_window": 16,
+    "attention_window": 16,
+    "num_kv_shared_layers": 0,
+    "n_group": 1,
+    "topk_group": 1,
+    "hidden_size_per_layer_input": 8,
+    "mm_tokens_per_image": 4,
+    "image_size": 32,
+    "patch_size": 8,
     "num_channels": 3,
 }
 _WIDTHS = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim", "emb_dim", "n_embed")
-_HEADS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "decoder_attention_heads",
-          "encoder_attention_heads")
+_HEADS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "decoder_attention_heads", "encoder_attention_heads")
 _FFN = re.compile(r"(intermediate|ffn|inner|expert).*(size|dim)$|^d_ff$|^n_inner$")
 _UNSET = ("head_dim", "num_key_value_heads", "num_experts_per_tok")  # None by default, needed once sizes are set
 
@@ -60,8 +84,14 @@ class Sizes:
         values.update(dict.fromkeys(_LAYERS, self.layers))
         values.update(dict.fromkeys(_WIDTHS, self.width))
         values.update(dict.fromkeys(_HEADS, self.heads))
-        values.update(num_key_value_heads=self.kv_heads, head_dim=self.head_dim, qk_rope_head_dim=self.head_dim // 2,
-                      qk_nope_head_dim=self.head_dim // 2, v_head_dim=self.head_dim, rotary_dim=self.head_dim // 2)
+        values.update(
+            num_key_value_heads=self.kv_heads,
+            head_dim=self.head_dim,
+            qk_rope_head_dim=self.head_dim // 2,
+            qk_nope_head_dim=self.head_dim // 2,
+            v_head_dim=self.head_dim,
+            rotary_dim=self.head_dim // 2,
+        )
         return values
 
 
@@ -84,10 +114,20 @@ TARGETED: dict[str, dict] = {
     "gpt_neo": {"attention_types": [[["global", "local"], 1]]},  # one entry per layer
     "mamba2": {"num_heads": 8, "n_groups": 1},  # hidden_size * expand == num_heads * head_dim
     "zamba2": {"layers_block_type": ["mamba", "hybrid"]},  # one type per layer
-    "reformer": {"axial_pos_embds_dim": [16, 16], "axial_pos_shape": [8, 8], "attn_layers": ["local", "lsh"],
-                 "lsh_attn_chunk_length": 4, "local_attn_chunk_length": 4},  # factors sum to the width
+    "reformer": {
+        "axial_pos_embds_dim": [16, 16],
+        "axial_pos_shape": [8, 8],
+        "attn_layers": ["local", "lsh"],
+        "lsh_attn_chunk_length": 4,
+        "local_attn_chunk_length": 4,
+    },  # factors sum to the width
     "bamba": {"mamba_n_heads": 4, "mamba_d_head": 16, "mamba_n_groups": 1, "attn_layer_indices": [1]},
-    "granitemoehybrid": {"mamba_n_heads": 4, "mamba_d_head": 16, "mamba_n_groups": 1, "layer_types": ["mamba", "attention"]},
+    "granitemoehybrid": {
+        "mamba_n_heads": 4,
+        "mamba_d_head": 16,
+        "mamba_n_groups": 1,
+        "layer_types": ["mamba", "attention"],
+    },
     "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
 }
 

@@ -31,9 +31,9 @@ import os
 import time
 import warnings
 
-from .worker_settings import worker_environment
 from .pool import Failure, WorkerPool, machine_workers
 from .table import SweepTable, TableBuilder
+from .worker_settings import worker_environment
 
 STAGES = {
     "N": "matches",
@@ -94,9 +94,15 @@ def classify(answer: dict | Failure | None) -> dict[str, tuple[str, str]]:
     return {**columns, "result": (result, config), "cause": (cause, failed[1])}
 
 
-def sweep_architectures(backend_name: str, *, workers: int | None = None, guard_s: float | None = None,
-                        item_timeout_s: float = 300.0, only: list[str] | None = None,
-                        tuned_workers: bool = True) -> tuple[SweepTable, dict]:
+def sweep_architectures(
+    backend_name: str,
+    *,
+    workers: int | None = None,
+    guard_s: float | None = None,
+    item_timeout_s: float = 300.0,
+    only: list[str] | None = None,
+    tuned_workers: bool = True,
+) -> tuple[SweepTable, dict]:
     """(table, run facts) for every registered causal-LM architecture (or those in ``only``).
 
     ``tuned_workers`` applies :mod:`.worker_settings`'s settings in the workers.
@@ -123,8 +129,13 @@ def sweep_architectures(backend_name: str, *, workers: int | None = None, guard_
     for name, answer in pool.run(rows, deadline=deadline, on_answer=answered).items():
         if answer is None:
             answered(name, None, 0.0)
-    facts = {"seconds": round(time.monotonic() - began, 1), "workers": workers, "worker_starts": pool.started,
-             "replaced": pool.replaced, "item_seconds": seconds}
+    facts = {
+        "seconds": round(time.monotonic() - began, 1),
+        "workers": workers,
+        "worker_starts": pool.started,
+        "replaced": pool.replaced,
+        "item_seconds": seconds,
+    }
     return builder.table(), facts
 
 
@@ -151,8 +162,9 @@ def _serve(conn, backend_name: str, compare_with_cpu: bool, env: dict) -> None:
     conn.send("ready")
     while (name := conn.recv()) is not None:
         try:
-            answer = check_architecture(name, device, probe=probe, sync=backend.synchronize,
-                                        compare_with_cpu=compare_with_cpu)
+            answer = check_architecture(
+                name, device, probe=probe, sync=backend.synchronize, compare_with_cpu=compare_with_cpu
+            )
         except Exception as exc:  # the harness broke, not the device
             answer = {"error": f"harness: {first_line(exc)}"}
         if any(stage[0] in "RK" for stage in (answer.get("forward", "-"), answer.get("generate", "-"))):

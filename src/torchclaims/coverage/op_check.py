@@ -58,9 +58,21 @@ def compare(actual, expected, atol: float, rtol: float) -> str | None:
 
 
 def _mismatch_summary(message: str) -> str:
-    wanted = [line.strip() for line in message.splitlines()
-              if line.strip().startswith(("Mismatched elements", "Greatest absolute", "The values for attribute",
-                                          "The failure occurred", "Scalars are not", "Expected", "Booleans mismatch"))]
+    wanted = [
+        line.strip()
+        for line in message.splitlines()
+        if line.strip().startswith(
+            (
+                "Mismatched elements",
+                "Greatest absolute",
+                "The values for attribute",
+                "The failure occurred",
+                "Scalars are not",
+                "Expected",
+                "Booleans mismatch",
+            )
+        )
+    ]
     text = "; ".join(re.sub(r" at index \([^)]*\)", "", line) for line in wanted) or message.strip()
     return clip(text, PROBLEM)
 
@@ -87,8 +99,18 @@ def device_usable(sync, probe) -> str | None:
     return None
 
 
-def check_cell(op, dtype: str, device: torch.device, *, atol: float, rtol: float, compare_with_cpu: bool,
-               probe, sync, max_samples: int | None) -> dict:
+def check_cell(
+    op,
+    dtype: str,
+    device: torch.device,
+    *,
+    atol: float,
+    rtol: float,
+    compare_with_cpu: bool,
+    probe,
+    sync,
+    max_samples: int | None,
+) -> dict:
     """Run one cell; a plain dict answer (it crosses a pipe), see the module docstring."""
     timing = {"samples_s": 0.0, "device_s": 0.0, "cpu_s": 0.0}
     answer = {"samples": "", "problems": {}, "fallbacks": [], "operators": [], "timing": timing}

@@ -63,11 +63,12 @@ def cells_for(op, device_type: str, dtypes=DTYPES) -> list[Cell]:
 
 def _dtype_tolerance(dtype) -> tuple[float, float]:
     """(rtol, atol) torch.testing uses for ``dtype`` by default; exact for integers and bool."""
+    import torch
     from torch.testing._comparison import default_tolerances
 
-    import torch
-
-    return default_tolerances(torch.empty(0, dtype=dtype)) if dtype.is_floating_point or dtype.is_complex else (0.0, 0.0)
+    return (
+        default_tolerances(torch.empty(0, dtype=dtype)) if dtype.is_floating_point or dtype.is_complex else (0.0, 0.0)
+    )
 
 
 def _metadata(op, device_type: str, dtype) -> tuple[str, float, float]:

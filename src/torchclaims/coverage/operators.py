@@ -44,9 +44,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .op_list import DTYPES, Cell, cells_for, op_label
-from .worker_settings import worker_environment
 from .pool import Failure, WorkerPool, machine_workers
 from .table import SweepTable, TableBuilder, clip
+from .worker_settings import worker_environment
 
 OUTCOMES = {
     "N": "native",
@@ -131,9 +131,18 @@ def list_cells(device_type: str, dtypes=DTYPES, only: list[str] | None = None) -
     return [op_label(op) for op in ops], [cell for op in ops for cell in cells_for(op, device_type, dtypes)]
 
 
-def sweep_operators(backend_name: str, *, dtypes=DTYPES, max_samples: int | None = None, workers: int | None = None,
-                    guard_s: float | None = None, item_timeout_s: float = 180.0, only: list[str] | None = None,
-                    tuned_workers: bool = True, on_cell=None) -> OperatorSweep:
+def sweep_operators(
+    backend_name: str,
+    *,
+    dtypes=DTYPES,
+    max_samples: int | None = None,
+    workers: int | None = None,
+    guard_s: float | None = None,
+    item_timeout_s: float = 180.0,
+    only: list[str] | None = None,
+    tuned_workers: bool = True,
+    on_cell=None,
+) -> OperatorSweep:
     """Sweep op_db on ``backend_name``; ``guard_s`` is the stated time guard (None: none).
 
     ``tuned_workers`` applies :mod:`.worker_settings`'s settings in the workers.
@@ -155,7 +164,9 @@ def sweep_operators(backend_name: str, *, dtypes=DTYPES, max_samples: int | None
     workers = workers or machine_workers(MEMORY_PER_WORKER_GB)
     compare_with_cpu = backend.device_type != "cpu"
     env = worker_environment(backend.name) if tuned_workers else {}
-    pool = WorkerPool(_serve, (backend.name, max_samples, compare_with_cpu, env), workers, item_timeout_s=item_timeout_s)
+    pool = WorkerPool(
+        _serve, (backend.name, max_samples, compare_with_cpu, env), workers, item_timeout_s=item_timeout_s
+    )
     requests = {(c.op, c.dtype, c.atol, c.rtol): key for key, c in listed.items()}
     timing, seconds = Counter(), {}
 
@@ -176,9 +187,15 @@ def sweep_operators(backend_name: str, *, dtypes=DTYPES, max_samples: int | None
         if answer is None:
             builder.set(request[0], request[1], "T", f"the time guard of {guard_s:g} s ran out before this cell")
     return OperatorSweep(
-        table=builder.table(), seconds=round(time.monotonic() - began, 1), workers=workers,
-        worker_starts=pool.started, replaced=pool.replaced, max_samples=max_samples, guard_s=guard_s,
-        timing={k: round(v, 1) for k, v in timing.items()}, cell_seconds=seconds,
+        table=builder.table(),
+        seconds=round(time.monotonic() - began, 1),
+        workers=workers,
+        worker_starts=pool.started,
+        replaced=pool.replaced,
+        max_samples=max_samples,
+        guard_s=guard_s,
+        timing={k: round(v, 1) for k, v in timing.items()},
+        cell_seconds=seconds,
     )
 
 
@@ -208,8 +225,17 @@ def _serve(conn, backend_name: str, max_samples: int | None, compare_with_cpu: b
     while (request := conn.recv()) is not None:
         name, dtype, atol, rtol = request
         try:
-            answer = check_cell(ops[name], dtype, device, atol=atol, rtol=rtol, compare_with_cpu=compare_with_cpu,
-                                probe=probe, sync=backend.synchronize, max_samples=max_samples)
+            answer = check_cell(
+                ops[name],
+                dtype,
+                device,
+                atol=atol,
+                rtol=rtol,
+                compare_with_cpu=compare_with_cpu,
+                probe=probe,
+                sync=backend.synchronize,
+                max_samples=max_samples,
+            )
         except Exception as exc:  # the harness broke, not the device
             answer = {"error": f"harness: {first_line(exc)}"}
         conn.send(answer)

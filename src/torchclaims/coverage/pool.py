@@ -114,8 +114,15 @@ class WorkerPool:
     receives with one picklable answer until it receives ``None``.
     """
 
-    def __init__(self, target: Callable, args: tuple, workers: int, *, start_timeout_s: float = 300.0,
-                 item_timeout_s: float = 120.0):
+    def __init__(
+        self,
+        target: Callable,
+        args: tuple,
+        workers: int,
+        *,
+        start_timeout_s: float = 300.0,
+        item_timeout_s: float = 120.0,
+    ):
         self.target, self.args, self.size = target, args, max(1, workers)
         self.start_timeout_s, self.item_timeout_s = start_timeout_s, item_timeout_s
         self.started = 0  # worker processes started, replacements included
@@ -125,8 +132,13 @@ class WorkerPool:
         self.started += 1
         return _Worker(self.target, self.args, self.start_timeout_s)
 
-    def run(self, items: Iterable[Hashable], *, deadline: float | None = None,
-            on_answer: Callable[[Hashable, object, float], None] = lambda item, answer, seconds: None) -> dict:
+    def run(
+        self,
+        items: Iterable[Hashable],
+        *,
+        deadline: float | None = None,
+        on_answer: Callable[[Hashable, object, float], None] = lambda item, answer, seconds: None,
+    ) -> dict:
         """Every item's answer (or :class:`Failure`); items never started map to ``None``.
 
         ``on_answer(item, answer, seconds)`` is called as each answer arrives.

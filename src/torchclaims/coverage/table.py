@@ -35,7 +35,9 @@ Label = Annotated[str, StringConstraints(min_length=1, max_length=60)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=120, pattern=r"^[^\x00-\x1f]+$")]
 # A dispatched operator with its overload, in any namespace: aten::add.Tensor, and the
 # operators torch defines elsewhere (torch_nn::_linear_cross_entropy_batch_chunked in 2.13).
-OperatorName = Annotated[str, StringConstraints(max_length=120, pattern=r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?$")]
+OperatorName = Annotated[
+    str, StringConstraints(max_length=120, pattern=r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?$")
+]
 
 
 class SweepColumn(BaseModel):
@@ -112,8 +114,13 @@ class SweepTable(BaseModel):
         for column in self.columns:
             for index, code in enumerate(column.codes):
                 if code != NOT_LISTED:
-                    yield (self.rows[index], column.name, column.legend[code], column.details.get(index, ""),
-                           column.samples.get(index, ""))
+                    yield (
+                        self.rows[index],
+                        column.name,
+                        column.legend[code],
+                        column.details.get(index, ""),
+                        column.samples.get(index, ""),
+                    )
 
     def summary(self) -> list[str]:
         """One line per column: each outcome's count and share of the listed cells."""
@@ -128,8 +135,14 @@ class SweepTable(BaseModel):
 class TableBuilder:
     """Fill a table cell by cell, then freeze it; unset cells are ``.`` (not listed)."""
 
-    def __init__(self, name: str, item: str, rows: list[str], legends: dict[str, dict[str, str]],
-                 sample_legend: dict[str, str] | None = None):
+    def __init__(
+        self,
+        name: str,
+        item: str,
+        rows: list[str],
+        legends: dict[str, dict[str, str]],
+        sample_legend: dict[str, str] | None = None,
+    ):
         self.name, self.item, self.rows = name, item, list(rows)
         self.index = {row: i for i, row in enumerate(self.rows)}
         self.legends = legends
@@ -162,8 +175,13 @@ class TableBuilder:
             item=self.item,
             rows=self.rows,
             columns=[
-                SweepColumn(name=column, codes="".join(self.codes[column]), legend=legend,
-                            details=self.details[column], samples=self.samples[column])
+                SweepColumn(
+                    name=column,
+                    codes="".join(self.codes[column]),
+                    legend=legend,
+                    details=self.details[column],
+                    samples=self.samples[column],
+                )
                 for column, legend in self.legends.items()
             ],
             sample_legend=self.sample_legend,

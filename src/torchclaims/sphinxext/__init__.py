@@ -63,7 +63,12 @@ def setup(app: Sphinx) -> dict:
     setup_upgrade_pages(app)  # upgrade-index, build-against-history
     setup_summary(app)  # the verdict count at the end; where the site is
     app.connect("builder-inited", _add_static)
-    return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True, "env_version": _code_version()}
+    return {
+        "version": __version__,
+        "parallel_read_safe": True,
+        "parallel_write_safe": True,
+        "env_version": _code_version(),
+    }
 
 
 def _code_version() -> int:

@@ -94,20 +94,33 @@ def tally(summary: Summary, name: str) -> nodes.bullet_list:
     attributed = summary.count(Group.ATTRIBUTED)
     if attributed:
         who = ", ".join(f"{k} in {n}" for k, n in summary.attributed_by.most_common())
-        items.append(paragraph(nodes.strong("", str(attributed)), f" {'is' if attributed == 1 else 'are'} only their claimants' word (claimed by {who}): "
-                "attributed, no public method to check."))
+        items.append(
+            paragraph(
+                nodes.strong("", str(attributed)),
+                f" {'is' if attributed == 1 else 'are'} only their claimants' word (claimed by {who}): "
+                "attributed, no public method to check.",
+            )
+        )
     ran = summary.count(*ON_HARDWARE)
     if ran:
         first, last = summary.dates()
         when = first if first == last else f"between {first} and {last}"
         sources = ", ".join(f"{mark} {n}" for mark, n in summary.sources().most_common())
         verdicts = _counts(Counter(cell.kind for cell in summary.hardware_runs))
-        items.append(paragraph(
-            nodes.strong("", str(ran)), f" of the {executable} executable ones ran on {summary.backend} ({and_words(summary.devices())}), "
-            f"with {and_words(summary.versions())}, {when}: {verdicts}. From: {sources}.",
-        ))
+        items.append(
+            paragraph(
+                nodes.strong("", str(ran)),
+                f" of the {executable} executable ones ran on {summary.backend} ({and_words(summary.devices())}), "
+                f"with {and_words(summary.versions())}, {when}: {verdicts}. From: {sources}.",
+            )
+        )
     else:
-        items.append(paragraph(nodes.strong("", "0"), f" of the {executable} executable ones ran on {summary.backend}: no record from {name} yet."))
+        items.append(
+            paragraph(
+                nodes.strong("", "0"),
+                f" of the {executable} executable ones ran on {summary.backend}: no record from {name} yet.",
+            )
+        )
     only = summary.count(*ON_STAND_IN)
     if only:
         shown = [
@@ -115,13 +128,20 @@ def tally(summary: Summary, name: str) -> nodes.bullet_list:
             f"{_plural(sum(s.verdicts.values()), 'claim')}: {_counts(s.verdicts)}"
             for s in summary.stand_ins()
         ]
-        items.append(paragraph(
-            nodes.strong("", str(only)), f" {'was' if only == 1 else 'were'} checked only on a stand-in: {'; '.join(shown)}. "
-            f"A stand-in's verdict is evidence about what ran there, never about {name}.",
-        ))
+        items.append(
+            paragraph(
+                nodes.strong("", str(only)),
+                f" {'was' if only == 1 else 'were'} checked only on a stand-in: {'; '.join(shown)}. "
+                f"A stand-in's verdict is evidence about what ran there, never about {name}.",
+            )
+        )
     unchecked = summary.count(Group.UNCHECKED)
     if unchecked:
-        items.append(paragraph(nodes.strong("", str(unchecked)), f" {'is' if unchecked == 1 else 'are'} not yet checked anywhere."))
+        items.append(
+            paragraph(
+                nodes.strong("", str(unchecked)), f" {'is' if unchecked == 1 else 'are'} not yet checked anywhere."
+            )
+        )
     out = bullets(items)
     out["classes"].append("tc-tally")
     return out
@@ -135,20 +155,30 @@ def fill_the_column(app, backend: str, name: str, executable: int, about: int) -
     section = nodes.section(ids=[f"fill-{backend}"])
     section += nodes.title("", f"Fill the {backend} column")
     needs = f", with {and_words(packages)}" if packages else ""
-    section += paragraph(f"On a machine with {name}, the torch build for it installed{needs}, in a clone of this repository:")
+    section += paragraph(
+        f"On a machine with {name}, the torch build for it installed{needs}, in a clone of this repository:"
+    )
     command = f'torchclaims verify --backend {backend} --label "your machine, driver and lab" --output results/'
     section += nodes.literal_block(command, command, language="bash")
     parts = [
         f"runs every executable claim ({executable}; {about} of them {'is' if about == 1 else 'are'} about {backend}), "
         "each in its own process with a time limit, and writes ",
-        nodes.literal("", f"results/{backend}-torch<version>-<time>.json"), " with its figures. Commit the file and its figures folder in a pull request; ",
-        nodes.literal("", "torchclaims merge FILE"), " checks a file made on another machine and copies it into results/.",
+        nodes.literal("", f"results/{backend}-torch<version>-<time>.json"),
+        " with its figures. Commit the file and its figures folder in a pull request; ",
+        nodes.literal("", "torchclaims merge FILE"),
+        " checks a file made on another machine and copies it into results/.",
     ]
     if "docs/results-files" in app.env.found_docs:
-        parts += [" ", doc_link("Results from your hardware", "docs/results-files"), " says what the file holds and how it is checked."]
+        parts += [
+            " ",
+            doc_link("Results from your hardware", "docs/results-files"),
+            " says what the file holds and how it is checked.",
+        ]
     section += paragraph(*parts)
     if "docs/check" in app.env.found_docs:
-        section += paragraph("To apply this knowledge base to your own model: ", doc_link("torchclaims check", "docs/check"), ".")
+        section += paragraph(
+            "To apply this knowledge base to your own model: ", doc_link("torchclaims check", "docs/check"), "."
+        )
     return section
 
 
@@ -161,7 +191,11 @@ class AcceleratorDirective(SphinxDirective):
         state = get_state(self.env.app)
         backend = self.arguments[0]
         if backend not in all_backends():
-            warn(f"unknown backend {backend!r}; expected one of {', '.join(all_backends())}", "directive", location=self.get_location())
+            warn(
+                f"unknown backend {backend!r}; expected one of {', '.join(all_backends())}",
+                "directive",
+                location=self.get_location(),
+            )
             return []
         note_shown(self.env, list(state.claims.claims), state.digest(list(state.claims.claims)), key=ALL_CLAIMS)
         name = reader_name(backend)
@@ -198,7 +232,9 @@ class AcceleratorChoiceDirective(SphinxDirective):
                 f"{summary.count(Group.ATTRIBUTED)} only their word · "
                 f"{ran} ran on it · {only} only on a stand-in"
             )
-            link = doc_link(f"{summary.backend} · {reader_name(summary.backend)}", page_docname(self.env.app, summary.backend))
+            link = doc_link(
+                f"{summary.backend} · {reader_name(summary.backend)}", page_docname(self.env.app, summary.backend)
+            )
             items.append(paragraph(link, nodes.inline("", facts, classes=["tc-choice-facts"])))
         if not items:
             return []

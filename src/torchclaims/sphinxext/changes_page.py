@@ -53,14 +53,21 @@ class ClaimsChangesDirective(SphinxDirective):
         if not rows:
             return [intro]
         caption = "Verdicts that moved: each row names the two runs it compares"
-        changes = table(["Claim", "Backend", "Before (older run)", "Now (newer run)", "What differs"], rows, ["tc-changes"], caption=caption)
+        changes = table(
+            ["Claim", "Backend", "Before (older run)", "Now (newer run)", "What differs"],
+            rows,
+            ["tc-changes"],
+            caption=caption,
+        )
         changes["support_smartquotes"] = False
         return [intro, changes]
 
 
 def _run(claim_id: str, entry: Entry) -> nodes.paragraph:
     """The verdict of one run, naming it: backend and version, date, origin; it links to that run's evidence."""
-    name = claim_ref(claim_id, nodes.inline("", entry.column), anchor=evidence_anchor(claim_id, entry.backend, entry.version))
+    name = claim_ref(
+        claim_id, nodes.inline("", entry.column), anchor=evidence_anchor(claim_id, entry.backend, entry.version)
+    )
     return paragraph(verdict_badge(entry), " ", name, f", {entry.record.date}, {origin_text(entry)}")
 
 

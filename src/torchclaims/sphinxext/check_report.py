@@ -32,8 +32,12 @@ TIMEOUT_S = 600
 
 
 def _inputs(root: Path, example: Path) -> list[Path]:
-    return [example, *sorted(CHECK_CODE.glob("*.py")), *sorted((root / "claims").glob("*.toml")),
-            *sorted((root / "results").glob("*.json"))]
+    return [
+        example,
+        *sorted(CHECK_CODE.glob("*.py")),
+        *sorted((root / "claims").glob("*.toml")),
+        *sorted((root / "results").glob("*.json")),
+    ]
 
 
 def _digest(paths: list[Path]) -> str:
@@ -62,7 +66,11 @@ class CheckReportDirective(SphinxDirective):
         if not (text.is_file() and page.is_file()):
             problem = self._make(root, example, target, text, page)
             if problem:
-                warn(f"the check report of {target} could not be made: {problem}", "check-report", location=self.get_location())
+                warn(
+                    f"the check report of {target} could not be made: {problem}",
+                    "check-report",
+                    location=self.get_location(),
+                )
                 return [nodes.paragraph("", f"The report could not be made in this build: {problem}")]
         published = Path(self.env.app.outdir, OUT_DIR, f"{name}.html")
         published.parent.mkdir(parents=True, exist_ok=True)
@@ -75,9 +83,20 @@ class CheckReportDirective(SphinxDirective):
 
     def _make(self, root: Path, example: Path, target: str, text: Path, page: Path) -> str:
         text.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECK_CODE.parents[1]), os.environ.get("PYTHONPATH")]))}
-        command = [sys.executable, "-m", "torchclaims.check.page_report", f"{example}:{target.rpartition(':')[2]}",
-                   str(root), str(text), str(page), "../../"]
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECK_CODE.parents[1]), os.environ.get("PYTHONPATH")])),
+        }
+        command = [
+            sys.executable,
+            "-m",
+            "torchclaims.check.page_report",
+            f"{example}:{target.rpartition(':')[2]}",
+            str(root),
+            str(text),
+            str(page),
+            "../../",
+        ]
         try:
             done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -58,13 +58,31 @@ def verdict_lines(state: BuildState, claim: Claim) -> nodes.Node:
         ran.add(cell.backend)
         head, _, verdict, *rest = run_line(state.grid, cell)
         link = claim_ref(claim.id, verdict, anchor=evidence_anchor(claim.id, cell.backend, cell.version))
-        rows.append([paragraph(head), nodes.container("", paragraph(link, *rest), *reason(cell.entry, cell.stale)), nodes.container("", strip_placeholder(claim.id, cell.backend, cell.entry.record.reason))])
+        rows.append(
+            [
+                paragraph(head),
+                nodes.container("", paragraph(link, *rest), *reason(cell.entry, cell.stale)),
+                nodes.container("", strip_placeholder(claim.id, cell.backend, cell.entry.record.reason)),
+            ]
+        )
     if rows:
-        out += table(["Backend", "Newest verdict", "Across releases"], rows, ["tc-headline"], caption="The newest verdict on each backend, and its runs across releases")
+        out += table(
+            ["Backend", "Newest verdict", "Across releases"],
+            rows,
+            ["tc-headline"],
+            caption="The newest verdict on each backend, and its runs across releases",
+        )
     missing = [backend for backend in claim.about if backend not in ran]
     if missing:
         names = and_words([state.grid.column(b).header("").removesuffix(" · not run") for b in missing])
-        out += paragraph(verdict_badge(None), nodes.inline("", f" on {names}: the claim is about {'them' if len(missing) > 1 else 'it'}, and no record exists yet", classes=["tc-date"]))
+        out += paragraph(
+            verdict_badge(None),
+            nodes.inline(
+                "",
+                f" on {names}: the claim is about {'them' if len(missing) > 1 else 'it'}, and no record exists yet",
+                classes=["tc-date"],
+            ),
+        )
     return out
 
 
@@ -74,8 +92,17 @@ def claimant_line(claim: Claim) -> nodes.paragraph:
     parts: list = []
     for index, (claimant, scope) in enumerate(claimant_scopes(claim)):
         source = next(s for s in claim.sources if s.claimant == claimant)
-        parts += ["; " if index else "", nodes.strong("", f"{'by' if index else 'Claimed by'} {claimant}"), f" about {scope}: "]
-        parts += [nodes.emphasis("", f"“{source.quote}”"), " — ", link(source.publisher, source.url), f" ({source.date})"]
+        parts += [
+            "; " if index else "",
+            nodes.strong("", f"{'by' if index else 'Claimed by'} {claimant}"),
+            f" about {scope}: ",
+        ]
+        parts += [
+            nodes.emphasis("", f"“{source.quote}”"),
+            " — ",
+            link(source.publisher, source.url),
+            f" ({source.date})",
+        ]
         if not source.confirmed:
             parts.append(badge("unconfirmed", "unconfirmed"))
     more = len(claim.sources) - len(claim.claimants)
@@ -87,7 +114,10 @@ def claimant_line(claim: Claim) -> nodes.paragraph:
 def claim_and_proposition(claim: Claim) -> list[nodes.Node]:
     """Who claims what, in their words, kept apart from what we check."""
     if claim.relation is Relation.OWN_FINDING:
-        says = paragraph(nodes.strong("", "Our own finding"), f" about {about_text(claim)}; no source makes this claim (the sources below are evidence).")
+        says = paragraph(
+            nodes.strong("", "Our own finding"),
+            f" about {about_text(claim)}; no source makes this claim (the sources below are evidence).",
+        )
     else:
         says = claimant_line(claim)
     says["classes"].append("tc-source-claim")
@@ -102,34 +132,54 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
     section += nodes.title("", claim.title)
     section.extend(claim_and_proposition(claim))
     section += verdict_lines(state, claim)
-    section += paragraph(f"Topic: {TOPICS[claim.topic]} · id: ", nodes.literal("", claim.id), " · ", matrix_ref(claim.id, nodes.inline("", "its row in the matrix")))
+    section += paragraph(
+        f"Topic: {TOPICS[claim.topic]} · id: ",
+        nodes.literal("", claim.id),
+        " · ",
+        matrix_ref(claim.id, nodes.inline("", "its row in the matrix")),
+    )
     sources = []
     for source in claim.sources:
-        parts = [nodes.emphasis("", f"“{source.quote}”"), " — ", link(source.publisher, source.url), f" ({source.date})"]
+        parts = [
+            nodes.emphasis("", f"“{source.quote}”"),
+            " — ",
+            link(source.publisher, source.url),
+            f" ({source.date})",
+        ]
         if not source.confirmed:
             parts.append(badge("unconfirmed", "unconfirmed"))
         if source.note:
             parts.append(f" {source.note}")
         sources.append(paragraph(*parts))
     count = f"{len(sources)} source{'s' if len(sources) > 1 else ''}"
-    section += folded([f"Sources ({count}): each quote with its publisher and date"], [bullets(sources)], classes=["tc-sources"])
+    section += folded(
+        [f"Sources ({count}): each quote with its publisher and date"], [bullets(sources)], classes=["tc-sources"]
+    )
     if claim.caveats:
         section += nodes.rubric("", "Caveats")
         section += bullets([paragraph(c) for c in claim.caveats])
     if claim.executable:
         block = evidence(state, claim, docname)
-        section += block if block is not None else paragraph("No result record exists for this claim yet, so there is no verdict.")
+        section += (
+            block
+            if block is not None
+            else paragraph("No result record exists for this claim yet, so there is no verdict.")
+        )
         left_out = state.store.rejected.get(claim.id, [])
         if left_out:
             section += nodes.rubric("", "Records left out")
-            section += paragraph("These submitted records failed the checks every results file must pass, "
-                "so they are not shown as verdicts:")
+            section += paragraph(
+                "These submitted records failed the checks every results file must pass, "
+                "so they are not shown as verdicts:"
+            )
             section += bullets([paragraph(f"{p.path.name} [{p.field}]: {p.message}") for p in left_out])
         if claim.id in state.script_sha:
             section += paragraph("Verification script: ", doc_link(claim.script, state.example_docname(claim)))
         else:
             section += paragraph(
-                "Verification script: ", nodes.literal("", claim.script), " (missing or unreadable: it has no page, and the claim cannot be verified)"
+                "Verification script: ",
+                nodes.literal("", claim.script),
+                " (missing or unreadable: it has no page, and the claim cannot be verified)",
             )
     if claim.see_also:
         links = [claim_ref(other, nodes.literal("", other)) for other in claim.see_also]
@@ -164,7 +214,11 @@ class TopicClaimsDirective(SphinxDirective):
         state = get_state(self.env.app)
         topic = self.arguments[0]
         if topic not in TOPICS:
-            warn(f"unknown topic {topic!r}; expected one of {', '.join(TOPICS)}", "directive", location=self.get_location())
+            warn(
+                f"unknown topic {topic!r}; expected one of {', '.join(TOPICS)}",
+                "directive",
+                location=self.get_location(),
+            )
             return []
         claims = state.claims.by_topic()[topic]
         note_shown(self.env, [c.id for c in claims], state.digest([c.id for c in claims]), key=f"{TOPIC}{topic}")
@@ -194,7 +248,9 @@ class ClaimVerdictRole(SphinxRole):
             warn(f"unknown claim id {claim_id!r}", "role", location=self.get_location())
             return [nodes.literal("", claim_id)], []
         ranked = state.store.ranked(claim_id)  # the build's own first: a file never outranks it
-        chosen = [e for e in ranked if e.backend == backend] if backend else [e for e in ranked if e.origin == THIS_BUILD]
+        chosen = (
+            [e for e in ranked if e.backend == backend] if backend else [e for e in ranked if e.origin == THIS_BUILD]
+        )
         entry = chosen[0] if chosen else None
         out = nodes.inline(classes=["tc-role"], support_smartquotes=False)
         out += verdict_badge(entry)
@@ -205,8 +261,13 @@ class ClaimVerdictRole(SphinxRole):
             out += nodes.Text(f" ({missing})")
             return [out], []
         out += nodes.Text(" " + freshness_text(entry))
-        out.extend(nodes.Text(n) if isinstance(n, str) else n for n in scope_words(state.claims.claims[claim_id], entry.backend))
-        return [claim_ref(claim_id, out, anchor=evidence_anchor(claim_id, entry.backend, entry.version)) if backend else out], []
+        out.extend(
+            nodes.Text(n) if isinstance(n, str) else n
+            for n in scope_words(state.claims.claims[claim_id], entry.backend)
+        )
+        return [
+            claim_ref(claim_id, out, anchor=evidence_anchor(claim_id, entry.backend, entry.version)) if backend else out
+        ], []
 
 
 def setup_claim(app) -> None:

@@ -68,7 +68,12 @@ def payload(claim_id: str, entry: Entry, sweep: SweepTable) -> dict:
         "run": run_label(entry),
         "date": entry.record.date,
         "origin": entry.origin,
-        "environment": {"backend": env.backend, "device": env.device_name, "torch": env.torch, "packages": env.packages},
+        "environment": {
+            "backend": env.backend,
+            "device": env.device_name,
+            "torch": env.torch,
+            "packages": env.packages,
+        },
         "conditions": entry.record.conditions,
         "table": sweep.model_dump(mode="json"),
     }
@@ -83,9 +88,13 @@ def write_data(app, exception) -> None:
     with_tables = [c for c in state.claims.claims if runs_with_tables(state.store, c)]
     # What the files are made of: the runs shown and the code writing them. A
     # build that shows the same runs leaves the files alone without rebuilding them.
-    key = state.store.digest(with_tables) + code_digest("sphinxext/coverage_tables.py", "sphinxext/page_data.py", "downloads.py")
+    key = state.store.digest(with_tables) + code_digest(
+        "sphinxext/coverage_tables.py", "sphinxext/page_data.py", "downloads.py"
+    )
     key_file = Path(app.doctreedir) / DATA_KEY
-    names = [run_name(claim_id, entry) for claim_id in with_tables for entry, _ in runs_with_tables(state.store, claim_id)]
+    names = [
+        run_name(claim_id, entry) for claim_id in with_tables for entry, _ in runs_with_tables(state.store, claim_id)
+    ]
     files = [out / f"{name}{suffix}" for name in names for suffix in (".csv", ".js")]
     if made_from(key_file, key, files):
         return
@@ -127,11 +136,15 @@ def _bar_svg(sweep: SweepTable) -> str:
     y = len(sweep.columns) * (height + 6) + 4
     for index, outcome in enumerate(shown):  # the legend: three entries a line, so it fits a phone
         lx, ly = (index % 3) * (width // 3), y + (index // 3) * 18
-        parts.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" class="tc-o tc-o-{slug(outcome)}"/>'
-                     f'<text x="{lx + 16}" y="{ly + 11}" class="tc-svg-label">{esc(outcome)}</text>')
+        parts.append(
+            f'<rect x="{lx}" y="{ly}" width="12" height="12" class="tc-o tc-o-{slug(outcome)}"/>'
+            f'<text x="{lx + 16}" y="{ly + 11}" class="tc-svg-label">{esc(outcome)}</text>'
+        )
     total = y + ((len(shown) + 2) // 3) * 18
-    return (f'<svg class="tc-sweep-plot" viewBox="0 0 {width} {total}" role="img" '
-            f'aria-label="outcome shares per column">{"".join(parts)}</svg>')
+    return (
+        f'<svg class="tc-sweep-plot" viewBox="0 0 {width} {total}" role="img" '
+        f'aria-label="outcome shares per column">{"".join(parts)}</svg>'
+    )
 
 
 def _summary(sweep: SweepTable) -> nodes.table:
@@ -165,7 +178,11 @@ class CoverageTableDirective(SphinxDirective):
             return []
         domain = self.env.get_domain(CoverageDomain.name)
         if domain.has_table(self.env.docname):  # the table's state is the page's URL: one table a page
-            warn("a page holds one coverage table; put this one on a page of its own", "directive", location=self.get_location())
+            warn(
+                "a page holds one coverage table; put this one on a page of its own",
+                "directive",
+                location=self.get_location(),
+            )
             return []
         note_shown(self.env, [claim_id], state.digest([claim_id]), key=f"coverage:{claim_id}")
         runs = runs_with_tables(state.store, claim_id)
@@ -175,8 +192,14 @@ class CoverageTableDirective(SphinxDirective):
         domain.note_rows(self.env.docname, item, (row for _, sweep in runs for row in sweep.rows))
         base = posixpath.dirname(self.env.docname)
         relative = lambda path: posixpath.relpath(path, base)  # noqa: E731
-        options = [{"name": run_name(claim_id, e), "label": run_label(e), "src": relative(f"{DATA_DIR}/{run_name(claim_id, e)}.js")}
-                   for e, _ in runs]
+        options = [
+            {
+                "name": run_name(claim_id, e),
+                "label": run_label(e),
+                "src": relative(f"{DATA_DIR}/{run_name(claim_id, e)}.js"),
+            }
+            for e, _ in runs
+        ]
         markup = (
             f'<div class="tc-sweep" data-item="{esc(item)}" '
             f"data-runs='{esc(json.dumps(options))}'>"

@@ -31,7 +31,9 @@ from .state import BuildState, warn
 
 SYMBOLS = {Verdict.HOLDS: "✔", Verdict.REFUTED: "✘", Verdict.UNVERIFIED: "?", Verdict.ERROR: "⚠"}
 NOT_RUN = "not run"
-UNCONFINED = "ran without sandbox"  # beside the verdict of a record whose script ran unconfined, or before the sandbox existed
+UNCONFINED = (
+    "ran without sandbox"  # beside the verdict of a record whose script ran unconfined, or before the sandbox existed
+)
 
 
 def verdict_badge(entry: Entry | None, stale: str = "") -> nodes.inline:
@@ -81,8 +83,11 @@ def run_line(grid: Grid, cell: Cell) -> list[nodes.Node]:
     """'xla · XLA on CPU (AMD EPYC) · torch_xla 2.9.0 ✘ refuted 2026-11-29, xla-….json (outside the scope …)'."""
     entry = cell.entry
     return [
-        nodes.strong("", grid.column(cell.backend).header(cell.version)), " ", verdict_badge(entry, cell.stale),
-        nodes.inline("", f" {entry.record.date}, {origin_text(entry)}", classes=["tc-date"]), *scope_words(cell.claim, cell.backend),
+        nodes.strong("", grid.column(cell.backend).header(cell.version)),
+        " ",
+        verdict_badge(entry, cell.stale),
+        nodes.inline("", f" {entry.record.date}, {origin_text(entry)}", classes=["tc-date"]),
+        *scope_words(cell.claim, cell.backend),
     ]
 
 
@@ -91,7 +96,10 @@ def _measurements(check: CheckResult) -> nodes.Node:
     for m in check.measurements:
         value = f"{m.value:.4g}" if isinstance(m.value, float) else str(m.value)
         text = f"{m.name} = {value}" + (f" {m.unit}" if m.unit else "")
-        container += paragraph(value_text(text), *([nodes.inline("", f" ({m.tolerance})", classes=["tc-tolerance"])] if m.tolerance else []))
+        container += paragraph(
+            value_text(text),
+            *([nodes.inline("", f" ({m.tolerance})", classes=["tc-tolerance"])] if m.tolerance else []),
+        )
     if check.detail:
         container += paragraph(check.detail)
     if not len(container):
@@ -100,7 +108,11 @@ def _measurements(check: CheckResult) -> nodes.Node:
 
 
 def _same(check: CheckResult, other: CheckResult | None) -> bool:
-    return other is not None and (check.outcome, check.detail, check.measurements) == (other.outcome, other.detail, other.measurements)
+    return other is not None and (check.outcome, check.detail, check.measurements) == (
+        other.outcome,
+        other.detail,
+        other.measurements,
+    )
 
 
 def grid_label(cell: Cell) -> str:
@@ -108,7 +120,10 @@ def grid_label(cell: Cell) -> str:
 
 
 def checks_table(record: ResultRecord, label: str) -> nodes.table:
-    rows = [[c.name, badge(f"{SYMBOLS[c.outcome]} {c.outcome.value}", c.outcome.value), _measurements(c)] for c in record.checks]
+    rows = [
+        [c.name, badge(f"{SYMBOLS[c.outcome]} {c.outcome.value}", c.outcome.value), _measurements(c)]
+        for c in record.checks
+    ]
     return table(["Check", "Outcome", "Measurements"], rows, ["tc-checks"], caption=f"Checks of the {label} run")
 
 
@@ -121,7 +136,13 @@ def environment(record: ResultRecord) -> nodes.bullet_list:
         facts.append(["runtime: ", value_text(", ".join(f"{k} {v}" for k, v in env.accelerator_runtime.items()))])
     facts.append([f"Python {env.python} on {env.os} ({env.machine}); torchclaims {env.torchclaims}"])
     facts.extend([f"variable {k}: ", value_text(v)] for k, v in env.env_vars.items())
-    facts.append([f"duration {record.duration_s:.2f} s; script {record.script.path} (sha256 ", nodes.literal("", record.script.sha256[:12]), ")"])
+    facts.append(
+        [
+            f"duration {record.duration_s:.2f} s; script {record.script.path} (sha256 ",
+            nodes.literal("", record.script.sha256[:12]),
+            ")",
+        ]
+    )
     out = bullets([paragraph(*f) for f in facts])
     out["classes"].append("tc-environment")
     return out
@@ -135,7 +156,13 @@ def _value(m) -> str:
 def differences(record: ResultRecord, first: ResultRecord) -> list[nodes.Node]:
     """What a run does not share with the first run: settings, then checks (only the measurements that moved)."""
     settings = first.environment.differences(record.environment)
-    settings.update({f"condition {k}": (first.conditions.get(k, "(absent)"), v) for k, v in record.conditions.items() if first.conditions.get(k) != v})
+    settings.update(
+        {
+            f"condition {k}": (first.conditions.get(k, "(absent)"), v)
+            for k, v in record.conditions.items()
+            if first.conditions.get(k) != v
+        }
+    )
     if "packages.torch" in settings:
         settings.pop("torch", None)  # the same version with its build tag: said once
     out: list[nodes.Node] = []
@@ -152,8 +179,18 @@ def differences(record: ResultRecord, first: ResultRecord) -> list[nodes.Node]:
         before = {m.name: m for m in other.measurements} if other else {}
         moved = [m for m in check.measurements if before.get(m.name) != m]
         if moved:
-            parts.append(value_text(" " + "; ".join(f"{m.name} = {_value(m)}" + (f" (was {_value(before[m.name])})" if m.name in before else "") for m in moved)))
-        if check.detail and (other is None or other.detail != check.detail) and check.detail not in record.reason:  # the reason says it already
+            parts.append(
+                value_text(
+                    " "
+                    + "; ".join(
+                        f"{m.name} = {_value(m)}" + (f" (was {_value(before[m.name])})" if m.name in before else "")
+                        for m in moved
+                    )
+                )
+            )
+        if (
+            check.detail and (other is None or other.detail != check.detail) and check.detail not in record.reason
+        ):  # the reason says it already
             parts.append(f" {check.detail}")
         out.append(paragraph(*parts))
     return out or [paragraph("the same checks, measurements and settings")]
@@ -168,13 +205,19 @@ def figures(state: BuildState, entry: Entry, label: str) -> list[nodes.Node]:
         if not (state.results_dir / figure).is_file():
             warn(f"{entry.origin} names figure {figure}, which is not in {state.results_dir}", "results")
             continue
-        out.append(nodes.image(uri=f"{state.results_uri}/{figure}", alt=f"figure {index} of the {label} run", width="420px"))
+        out.append(
+            nodes.image(uri=f"{state.results_uri}/{figure}", alt=f"figure {index} of the {label} run", width="420px")
+        )
     return out
 
 
 def reason(entry: Entry, stale: str = "", said: str = "") -> list[nodes.Node]:
     """The reason a record gives (unless it is ``said`` already), and why it is stale: visible text, never a tooltip."""
-    out = [paragraph(nodes.emphasis("", "Reason: "), entry.record.reason)] if entry.record.reason and entry.record.reason != said else []
+    out = (
+        [paragraph(nodes.emphasis("", "Reason: "), entry.record.reason)]
+        if entry.record.reason and entry.record.reason != said
+        else []
+    )
     return out + ([paragraph(nodes.emphasis("", "Stale: "), stale)] if stale else [])
 
 
@@ -183,7 +226,9 @@ def _ordered(state: BuildState, claim: Claim) -> list[tuple[Entry, Cell | None]]
     shown = {id(cell.entry): cell for cell in state.grid.runs(claim)}
     order = {(c.backend, v): (i, j) for i, c in enumerate(state.grid.columns) for j, v in enumerate(c.versions)}
     entries = state.store.ranked(claim.id)
-    return [(e, shown.get(id(e))) for e in sorted(entries, key=lambda e: order.get((e.backend, e.version), (len(order), 0)))]
+    return [
+        (e, shown.get(id(e))) for e in sorted(entries, key=lambda e: order.get((e.backend, e.version), (len(order), 0)))
+    ]
 
 
 def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None:
@@ -194,12 +239,19 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
     first_entry, first = records[0]
     label = grid_label(first)
     root = "../" * docname.count("/")
-    whole = nodes.container(ids=[evidence_anchor(claim.id, first.backend), evidence_anchor(claim.id, first.backend, first.version)], classes=["tc-run"])
+    whole = nodes.container(
+        ids=[evidence_anchor(claim.id, first.backend), evidence_anchor(claim.id, first.backend, first.version)],
+        classes=["tc-run"],
+    )
     whole += paragraph(nodes.emphasis("", "The first run, whole: "), *run_line(state.grid, first))
     whole += source_paragraph(first_entry)
     whole.extend(reason(first_entry, first.stale))
     whole += checks_table(first_entry.record, label)
-    whole += paragraph(nodes.emphasis("", f"Environment and conditions of the {label} run (the table gives only what differs from it):"))
+    whole += paragraph(
+        nodes.emphasis(
+            "", f"Environment and conditions of the {label} run (the table gives only what differs from it):"
+        )
+    )
     whole += environment(first_entry.record)
     whole.extend(figures(state, first_entry, label))
     if first_entry.record.log_tail and first_entry.record.verdict is Verdict.ERROR:
@@ -214,19 +266,49 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
         if entry.backend not in anchored:  # where a link to the backend's evidence lands
             anchored.add(entry.backend)
             where.insert(0, nodes.inline(ids=[evidence_anchor(claim.id, entry.backend)]))
-            where.extend(nodes.Text(n) if isinstance(n, str) else n for n in scope_words(claim, entry.backend))  # once per backend
+            where.extend(
+                nodes.Text(n) if isinstance(n, str) else n for n in scope_words(claim, entry.backend)
+            )  # once per backend
         if cell is None:
-            where += nodes.inline("", " (an older record of this version: the one above is shown in the matrix)", classes=["tc-date"])
+            where += nodes.inline(
+                "", " (an older record of this version: the one above is shown in the matrix)", classes=["tc-date"]
+            )
         stale, said = (cell.stale if cell else ""), ("" if entry is first_entry else first_entry.record.reason)
         same = " the same reason as the first run" if entry.record.reason and entry.record.reason == said else ""
         verdict = nodes.container("", paragraph(verdict_badge(entry, stale), same), *reason(entry, stale, said))
-        differs = nodes.container("", *(differences(entry.record, first_entry.record) if entry is not first_entry else [paragraph("the first run, above")]))
+        differs = nodes.container(
+            "",
+            *(
+                differences(entry.record, first_entry.record)
+                if entry is not first_entry
+                else [paragraph("the first run, above")]
+            ),
+        )
         differs.extend(figures(state, entry, grid_label(cell)) if cell is not None and entry is not first_entry else [])
         if entry.record.log_tail and entry.record.verdict is Verdict.ERROR and entry is not first_entry:
-            differs += folded(["output"], [nodes.literal_block(entry.record.log_tail, entry.record.log_tail, classes=["tc-log"])])
-        rows.append([where, verdict, differs, paragraph(link("JSON", root + download.json), " · ", link("CSV", root + download.csv))])
-        ids.append([evidence_anchor(claim.id, entry.backend, entry.version)] if cell is not None and entry is not first_entry else [])
-    runs = table(["Run", "Verdict and reason", f"What differs from the {label} run", "Download"], rows, ["tc-runs"], caption="Every record of this claim, by backend and version", row_ids=ids)
+            differs += folded(
+                ["output"], [nodes.literal_block(entry.record.log_tail, entry.record.log_tail, classes=["tc-log"])]
+            )
+        rows.append(
+            [
+                where,
+                verdict,
+                differs,
+                paragraph(link("JSON", root + download.json), " · ", link("CSV", root + download.csv)),
+            ]
+        )
+        ids.append(
+            [evidence_anchor(claim.id, entry.backend, entry.version)]
+            if cell is not None and entry is not first_entry
+            else []
+        )
+    runs = table(
+        ["Run", "Verdict and reason", f"What differs from the {label} run", "Download"],
+        rows,
+        ["tc-runs"],
+        caption="Every record of this claim, by backend and version",
+        row_ids=ids,
+    )
     note = f"Every record of this claim, by backend and version ({len(records)}), loads here when this block opens."
     body.append(later(f"claim-{claim.id}--runs", [runs], note))  # most of a topic page's weight: loaded on demand
     backends = len({e.backend for e, _ in records})

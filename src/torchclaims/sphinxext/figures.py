@@ -37,26 +37,46 @@ def limit_rows() -> list[tuple[str, str]]:
     """(input, limit) for every bound a reader checks."""
     L = limits.LIMITS
     return [
-        ("results file", f"{size(L.results_file_bytes)}; arrays and objects nested at most {L.json_depth} deep; at most "
-         f"{limits.MAX_RECORDS:,} records, {limits.MAX_CHECKS} checks per record, "
-          f"{limits.MAX_MEASUREMENTS:,} measurements per check, "
-         f"{limits.MAX_FIGURES} figures per record, {limits.MAX_MAP_ENTRIES} entries per map"),
-        ("text in a result record", f"reasons, details, condition values cut at {limits.RECORD_TEXT_CHARS:,} characters, "
-         f"names at {limits.RECORD_NAME_CHARS} (with a mark)"),
+        (
+            "results file",
+            f"{size(L.results_file_bytes)}; arrays and objects nested at most {L.json_depth} deep; at most "
+            f"{limits.MAX_RECORDS:,} records, {limits.MAX_CHECKS} checks per record, "
+            f"{limits.MAX_MEASUREMENTS:,} measurements per check, "
+            f"{limits.MAX_FIGURES} figures per record, {limits.MAX_MAP_ENTRIES} entries per map",
+        ),
+        (
+            "text in a result record",
+            f"reasons, details, condition values cut at {limits.RECORD_TEXT_CHARS:,} characters, "
+            f"names at {limits.RECORD_NAME_CHARS} (with a mark)",
+        ),
         ("one result record file (_build/records)", size(L.record_file_bytes)),
-        ("claim record (claims/*.toml)", f"{size(L.claim_file_bytes)} of UTF-8; proposition at most {limits.STATEMENT_CHARS:,} characters, "
-         f"caveats and notes {limits.NOTE_CHARS:,}, "
-          f"quotes {limits.QUOTE_CHARS} (and under {MAX_QUOTE_WORDS} words), "
-         f"claimants and publishers {limits.NAME_CHARS}, URLs {limits.URL_CHARS:,}"),
+        (
+            "claim record (claims/*.toml)",
+            f"{size(L.claim_file_bytes)} of UTF-8; proposition at most {limits.STATEMENT_CHARS:,} characters, "
+            f"caveats and notes {limits.NOTE_CHARS:,}, "
+            f"quotes {limits.QUOTE_CHARS} (and under {MAX_QUOTE_WORDS} words), "
+            f"claimants and publishers {limits.NAME_CHARS}, URLs {limits.URL_CHARS:,}",
+        ),
         ("gallery script", f"{size(L.script_bytes)} of UTF-8"),
-        ("a script's output on its gallery page", f"{size(L.page_output_bytes)}, then a mark says it was cut; "
-         f"none when the page its process wrote passes {size(L.staged_page_bytes)}"),
-        ("a script's output kept in its record", f"the last {L.log_tail_lines} lines, at most {size(L.log_tail_bytes)}"),
-        ("what a build remembers (the probe's answer, the memo)", f"{size(PROBE_BYTES)} and {size(MEMO_BYTES)}; "
-         "anything malformed is probed or worked out again"),
-        ("a published page (what the site gives a reader)", f"{L.page_html_bytes:,} bytes of HTML, uncompressed; data a page loads "
-         "on demand (coverage tables, the matrix's other versions, a claim's table of every record) "
-          "lies beside it, once"),
+        (
+            "a script's output on its gallery page",
+            f"{size(L.page_output_bytes)}, then a mark says it was cut; "
+            f"none when the page its process wrote passes {size(L.staged_page_bytes)}",
+        ),
+        (
+            "a script's output kept in its record",
+            f"the last {L.log_tail_lines} lines, at most {size(L.log_tail_bytes)}",
+        ),
+        (
+            "what a build remembers (the probe's answer, the memo)",
+            f"{size(PROBE_BYTES)} and {size(MEMO_BYTES)}; anything malformed is probed or worked out again",
+        ),
+        (
+            "a published page (what the site gives a reader)",
+            f"{L.page_html_bytes:,} bytes of HTML, uncompressed; data a page loads "
+            "on demand (coverage tables, the matrix's other versions, a claim's table of every record) "
+            "lies beside it, once",
+        ),
     ]
 
 
@@ -83,13 +103,23 @@ def _load(directive: SphinxDirective, name: str) -> dict | None:
 def _rows(directive, name: str, data: dict, key: str, fields: list[str]) -> list[list[str]] | None:
     items = data.get(key)
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        warn(f"{name}: {key} must be a list of objects; no table", "figures", location=(directive.env.docname, directive.lineno))
+        warn(
+            f"{name}: {key} must be a list of objects; no table",
+            "figures",
+            location=(directive.env.docname, directive.lineno),
+        )
         return None
     return [[_text(item.get(f)) for f in fields] for item in items]
 
 
 def _text(value) -> str:
-    return "—" if value in (None, "") else f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+    return (
+        "—"
+        if value in (None, "")
+        else f"{value:,}"
+        if isinstance(value, int) and not isinstance(value, bool)
+        else str(value)
+    )
 
 
 class BuildSpeedDirective(SphinxDirective):
@@ -98,17 +128,29 @@ class BuildSpeedDirective(SphinxDirective):
         if data is None:
             return []
         figures = _rows(self, BUILD_SPEED, data, "figures", ["figure", "value", "unit", "target", "verdict"])
-        builds = _rows(self, BUILD_SPEED, data, "builds", ["build", "seconds", "claims_run", "peak_pss_mb", "torch_imported_by", "left_behind"])
+        builds = _rows(
+            self,
+            BUILD_SPEED,
+            data,
+            "builds",
+            ["build", "seconds", "claims_run", "peak_pss_mb", "torch_imported_by", "left_behind"],
+        )
         if figures is None or builds is None:
             return []
         about = paragraph(
             f"Measured {_text(data.get('measured_at'))} on {_text(data.get('cores'))} cores, "
-            f"{_text(data.get('claims'))} executable claims, by ", nodes.literal("", _text(data.get("source"))), f" ({BUILD_SPEED})."
+            f"{_text(data.get('claims'))} executable claims, by ",
+            nodes.literal("", _text(data.get("source"))),
+            f" ({BUILD_SPEED}).",
         )
         return [
             about,
             table(["figure", "value", "unit", "target", "verdict"], figures, ["tc-figures"]),
-            table(["build", "wall s", "claims run", "peak PSS MB", "processes importing torch", "left behind"], builds, ["tc-figures"]),
+            table(
+                ["build", "wall s", "claims run", "peak PSS MB", "processes importing torch", "left behind"],
+                builds,
+                ["tc-figures"],
+            ),
         ]
 
 

@@ -39,8 +39,10 @@ def _verdicts(state: BuildState, claim: Claim) -> str:
     for cell in runs:
         symbol, word = WORDS[cell.kind]
         scope = "" if cell.target else ' <span class="tc-scope">outside its scope</span>'
-        items.append(f'<li><span class="tc-badge tc-{cell.kind}">{symbol} {esc(word)}</span> '
-            f'{esc(cell.backend)} · {esc(cell.version)}{scope}</li>')
+        items.append(
+            f'<li><span class="tc-badge tc-{cell.kind}">{symbol} {esc(word)}</span> '
+            f"{esc(cell.backend)} · {esc(cell.version)}{scope}</li>"
+        )
     return '<ul class="tc-card-verdicts">' + "".join(items) + "</ul>"
 
 
@@ -64,8 +66,12 @@ def _cards(app: Sphinx, state: BuildState, doctree: nodes.document) -> None:
         card: list[nodes.Node] = [raw_html('<div class="tc-card">')]
         if _has_figure(app, state, stem):
             card.extend(image.deepcopy() for image in body.findall(nodes.image))
-        card.append(raw_html(f'<a class="tc-card-title" href="{esc(stem)}.html">{esc(claim.title)}</a>'
-            f'{_verdicts(state, claim)}</div>'))
+        card.append(
+            raw_html(
+                f'<a class="tc-card-title" href="{esc(stem)}.html">{esc(claim.title)}</a>'
+                f"{_verdicts(state, claim)}</div>"
+            )
+        )
         for node in (opening, body, closing):
             parent.remove(node)
         for offset, node in enumerate(card):
@@ -80,8 +86,10 @@ def _backlinks(state: BuildState, claim: Claim, doctree: nodes.document) -> None
     if section is None:
         return
     line = paragraph(
-        "This script verifies the claim ", claim_ref(claim.id, nodes.inline("", "“" + claim.title + "”")),
-        " (its sources and evidence on every backend) · ", matrix_ref(claim.id, nodes.inline("", "its row in the matrix")),
+        "This script verifies the claim ",
+        claim_ref(claim.id, nodes.inline("", "“" + claim.title + "”")),
+        " (its sources and evidence on every backend) · ",
+        matrix_ref(claim.id, nodes.inline("", "its row in the matrix")),
     )
     line["classes"].append("tc-backlink")
     line["support_smartquotes"] = False

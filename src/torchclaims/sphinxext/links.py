@@ -91,7 +91,11 @@ class ResolveClaimLinks(SphinxPostTransform):
         target = self.env.get_domain("std").labels.get(label)
         if target is None:
             what = "claim" if label.startswith("claim-") else "matrix row of claim"
-            warn(f"{what} {label.partition('-')[2]!r} is not shown on any page, so it cannot be linked", "link", location=node)
+            warn(
+                f"{what} {label.partition('-')[2]!r} is not shown on any page, so it cannot be linked",
+                "link",
+                location=node,
+            )
             return None
         docname = target[0]
         return self.app.builder.get_relative_uri(self.env.docname, docname) + "#" + (anchor or target[1])

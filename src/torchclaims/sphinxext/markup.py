@@ -25,7 +25,9 @@ def link(text: str, url: str | None) -> nodes.Node:
 
 
 def doc_link(text: str, docname: str) -> addnodes.pending_xref:
-    ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget=f"/{docname}", refexplicit=True, refwarn=True)
+    ref = addnodes.pending_xref(
+        "", refdomain="std", reftype="doc", reftarget=f"/{docname}", refexplicit=True, refwarn=True
+    )
     ref += nodes.inline("", text)
     return ref
 
@@ -39,7 +41,13 @@ def bullets(items: list[nodes.Node]) -> nodes.bullet_list:
     return bullets
 
 
-def table(headers: list[str], rows: list[list[nodes.Node | str]], classes: list[str], caption: str = "", row_ids: list[list[str]] | None = None) -> nodes.table:
+def table(
+    headers: list[str],
+    rows: list[list[nodes.Node | str]],
+    classes: list[str],
+    caption: str = "",
+    row_ids: list[list[str]] | None = None,
+) -> nodes.table:
     table = nodes.table(classes=classes)
     if caption:
         table += nodes.title("", caption)
@@ -83,7 +91,13 @@ class summary(nodes.General, nodes.TextElement):  # noqa: N801
     """The line a folded block shows while closed."""
 
 
-def folded(summary_children: list, body: list[nodes.Node], ids: list[str] | None = None, classes: list[str] | None = None, open_: bool = False) -> details:
+def folded(
+    summary_children: list,
+    body: list[nodes.Node],
+    ids: list[str] | None = None,
+    classes: list[str] | None = None,
+    open_: bool = False,
+) -> details:
     block = details(ids=ids or [], classes=classes or [], open=open_)
     line = summary()
     line.extend(nodes.Text(c) if isinstance(c, str) else c for c in summary_children)
@@ -104,8 +118,14 @@ def value_text(text: str, limit: int = LONG) -> nodes.Node:
     """A value from a record, never cut silently: a long one ends with an ellipsis and unfolds whole."""
     if len(text) <= limit:
         return value("", text)
-    whole = nodes.literal_block(text, text, classes=["tc-whole"], language="none")  # a value, not Python: no highlighting markup
-    return folded([value("", text[:limit].rstrip() + "…"), nodes.inline("", " show all", classes=["tc-more"])], [whole], classes=["tc-long"])
+    whole = nodes.literal_block(
+        text, text, classes=["tc-whole"], language="none"
+    )  # a value, not Python: no highlighting markup
+    return folded(
+        [value("", text[:limit].rstrip() + "…"), nodes.inline("", " show all", classes=["tc-more"])],
+        [whole],
+        classes=["tc-long"],
+    )
 
 
 def _visit_details(self, node: details) -> None:
@@ -118,7 +138,9 @@ def _visit_summary(self, node: summary) -> None:
 
 
 def _visit_value(self, node: value) -> None:
-    self.body.append(self.starttag(node, "code", "", CLASS="literal notranslate") + self.encode(node.astext()) + "</code>")
+    self.body.append(
+        self.starttag(node, "code", "", CLASS="literal notranslate") + self.encode(node.astext()) + "</code>"
+    )
     raise nodes.SkipNode
 
 

@@ -41,7 +41,11 @@ from .state import BuildState, get_state
 from .tracking import ALL_CLAIMS, note_shown
 from .versions import RangeView, range_views
 
-WORDS = {**{v.value: (s, v.value) for v, s in SYMBOLS.items()}, NOT_RUN: ("∅", "not run"), ATTRIBUTED: ("❝", "no verdict")}
+WORDS = {
+    **{v.value: (s, v.value) for v, s in SYMBOLS.items()},
+    NOT_RUN: ("∅", "not run"),
+    ATTRIBUTED: ("❝", "no verdict"),
+}
 TOTALED = KINDS[:-1]  # attributed claims have no verdict on any backend: not counted per column
 
 
@@ -49,7 +53,12 @@ def shared_marks(grid: Grid, column: Column) -> dict[str, str]:
     """version -> the source mark every record of that version shares (said once, in the header)."""
     out = {}
     for version in column.versions:
-        marks = {cell.entry.source.mark for claim in grid.claims.executable() for cell in [grid.cell(claim, column.backend, version)] if cell.entry}
+        marks = {
+            cell.entry.source.mark
+            for claim in grid.claims.executable()
+            for cell in [grid.cell(claim, column.backend, version)]
+            if cell.entry
+        }
         if len(marks) == 1:
             out[version] = marks.pop()
     return out
@@ -102,8 +111,9 @@ def _header(grid: Grid, column: Column, ranges: list[RangeView], marks: dict[str
     backend = esc(column.backend)
     devices = "".join(
         f'<span class="tc-device" data-version="{esc(v)}"{"" if i == 0 else " hidden"}>'
-        f'{esc(" / ".join(column.devices.get(v, ())))}'
-        + (f'<span class="tc-badge tc-source">{esc(marks[v])}</span>' if v in marks else "") + "</span>"
+        f"{esc(' / '.join(column.devices.get(v, ())))}"
+        + (f'<span class="tc-badge tc-source">{esc(marks[v])}</span>' if v in marks else "")
+        + "</span>"
         for i, v in enumerate(column.versions)
     )
     picks = [(v, v) for v in column.versions] + [(view.value, view.label) for view in ranges]
@@ -131,16 +141,32 @@ def _attributed(claim: Claim, span: int) -> str:
     )
 
 
-def _row(grid: Grid, claim: Claim, columns: list[Column], ranges: dict[str, list[RangeView]], marks: dict[str, dict[str, str]]) -> tuple[str, dict[str, str]]:
+def _row(
+    grid: Grid,
+    claim: Claim,
+    columns: list[Column],
+    ranges: dict[str, list[RangeView]],
+    marks: dict[str, dict[str, str]],
+) -> tuple[str, dict[str, str]]:
     """The row, and backend -> the runs of its other versions."""
-    words = [claim.title, claim.id, " ".join(claim.claimed_by), " ".join(claim.about), about_text(claim), TOPICS[claim.topic], claim.proposition]
+    words = [
+        claim.title,
+        claim.id,
+        " ".join(claim.claimed_by),
+        " ".join(claim.about),
+        about_text(claim),
+        TOPICS[claim.topic],
+        claim.proposition,
+    ]
     about = f'<span class="tc-about">{esc("about " + and_words(claim.about))}</span>'
     head = f'<th scope="row"><a href="{href_marker(claim.id)}">{esc(claim.title)}</a>{about}</th>'
     later: dict[str, str] = {}
     if claim.executable:
         cells = ""
         for column in columns:
-            cell, later[column.backend] = _cell(grid, claim, column, ranges.get(column.backend, []), marks[column.backend])
+            cell, later[column.backend] = _cell(
+                grid, claim, column, ranges.get(column.backend, []), marks[column.backend]
+            )
             cells += cell
     else:
         cells = _attributed(claim, len(columns))
@@ -157,7 +183,8 @@ def _no_record(grid: Grid, empty: list[Column], pages: dict[str, str]) -> str:
     if not empty:
         return ""
     names = [
-        (f'<a href="{esc(pages[c.backend])}">{esc(c.backend)}</a>' if c.backend in pages else esc(c.backend)) + f" ({esc(c.reader_name)})"
+        (f'<a href="{esc(pages[c.backend])}">{esc(c.backend)}</a>' if c.backend in pages else esc(c.backend))
+        + f" ({esc(c.reader_name)})"
         for c in empty
     ]
     about = {c.backend: sum(1 for claim in grid.claims.claims.values() if claim.covers(c.backend)) for c in empty}
@@ -173,12 +200,23 @@ def _backend_notes(grid: Grid, pages: dict[str, str]) -> str:
     notes = []
     for column in grid.columns:
         name = esc(column.reader_name)
-        where = "its column shows what ran there, and the other columns what ran on stand-ins" if column.versions else (
-            "no claim ran there yet, so every column shows a stand-in: evidence about what ran there, never about " + name
+        where = (
+            "its column shows what ran there, and the other columns what ran on stand-ins"
+            if column.versions
+            else (
+                "no claim ran there yet, so every column shows a stand-in: evidence about what ran there, never about "
+                + name
+            )
         )
-        page = f' <a href="{esc(pages[column.backend])}">What is known about {name}</a>.' if column.backend in pages else ""
-        notes.append(f'<p class="tc-backend-note" data-backend="{esc(column.backend)}" hidden>'
-            f'Claims about {esc(column.backend)} ({name}): {where}.{page}</p>')
+        page = (
+            f' <a href="{esc(pages[column.backend])}">What is known about {name}</a>.'
+            if column.backend in pages
+            else ""
+        )
+        notes.append(
+            f'<p class="tc-backend-note" data-backend="{esc(column.backend)}" hidden>'
+            f"Claims about {esc(column.backend)} ({name}): {where}.{page}</p>"
+        )
     return "".join(notes)
 
 
@@ -189,10 +227,14 @@ def _filters(grid: Grid, total: int) -> str:
 
     topics = [("", "all topics")] + list(TOPICS.items())
     backends = [("", "any backend")] + [(c.backend, c.backend) for c in grid.columns]
-    verdicts = [("", "any verdict")] + [(k, f"{WORDS[k][0]} {WORDS[k][1] if k != ATTRIBUTED else 'attributed'}") for k in KINDS]
+    verdicts = [("", "any verdict")] + [
+        (k, f"{WORDS[k][0]} {WORDS[k][1] if k != ATTRIBUTED else 'attributed'}") for k in KINDS
+    ]
     return (
         '<form class="tc-filters" role="search" aria-label="Filter the claims">'
-        + select("topic", "Topic", topics) + select("backend", "About", backends) + select("verdict", "Verdict", verdicts)
+        + select("topic", "Topic", topics)
+        + select("backend", "About", backends)
+        + select("verdict", "Verdict", verdicts)
         + '<label>Text <input type="search" name="q" placeholder="title, id, who claims" autocomplete="off"></label>'
         + '<button type="reset">Show all</button>'
         + f'<p class="tc-count" role="status" aria-live="polite">{total} of {total} claims</p>'
@@ -201,18 +243,23 @@ def _filters(grid: Grid, total: int) -> str:
 
 
 def _legend(state: BuildState, root: str) -> str:
-    items = "".join(f'<li><span class="tc-badge tc-{k}">{WORDS[k][0]} {WORDS[k][1]}</span> {esc(MEANING[k])}</li>' for k in KINDS)
+    items = "".join(
+        f'<li><span class="tc-badge tc-{k}">{WORDS[k][0]} {WORDS[k][1]}</span> {esc(MEANING[k])}</li>' for k in KINDS
+    )
     return (
-        '<aside class="tc-legend" aria-label="Legend"><h2>Legend</h2><ul>' + items
+        '<aside class="tc-legend" aria-label="Legend"><h2>Legend</h2><ul>'
+        + items
         + '<li><span class="tc-target-mark">◎ target</span> '
-          'the claim is about this backend: a verdict here speaks to it</li>'
+        "the claim is about this backend: a verdict here speaks to it</li>"
         + '<li><span class="tc-scope">outside its scope</span> a verdict on a backend the claim is not about '
-          '(the CPU reference, XLA on the CPU): '
+        "(the CPU reference, XLA on the CPU): "
         "evidence about what ran there, never about the vendor's hardware</li>"
         + '<li><span class="tc-badge tc-stale">stale</span> made by an older script, or older than the age limit</li>'
         + "<li>Dates are UTC. A header's counts are for the version it shows; pick another version in the header. "
         "Click a cell for its evidence: the reason, the checks and the environment of that run.</li></ul>"
-        + f'<p class="tc-stamp">{esc(stamp(state))}</p>' + _downloads(state, root) + "</aside>"
+        + f'<p class="tc-stamp">{esc(stamp(state))}</p>'
+        + _downloads(state, root)
+        + "</aside>"
     )
 
 
@@ -250,9 +297,13 @@ def _downloads(state: BuildState, root: str) -> str:
     items = []
     for entries in sorted(files.values(), key=lambda entries: entries[0].column):
         download = download_for(entries[0])
-        what = f"{entries[0].column}, {len(entries)} record{'s' if len(entries) > 1 else ''} ({origin_text(entries[0])})"
-        items.append(f'<li>{esc(what)}: <a href="{root}{download.json}">JSON</a> · <a href="{root}{download.csv}">CSV</a></li>')
-    return "<h2>Downloads</h2><ul class=\"tc-downloads\">" + "".join(items) + "</ul>" if items else ""
+        what = (
+            f"{entries[0].column}, {len(entries)} record{'s' if len(entries) > 1 else ''} ({origin_text(entries[0])})"
+        )
+        items.append(
+            f'<li>{esc(what)}: <a href="{root}{download.json}">JSON</a> · <a href="{root}{download.csv}">CSV</a></li>'
+        )
+    return '<h2>Downloads</h2><ul class="tc-downloads">' + "".join(items) + "</ul>" if items else ""
 
 
 class ClaimsMatrixDirective(SphinxDirective):
@@ -267,7 +318,11 @@ class ClaimsMatrixDirective(SphinxDirective):
             return [nodes.paragraph("", "There are no claims yet.")]
         columns = [column for column in grid.columns if column.versions]
         empty = [column for column in grid.columns if not column.versions]
-        pages = {b: self.env.app.builder.get_relative_uri(self.env.docname, d) for b in accelerator_backends() if (d := page_docname(self.env.app, b))}
+        pages = {
+            b: self.env.app.builder.get_relative_uri(self.env.docname, d)
+            for b in accelerator_backends()
+            if (d := page_docname(self.env.app, b))
+        }
         marks = {column.backend: shared_marks(grid, column) for column in columns}
         rows, later = [], {}
         for topic, topic_claims in claims.by_topic().items():
@@ -290,21 +345,22 @@ class ClaimsMatrixDirective(SphinxDirective):
         later = {row: runs for row, runs in later.items() if runs}
         docname = self.env.docname
         data = f' data-tc-later="{esc(data_name(docname))}" data-tc-src="{esc(data_src(docname))}"' if later else ""
-        heads = "".join(_header(grid, column, ranges.get(column.backend, []), marks[column.backend], pages) for column in columns)
+        heads = "".join(
+            _header(grid, column, ranges.get(column.backend, []), marks[column.backend], pages) for column in columns
+        )
         markup = (
             f'<div class="tc-matrix-page">{_filters(grid, total)}{_backend_notes(grid, pages)}'
             f'{_no_record(grid, empty, pages)}<div class="tc-matrix-layout">'
             '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends (scrolls inside)">'
             f'<table class="tc-matrix"{data}><caption>{esc(caption)}</caption>'
             f'<thead><tr><th scope="col" class="tc-corner">Claim</th>{heads}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>'
+            f"<tbody>{''.join(rows)}</tbody></table>"
             '<p class="tc-no-matches" hidden>No claim matches these filters. '
             '<button type="button" data-tc-reset>Show all claims</button></p></div>'
-            f'{_legend(state, "../" * self.env.docname.count("/"))}</div></div>'
+            f"{_legend(state, '../' * self.env.docname.count('/'))}</div></div>"
         )
         return [raw_html(markup)] + ([later_data("matrix", later)] if later else [])
 
 
 def setup_matrix(app) -> None:
     app.add_directive("claims-matrix", ClaimsMatrixDirective)
-

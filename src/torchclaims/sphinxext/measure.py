@@ -69,12 +69,18 @@ class ClaimMeasureRole(SphinxRole):
         entry = entries[0]
         found, where = find(entry, check, name)
         if len(found) != 1:
-            problem = "has no measurement" if not found else (
-                f"has {len(found)} measurements (checks: {'; '.join(where)}); "
-                f"qualify it as '<check>{QUALIFIER}<name>'"
+            problem = (
+                "has no measurement"
+                if not found
+                else (
+                    f"has {len(found)} measurements (checks: {'; '.join(where)}); "
+                    f"qualify it as '<check>{QUALIFIER}<name>'"
+                )
             )
             label = f"no single measurement named {name} in the newest record of {claim_id} on {backend}"
-            return self._missing(f"the newest record of {claim_id} on {backend} ({entry.origin}) {problem} {name!r}", label)
+            return self._missing(
+                f"the newest record of {claim_id} on {backend} ({entry.origin}) {problem} {name!r}", label
+            )
         where_when = f" ({ran_on(entry.record.environment)}, {entry.version}, {entry.record.date})"
         out = nodes.inline(classes=["tc-measure"], support_smartquotes=False)
         out += nodes.Text(figure_text(found[0]))

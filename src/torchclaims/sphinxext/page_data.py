@@ -70,7 +70,9 @@ def later_data(key: str, payload) -> deferred:
     """``payload`` (JSON; its strings may hold raw HTML with claim links) into the page's data file,
     and nothing in the page."""
     # ensure_ascii=False keeps the link markers (private-use characters) whole for the resolver
-    return deferred("", raw_html(json.dumps(payload, separators=(",", ":"), ensure_ascii=False)), key=key, format="json")
+    return deferred(
+        "", raw_html(json.dumps(payload, separators=(",", ":"), ensure_ascii=False)), key=key, format="json"
+    )
 
 
 def _visit(self, node: deferred) -> None:

@@ -36,7 +36,12 @@ STATIC = Path(__file__).parent / "static"
 
 def this_build(state: BuildState) -> ResultsFile | None:
     """This build's records as a results file (figures are on its gallery pages, not beside the file)."""
-    records = [e.record.model_copy(update={"figures": []}) for h in state.store.entries.values() for e in h if e.origin == THIS_BUILD]
+    records = [
+        e.record.model_copy(update={"figures": []})
+        for h in state.store.entries.values()
+        for e in h
+        if e.origin == THIS_BUILD
+    ]
     if not records:
         return None
     environment = state.outcome.probe.environment if state.outcome else records[0].environment
@@ -55,13 +60,24 @@ def search_data(app: Sphinx, state: BuildState) -> list[dict]:
         for cell in state.grid.runs(claim):
             symbol, word = WORDS[cell.kind]
             scope = "" if cell.target else " (outside its scope)"
-            verdicts.append({"text": f"{symbol} {word} on {cell.backend} · {cell.version}{scope}", "url": f"{page}#{evidence_anchor(claim.id, cell.backend, cell.version)}"})
+            verdicts.append(
+                {
+                    "text": f"{symbol} {word} on {cell.backend} · {cell.version}{scope}",
+                    "url": f"{page}#{evidence_anchor(claim.id, cell.backend, cell.version)}",
+                }
+            )
         if not claim.executable:
             verdicts.append({"text": "❝ attributed, no verdict", "url": f"{page}#{claim_anchor(claim.id)}"})
         claims.append(
             {
-                "id": claim.id, "title": claim.title, "url": f"{page}#{claim_anchor(claim.id)}", "proposition": claim.proposition,
-                "claimed_by": claim.claimed_by, "about": claim.about, "topic": claim.topic, "verdicts": verdicts,
+                "id": claim.id,
+                "title": claim.title,
+                "url": f"{page}#{claim_anchor(claim.id)}",
+                "proposition": claim.proposition,
+                "claimed_by": claim.claimed_by,
+                "about": claim.about,
+                "topic": claim.topic,
+                "verdicts": verdicts,
                 "quotes": [s.quote for s in claim.sources],
             }
         )
@@ -120,4 +136,3 @@ def setup_publishing(app: Sphinx) -> None:
     app.connect("config-inited", _configure)
     app.connect("html-page-context", _search_page)
     app.connect("build-finished", finish)
-

@@ -24,20 +24,20 @@ from sphinx.util import logging
 
 from .. import config as settings_text
 from .. import limits
+from .._child import GalleryTarget
 from ..admission import Admission
 from ..attestation import verifier_from
 from ..claims import Claim, ClaimSet, load_claims
-from ..freshness import stale_reason
-from ..execution import MEMO_FILE, Outcome, Settings, history_dir, verify
 from ..errors import InvalidFileError, UsageError
+from ..execution import MEMO_FILE, Outcome, Settings, history_dir, verify
 from ..fileio import decode_utf8, leaves, read_bytes
-from ..lint import cross_check
-from ..memo import ContentMemo
+from ..freshness import stale_reason
 from ..grid import Grid
 from ..judging import read_own_record
+from ..lint import cross_check
+from ..memo import ContentMemo
 from ..records import now
 from ..store import Store, load_store
-from .._child import GalleryTarget
 
 if TYPE_CHECKING:
     from .versions import VersionsState
@@ -171,7 +171,9 @@ def _checked_settings(config) -> dict:
             "parallel": settings_text.count(config.torchclaims_parallel, "torchclaims_parallel (TORCHCLAIMS_JOBS)"),
             "force": settings_text.flag(config.torchclaims_force, "torchclaims_force (TORCHCLAIMS_FORCE)"),
             "execute": settings_text.flag(config.torchclaims_execute, "torchclaims_execute (TORCHCLAIMS_EXECUTE)"),
-            "max_age_days": settings_text.days(config.torchclaims_max_age_days, "torchclaims_max_age_days (TORCHCLAIMS_MAX_AGE_DAYS)"),
+            "max_age_days": settings_text.days(
+                config.torchclaims_max_age_days, "torchclaims_max_age_days (TORCHCLAIMS_MAX_AGE_DAYS)"
+            ),
             "verifier": verifier_from(config.torchclaims_verify_attestations),
         }
     except UsageError as exc:
@@ -256,11 +258,20 @@ def prepare(app: Sphinx) -> None:
         build_records = _existing_records(Settings(root=root, backend=config.torchclaims_backend))
     history = history_dir(Settings(root=root))
     admission = Admission.for_project(root, claims.claims)
-    store = load_store(build_records, outcome.probe.environment if outcome else None, results_dir, history, admission, checked["verifier"])
+    store = load_store(
+        build_records,
+        outcome.probe.environment if outcome else None,
+        results_dir,
+        history,
+        admission,
+        checked["verifier"],
+    )
     for problem in store.problems:
         warn(f"results file rejected: {problem}", "results", location=str(problem.path))
     results_uri = "/" + results_dir.relative_to(Path(app.srcdir)).as_posix() if results_dir else ""
-    state = BuildState(claims, store, gallery_dir, checked["max_age_days"], outcome, script_sha, results_dir, results_uri)
+    state = BuildState(
+        claims, store, gallery_dir, checked["max_age_days"], outcome, script_sha, results_dir, results_uri
+    )
     _STATES[app] = state
 
 

@@ -27,7 +27,12 @@ NOT_RUN = "not run"
 def verdict_line(state: BuildState) -> str:
     """'63 executable claims, this build on cpu: 40 holds, 5 refuted, 15 unverified, 3 error;
     11 attributed (no verdict)'."""
-    shown = {e.record.claim_id: e.record for entries in state.store.entries.values() for e in entries if e.origin == THIS_BUILD}
+    shown = {
+        e.record.claim_id: e.record
+        for entries in state.store.entries.values()
+        for e in entries
+        if e.origin == THIS_BUILD
+    }
     executable = [c.id for c in state.claims.executable()]
     counts = Counter(shown[c].verdict.value if c in shown else NOT_RUN for c in executable)
     backends = sorted({shown[c].environment.backend for c in executable if c in shown})

@@ -72,13 +72,24 @@ def comparison_nodes(comparison: Comparison) -> list[nodes.Node]:
     ]
     packages = [[name, a, b] for name, (a, b) in comparison.packages.items()]
     out.append(nodes.rubric("", "Packages that differ"))
-    out.append(table(["Package", "Before", "After"], packages, ["tc-upgrade-packages"]) if packages else paragraph("No package versions differ."))
+    out.append(
+        table(["Package", "Before", "After"], packages, ["tc-upgrade-packages"])
+        if packages
+        else paragraph("No package versions differ.")
+    )
     out.append(nodes.rubric("", "Verdicts that moved"))
     summary = f"{comparison.compared} claims compared; {len(comparison.verdicts)} changed verdict"
     regressions = len(comparison.regressions)
-    out.append(paragraph(summary + (f", {regressions} of them held before and no longer hold." if regressions else ".")))
+    out.append(
+        paragraph(summary + (f", {regressions} of them held before and no longer hold." if regressions else "."))
+    )
     rows = [
-        [claim_ref(c.claim_id, nodes.literal("", c.claim_id)), verdict_badge(old.entry(c.claim_id)), verdict_badge(new.entry(c.claim_id)), c.new.reason[:200]]
+        [
+            claim_ref(c.claim_id, nodes.literal("", c.claim_id)),
+            verdict_badge(old.entry(c.claim_id)),
+            verdict_badge(new.entry(c.claim_id)),
+            c.new.reason[:200],
+        ]
         for c in comparison.verdicts
     ]
     if rows:
@@ -88,7 +99,9 @@ def comparison_nodes(comparison: Comparison) -> list[nodes.Node]:
         if not moved:
             out.append(paragraph("None."))
             continue
-        cells = [[claim_ref(m.claim_id, nodes.literal("", m.claim_id)), m.what, m.before, m.after, m.note] for m in moved]
+        cells = [
+            [claim_ref(m.claim_id, nodes.literal("", m.claim_id)), m.what, m.before, m.after, m.note] for m in moved
+        ]
         out.append(table(["Claim", "What", "Before", "After", "Read with"], cells, [f"tc-upgrade-{name}"]))
     for label, ids in (("Only in the run before", comparison.only_old), ("Only in the run after", comparison.only_new)):
         if ids:
@@ -127,10 +140,16 @@ class UpgradeIndexDirective(SphinxDirective):
                 section += nodes.title("", f"{title} on {series.backend}")
                 section.extend(comparison_nodes(comparison))
                 sections.append(section)
-            part += bullets(items) if items else paragraph("Fewer than two releases of this series have a committed run.")
+            part += (
+                bullets(items) if items else paragraph("Fewer than two releases of this series have a committed run.")
+            )
             missing = [v for v in series.versions if v not in committed]
             if missing:
-                part += paragraph(f"No committed run yet of {', '.join(missing)} (", nodes.literal("", "nox -s sweep"), " makes them).")
+                part += paragraph(
+                    f"No committed run yet of {', '.join(missing)} (",
+                    nodes.literal("", "nox -s sweep"),
+                    " makes them).",
+                )
             part.extend(sections)
             out.append(part)
         return out
@@ -151,10 +170,12 @@ class BuildAgainstHistoryDirective(SphinxDirective):
             baseline = baseline_for(versions.committed[series.name], version) if version else None
             if baseline is not None:
                 return self.compared(build, baseline, series, version)
-        return [paragraph(
-            f"This build ({build.describe()}) stands for no release of sweep/releases.toml with the held versions, "
-            "or no committed run exists for its backend: there is no committed history to compare it with."
-        )]
+        return [
+            paragraph(
+                f"This build ({build.describe()}) stands for no release of sweep/releases.toml with the held versions, "
+                "or no committed run exists for its backend: there is no committed history to compare it with."
+            )
+        ]
 
     def compared(self, build: Run, baseline: Run, series: Series, version: str) -> list[nodes.Node]:
         comparison = compare(baseline, build)
@@ -165,10 +186,13 @@ class BuildAgainstHistoryDirective(SphinxDirective):
         elif version_key(base) < version_key(version):
             against = f"the committed run of the nearest earlier release, {series.package} {base}"
         else:
-            against = f"the committed run of the nearest later release, {series.package} {base} (no earlier release has one)"
-        headline = (
-            f"This build ({series.package} {version}) against {against}: "
-            + (f"{len(moved)} claim{'s' if len(moved) != 1 else ''} moved: {', '.join(moved)}." if moved else "no claim moved.")
+            against = (
+                f"the committed run of the nearest later release, {series.package} {base} (no earlier release has one)"
+            )
+        headline = f"This build ({series.package} {version}) against {against}: " + (
+            f"{len(moved)} claim{'s' if len(moved) != 1 else ''} moved: {', '.join(moved)}."
+            if moved
+            else "no claim moved."
         )
         return [paragraph(nodes.strong("", headline)), *comparison_nodes(comparison)]
 

@@ -62,7 +62,9 @@ def prepare_versions(app: Sphinx) -> None:
     root = Path(app.confdir)
     releases = None
     try:
-        releases = load_releases(root) if (root / RELEASES_FILE).exists() else None  # a site without a sweep has no strips
+        releases = (
+            load_releases(root) if (root / RELEASES_FILE).exists() else None
+        )  # a site without a sweep has no strips
     except InvalidFileError as exc:
         for problem in exc.problems:
             warn(f"release list ignored: {problem}", "releases", location=str(problem.path))
@@ -90,7 +92,12 @@ def outdated_by_releases(app: Sphinx, env, added, changed, removed) -> list[str]
 
 def steps_for(state: BuildState, versions: VersionsState, series: Series, claim_id: str) -> list[Step]:
     sha = state.script_sha.get(claim_id)
-    return strip(series, versions.shown[series.name], claim_id, lambda record: bool(stale_reason(record, sha, state.max_age_days)))
+    return strip(
+        series,
+        versions.shown[series.name],
+        claim_id,
+        lambda record: bool(stale_reason(record, sha, state.max_age_days)),
+    )
 
 
 def step_badge(step: Step) -> nodes.inline:
@@ -132,7 +139,13 @@ class RenderVersionStrips(SphinxPostTransform):
                     continue
                 steps = steps_for(state, versions, series, node["claim_id"])
                 sentence = range_sentence(series, steps, said=node["said"])
-                lines.append(paragraph(nodes.strong("", f"{series.package}: "), strip_line(steps), nodes.inline("", " " + sentence, classes=["tc-range-sentence"])))
+                lines.append(
+                    paragraph(
+                        nodes.strong("", f"{series.package}: "),
+                        strip_line(steps),
+                        nodes.inline("", " " + sentence, classes=["tc-range-sentence"]),
+                    )
+                )
             node.replace_self(lines or [paragraph(f"no release sweep ran on {node['backend']}")])
 
 
@@ -155,7 +168,7 @@ class RangeView:
         steps = steps_for(self.state, self.versions, self.series, claim_id)
         badges = " ".join(
             f'<span class="tc-badge tc-{esc(s.kind)} tc-step">{esc(s.version)} '
-            f'{SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL}'
+            f"{SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL}"
             f'{" stale" if s.stale else ""}<span class="tc-sr"> {esc(s.kind if s.record else "not run")}</span></span>'
             for s in steps
         )
@@ -176,7 +189,9 @@ def range_views(app: Sphinx) -> dict[str, list[RangeView]]:
         chosen = list(versions.shown[series.name])
         if chosen:
             span = chosen[0] if len(chosen) == 1 else f"{chosen[0]}–{chosen[-1]}"
-            out.setdefault(series.backend, []).append(RangeView(series, f"{series.package} {span} (range)", state, versions))
+            out.setdefault(series.backend, []).append(
+                RangeView(series, f"{series.package} {span} (range)", state, versions)
+            )
     return out
 
 
