@@ -168,8 +168,21 @@ def start_verify(root: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(SRC))
     command = [sys.executable, "-m", "torchclaims", "verify", "--root", str(root), "--jobs", "2", *args]
     return subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=sigint_at_its_default,
     )
+
+
+def sigint_at_its_default() -> None:
+    """A terminal's Ctrl-C reaches a program whose SIGINT is at its default; a test run started
+    in the background by a shell without job control inherits SIGINT ignored, so the program
+    under test is started with it reset (as Popen's preexec_fn)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 # A run stopped by Ctrl-C or a kill must end within this; its hanging claim's own
@@ -315,7 +328,13 @@ def test_ctrl_c_stops_a_site_build_with_no_traceback_and_no_process_left(tmp_pat
     env = dict(os.environ, PYTHONPATH=str(SRC), TORCHCLAIMS_TIMEOUT=HANG_LIMIT)
     command = [sys.executable, "-m", "sphinx", "-b", "html", str(tmp_path), str(tmp_path / "_build" / "html")]
     process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=sigint_at_its_default,
     )
     started = []
     try:
