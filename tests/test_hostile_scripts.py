@@ -167,6 +167,11 @@ def test_flooded_output_is_kept_within_the_byte_limit(tmp_path):
 def start_verify(root: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(SRC))
     command = [sys.executable, "-m", "torchclaims", "verify", "--root", str(root), "--jobs", "2", *args]
+    return start_in_own_session(command, env)
+
+
+def start_in_own_session(command: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """The program under test in a session of its own, its output captured, as a terminal starts it."""
     return subprocess.Popen(
         command,
         env=env,
@@ -327,15 +332,7 @@ def test_ctrl_c_stops_a_site_build_with_no_traceback_and_no_process_left(tmp_pat
     write_claim(tmp_path, "kb-hang", leaver(tag, "hang"))
     env = dict(os.environ, PYTHONPATH=str(SRC), TORCHCLAIMS_TIMEOUT=HANG_LIMIT)
     command = [sys.executable, "-m", "sphinx", "-b", "html", str(tmp_path), str(tmp_path / "_build" / "html")]
-    process = subprocess.Popen(
-        command,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=sigint_at_its_default,
-    )
+    process = start_in_own_session(command, env)
     started = []
     try:
         started = hanging_script_started(tag, process, ctrl_c=True)

@@ -101,6 +101,24 @@ def commit_run(
     return write_results_file(path, records, env, label=sweep_label(series, version, root) if label is None else label)
 
 
+def dry_run(project: Path) -> int:
+    """The command line's dry run of torch 2.9.0 in ``project``."""
+    return main(
+        [
+            "sweep",
+            "--root",
+            str(project),
+            "--dry-run",
+            "--work-dir",
+            str(project / ".sweep"),
+            "--series",
+            "torch",
+            "--versions",
+            "2.9.0",
+        ]
+    )
+
+
 def decisions(root: Path, *versions: str) -> dict[str, str]:
     releases = load_releases(root)
     return {
@@ -414,23 +432,7 @@ def test_the_command_line_dry_run_plans_without_installing(project, capsys):
     assert main(["sweep", "--root", str(project), "--series", "nope", "--dry-run"]) == 2
     json.loads((project / "results" / "cpu-torch2.9.0-1.json").read_text())  # untouched
     (project / "gallery" / "beta.py").write_text((project / "gallery" / "beta.py").read_text() + "\n# changed\n")
-    assert (
-        main(
-            [
-                "sweep",
-                "--root",
-                str(project),
-                "--dry-run",
-                "--work-dir",
-                str(project / ".sweep"),
-                "--series",
-                "torch",
-                "--versions",
-                "2.9.0",
-            ]
-        )
-        == 0
-    )
+    assert dry_run(project) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[:4] == [
         "torch-2.9.0: 1 script(s) changed (beta): they run and merge into cpu-torch2.9.0-1.json, "
@@ -484,23 +486,7 @@ def test_the_sessions_index_words_mean_the_package_index_to_the_sweep(project, c
     commit_run(project, "2.9.0")
     for word in ("auto", "pypi"):
         monkeypatch.setenv("TORCHCLAIMS_TORCH_INDEX", word)
-        assert (
-            main(
-                [
-                    "sweep",
-                    "--root",
-                    str(project),
-                    "--dry-run",
-                    "--work-dir",
-                    str(project / ".sweep"),
-                    "--series",
-                    "torch",
-                    "--versions",
-                    "2.9.0",
-                ]
-            )
-            == 0
-        )
+        assert dry_run(project) == 0
         assert "torch-2.9.0: current: cpu-torch2.9.0-1.json" in capsys.readouterr().out
 
 
