@@ -40,8 +40,8 @@ CONSTRAINTS = ("-c", "sweep/constraints.txt")
 INSTALL_INPUTS = ("pyproject.toml", "sweep/constraints.txt")  # what an install reads besides its arguments
 STAMP = "torchclaims-install.json"
 RUFF = "ruff==0.17.6"  # pinned: another release may format or flag the same code differently
-# The code ruff formats and checks; gallery/ waits for a refresh of the results, which hash its text.
-RUFF_PATHS = ("src", "tests", "benchmarks", "noxfile.py", "conf.py")
+# The code ruff formats and checks (gallery/ too: its text is hashed into results, so a refresh follows a change).
+RUFF_PATHS = ("src", "tests", "benchmarks", "gallery", "noxfile.py", "conf.py")
 
 
 def options(session: nox.Session, add_help: bool = True) -> argparse.Namespace:

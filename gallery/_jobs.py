@@ -1,13 +1,19 @@
 """The jobs the distributed claims run, and the single-process references they are compared with.
 
 A job is ``job(rank, world_size, device) -> dict`` of CPU tensors and plain
-values; ``_dist.run`` calls it on every rank inside a process group. Every job
+values; ``distributed.run`` calls it on every rank inside a process group. Every job
 and every reference starts from the same model and batch (seed 0), and a
 training step is one SGD step with a mean-reduced loss, so "the same step"
 means the same thing in every claim.
 """
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import torch
 import torch._dynamo  # noqa: F401  DDP's constructor imports it (~3 s); imported once here, forked workers inherit it
@@ -85,7 +91,9 @@ def judge_allreduce(check, results: list[dict], process_group_backend: str, devi
     expected = sum(rank + 1 for rank in range(len(results))) * torch.arange(1, 5, dtype=torch.float32)
     for rank, result in enumerate(results):
         print(f"rank {rank} on {result['device']} ({result['process_group_backend']}): {result['allreduce'].tolist()}")
-        check.equal(result["process_group_backend"], process_group_backend, f"rank {rank}: process-group backend of its group")
+        check.equal(
+            result["process_group_backend"], process_group_backend, f"rank {rank}: process-group backend of its group"
+        )
         check.equal(result["result_device"], device_type, f"rank {rank}: device type of the result")
         check.equal(result["allreduce"], expected, f"rank {rank}: all_reduce result")
 
@@ -95,7 +103,9 @@ def ddp_job(rank: int, world_size: int, device: torch.device) -> dict:
     model = make_model().to(device)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     inputs, targets = make_batch()
-    output, loss = sgd_step(model, ddp, shard(inputs, rank, world_size).to(device), shard(targets, rank, world_size).to(device))
+    output, loss = sgd_step(
+        model, ddp, shard(inputs, rank, world_size).to(device), shard(targets, rank, world_size).to(device)
+    )
     return {
         "output": output.detach().cpu(),
         "loss": loss.detach().cpu(),
@@ -118,3 +128,22 @@ def allreduce_copies_job(rank: int, world_size: int, device: torch.device) -> di
     on_cpu = values.clone()
     torch.distributed.all_reduce(on_cpu, op=torch.distributed.ReduceOp.SUM)
     return {"on_device": on_device.cpu(), "on_cpu": on_cpu, "result_device": on_device.device.type}
+
+
+def run_spmd_program(source: str, devices: int, timeout: float = 240) -> tuple[object, str]:
+    """Run ``source`` in a fresh Python process over ``devices`` XLA CPU devices; (what it saved, why it failed).
+
+    SPMD mode must be chosen before XLA's runtime starts, so an SPMD program
+    cannot run in the claim's own process. The program gets the file to
+    ``torch.save`` its result to as ``sys.argv[1]``; the failure is "" when it did.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        taken, program = Path(folder, "out.pt"), Path(folder, "step.py")
+        program.write_text(source)
+        env = dict(os.environ, CPU_NUM_DEVICES=str(devices), PYTHONPATH=os.pathsep.join(sys.path))  # finds _jobs
+        done = subprocess.run(
+            [sys.executable, str(program), str(taken)], capture_output=True, text=True, timeout=timeout, env=env
+        )
+        if taken.exists():
+            return torch.load(taken, weights_only=True), ""
+        return None, f"exit code {done.returncode}: {(done.stderr.strip().splitlines() or [''])[-1][:300]}"

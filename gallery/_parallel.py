@@ -1,6 +1,6 @@
 """Jobs for the parallelism claims: FSDP2, tensor and sequence parallelism, pipeline and context parallelism.
 
-Each job runs on every rank under ``_dist.run`` and returns CPU tensors the
+Each job runs on every rank under ``distributed.run`` and returns CPU tensors the
 claim script compares with one ordinary step in a single process. The jobs
 start from the same model and batch as the DDP claim (``_jobs.make_model`` and
 ``_jobs.make_batch``), take one SGD step with a mean-reduced loss, and return
@@ -14,14 +14,13 @@ CPU workers inherit them instead of importing them again.
 from __future__ import annotations
 
 import torch
+from _jobs import make_batch, make_model, sgd_step, shard
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
 from torch.distributed.tensor import Shard
 from torch.distributed.tensor.experimental import context_parallel
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module
-
-from _jobs import make_batch, make_model, sgd_step, shard
 
 SEQUENCE, FEATURES = 8, 8  # the sequence-parallel and context-parallel inputs: (batch, sequence, features)
 
@@ -90,7 +89,9 @@ def make_sequence_model() -> torch.nn.Module:
 
 def make_sequence_batch() -> tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(2)
-    return torch.randn(2, SEQUENCE, FEATURES, generator=generator), torch.randn(2, SEQUENCE, FEATURES, generator=generator)
+    return torch.randn(2, SEQUENCE, FEATURES, generator=generator), torch.randn(
+        2, SEQUENCE, FEATURES, generator=generator
+    )
 
 
 def sequence_slice(tensor: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
@@ -178,7 +179,10 @@ def context_parallel_job(rank: int, world_size: int, device: torch.device) -> di
             output = torch.nn.functional.scaled_dot_product_attention(query, key, value, is_causal=True)
             (whole,) = context_parallel_unshard(mesh, [output], [2])
     except NotImplementedError as exc:
-        return {"not_implemented": f"NotImplementedError: {str(exc).splitlines()[0][:300]}", "result_device": device.type}
+        return {
+            "not_implemented": f"NotImplementedError: {str(exc).splitlines()[0][:300]}",
+            "result_device": device.type,
+        }
     return {
         "output": whole.detach().cpu(),
         "local_sequence": output.shape[2],

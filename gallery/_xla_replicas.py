@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-
-from _dist import free_port
 from _jobs import make_batch, make_model, shard
+
+from torchclaims.verify.distributed import free_port
 
 DEVICES = 2
 ERROR_CHARS = 300  # characters of the child's last error kept
@@ -66,7 +66,9 @@ def ddp_step(model, inputs, targets, device, gradient_as_bucket_view: bool) -> t
 
     if not dist.is_initialized():
         dist.init_process_group("xla", init_method="xla://")
-    ddp = torch.nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=gradient_as_bucket_view, init_sync=False)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model, gradient_as_bucket_view=gradient_as_bucket_view, init_sync=False
+    )
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
     loss = torch.nn.functional.mse_loss(ddp(inputs), targets)
     loss.backward()
@@ -79,7 +81,10 @@ STEPS = {
     "ddp gradient_as_bucket_view=True": lambda *args: ddp_step(*args, gradient_as_bucket_view=True),
     "ddp gradient_as_bucket_view=False": lambda *args: ddp_step(*args, gradient_as_bucket_view=False),
 }
-PROCESS_GROUP_STEPS = {"ddp gradient_as_bucket_view=True", "ddp gradient_as_bucket_view=False"}  # these open a TCP store
+PROCESS_GROUP_STEPS = {
+    "ddp gradient_as_bucket_view=True",
+    "ddp gradient_as_bucket_view=False",
+}  # these open a TCP store
 
 
 def wait_for_first_program(limit_s: float = 120.0, settled_s: float = 1.0) -> None:
@@ -151,13 +156,20 @@ def run(step: str, timeout_s: float = 200.0) -> Ended:
         env = dict(os.environ, CPU_NUM_DEVICES=str(DEVICES), PYTHONPATH=os.pathsep.join(sys.path))  # finds _jobs
         if step in PROCESS_GROUP_STEPS:  # xla:// opens a TCP store: on a free port, not its fixed default
             env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-        done = subprocess.run([sys.executable, "-m", "_xla_replicas", step, folder],
-                              capture_output=True, text=True, timeout=timeout_s, env=env)
+        done = subprocess.run(
+            [sys.executable, "-m", "_xla_replicas", step, folder],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+        )
         results = {}
         for path in sorted(Path(folder).glob("replica*.pt")):
             result = torch.load(path, weights_only=True)
             results[result["rank"]] = result
-    ended = f"killed by {signal.Signals(-done.returncode).name}" if done.returncode < 0 else f"exit code {done.returncode}"
+    ended = (
+        f"killed by {signal.Signals(-done.returncode).name}" if done.returncode < 0 else f"exit code {done.returncode}"
+    )
     errors = [line.strip() for line in done.stderr.splitlines() if "Error" in line or "rendezvous" in line.lower()]
     return Ended(ended, results, errors[-1][-ERROR_CHARS:] if errors else "")
 

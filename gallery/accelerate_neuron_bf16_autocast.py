@@ -50,8 +50,15 @@ print("accelerate", version("accelerate"))
 # distributed type when ``LOCAL_RANK`` says the process is one of several.
 # Every probe before the Neuron one reports nothing, whatever this machine has.
 
-ABSENT = ("is_torch_xla_available", "is_mlu_available", "is_sdaa_available", "is_musa_available",
-          "is_npu_available", "is_hpu_available", "is_xpu_available")
+ABSENT = (
+    "is_torch_xla_available",
+    "is_mlu_available",
+    "is_sdaa_available",
+    "is_musa_available",
+    "is_npu_available",
+    "is_hpu_available",
+    "is_xpu_available",
+)
 
 
 @contextlib.contextmanager
@@ -93,8 +100,9 @@ with v.check("a multi-process launch with a Neuron device gets the 'neuron' back
 def autocast_call(distributed_type, mixed_precision, device_type=NEURON):
     """The keyword arguments the helper passes to torch.autocast for such a state."""
     calls = []
-    state = SimpleNamespace(distributed_type=distributed_type, mixed_precision=mixed_precision,
-                            device=SimpleNamespace(type=device_type))
+    state = SimpleNamespace(
+        distributed_type=distributed_type, mixed_precision=mixed_precision, device=SimpleNamespace(type=device_type)
+    )
     saved_state, saved_autocast = accelerate_modeling.AcceleratorState, torch.autocast
     try:
         accelerate_modeling.AcceleratorState = lambda: state
@@ -105,7 +113,9 @@ def autocast_call(distributed_type, mixed_precision, device_type=NEURON):
     return calls
 
 
-with v.check("with MULTI_NEURON and mixed_precision='bf16', the helper autocasts the neuron device to bfloat16") as check:
+with v.check(
+    "with MULTI_NEURON and mixed_precision='bf16', the helper autocasts the neuron device to bfloat16"
+) as check:
     calls = autocast_call(DistributedType.MULTI_NEURON, "bf16")
     check.measure("arguments of the torch.autocast calls", str(calls))
     check.equal(len(calls), 1, "torch.autocast calls")

@@ -26,14 +26,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-
 from torchclaims.verify import verification
 
 v = verification(
     "backend-autoload",
     inputs="a throwaway plugin with a torch.backends entry point, plus whatever backend packages are installed",
-    method="two fresh processes, TORCH_DEVICE_BACKEND_AUTOLOAD unset and =0, "
-    "each reporting after a bare import torch",
+    method="two fresh processes, TORCH_DEVICE_BACKEND_AUTOLOAD unset and =0, each reporting after a bare import torch",
 )
 
 # %%
@@ -117,7 +115,7 @@ with v.check("every installed torch.backends entry point is imported by import t
     check.measure("installed torch.backends entry points", listed or "none")
     if not installed:
         check.unsupported("no installed package declares a torch.backends entry point; nothing to autoload here")
-    for entry, entry_off in zip(installed, off["entry_points"]):
+    for entry, entry_off in zip(installed, off["entry_points"], strict=True):
         check.equal(entry["imported"], True, f"{entry['module']} imported (autoload unset)")
         check.equal(entry_off["imported"], False, f"{entry_off['module']} imported (TORCH_DEVICE_BACKEND_AUTOLOAD=0)")
 

@@ -29,7 +29,14 @@ MODE = "max-autotune-no-cudagraphs"
 RTOL, ATOL = 1e-4, 1e-5
 # The statement's table: configured backend -> torch.compile backend name (data under test). The
 # checks compile with the name the statement gives, not with the project's descriptor.
-STATEMENT_NAMES = {"cpu": "inductor", "cuda": "inductor", "rocm": "inductor", "xla": "openxla", "neuron": "neuron", "tpu": "tpu"}
+STATEMENT_NAMES = {
+    "cpu": "inductor",
+    "cuda": "inductor",
+    "rocm": "inductor",
+    "xla": "openxla",
+    "neuron": "neuron",
+    "tpu": "tpu",
+}
 WARNS_ABOUT_MODE = "neuron"  # the backend whose documentation says it warns and ignores the mode
 
 v = verification(

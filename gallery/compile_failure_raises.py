@@ -30,7 +30,8 @@ NEURON_VARIABLE = "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"
 
 v = verification(
     "compile-failure-raises",
-    model="f(x) = fragile(sin(x)) * 2 with x of 8 float32 values; fragile is x + 1 when run, and raises while a backend compiles it",
+    model="f(x) = fragile(sin(x)) * 2 with x of 8 float32 values; fragile is x + 1 when run, and raises while a "
+    "backend compiles it",
     inputs="one call on the configured device",
     method="exception type and message of the compiled call; result compared with eager when it returns",
 )
@@ -80,7 +81,9 @@ with v.check("a failing compiler backend makes the compiled call raise") as chec
     check.expect(exc is not None, "the call returned a result: the function ran eagerly without an error")
     if exc is not None:
         check.measure("exception", type(exc).__name__)
-        check.expect("this compiler cannot handle the graph" in str(exc), f"the backend's message is not in the error: {exc}")
+        check.expect(
+            "this compiler cannot handle the graph" in str(exc), f"the backend's message is not in the error: {exc}"
+        )
 
 # %%
 # The control shows what the claim rules out: with errors suppressed, the call
@@ -190,7 +193,8 @@ with v.check(f"TorchNeuron's {NEURON_VARIABLE} defaults to raising") as check:
         check.unsupported(f"{NEURON_VARIABLE}={value!r} is set here, so the default cannot be observed")
     if injecting["calls"] == 0:
         check.unsupported(
-            f"the previous check could not make {v.backend.compile_backend!r} fail (it never ran the graph while compiling), "
+            f"the previous check could not make {v.backend.compile_backend!r} fail (it never ran the graph while "
+            "compiling), "
             "so what the default does with a failure was not seen"
         )
     check.measure(NEURON_VARIABLE, "unset (default)")

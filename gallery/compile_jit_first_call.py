@@ -34,7 +34,8 @@ v = verification(
     "compile-jit-first-call",
     model="MLP 64-128-10 with ReLU, float32, seed 0",
     inputs="batch of 32 (then 48, then float16)",
-    method=f"wall time per call after device sync; Dynamo unique_graphs after each call; first call >= {MIN_RATIO:g}x median of {REPEATS} repeats",
+    method="wall time per call after device sync; Dynamo unique_graphs after each call; first call >= "
+    f"{MIN_RATIO:g}x median of {REPEATS} repeats",
 )
 
 # %%
@@ -48,7 +49,10 @@ model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.
 torch._dynamo.reset()
 counters.clear()
 compiled = torch.compile(model, backend=v.backend.compile_backend)
-print(f"torch.compile(backend={v.backend.compile_backend!r}) returned; graphs so far: {counters['stats']['unique_graphs']}")
+print(
+    f"torch.compile(backend={v.backend.compile_backend!r}) returned; graphs so far: "
+    f"{counters['stats']['unique_graphs']}"
+)
 
 
 def graphs():
@@ -117,7 +121,9 @@ with v.check("each new input signature compiles on its first call, once") as che
         check.equal(counts_new[0] - before, 1, f"{name}: graphs added by the first call")
         check.equal(counts_new[-1] - counts_new[0], 0, f"{name}: graphs added by {REPEATS} repeat calls")
         ratio = check.measure(
-            f"{name}: first / median repeat", times_new[0] / statistics.median(times_new[1:]), tolerance=f">= {MIN_RATIO:g}"
+            f"{name}: first / median repeat",
+            times_new[0] / statistics.median(times_new[1:]),
+            tolerance=f">= {MIN_RATIO:g}",
         )
         check.expect(ratio >= MIN_RATIO, f"{name}: first call only {ratio:.3g}x the repeat calls")
 

@@ -25,11 +25,10 @@ names (CUDA, ROCm, Neuron) that refutes it; elsewhere, the CPU included, it
 is recorded as the reason the claim cannot be checked there.
 """
 
+import _parallel
 import torch
 
-import _dist
-import _parallel
-from torchclaims.verify import verification
+from torchclaims.verify import distributed, verification
 
 WORLD_SIZE = 2
 STATEMENT_BACKENDS = ("cuda", "rocm", "neuron")  # where the statement says context parallelism runs (data under test)
@@ -51,19 +50,22 @@ v = verification(
 # .. literalinclude:: /gallery/_parallel.py
 #    :pyobject: context_parallel_job
 
-attention = _dist.RankRun(_parallel.context_parallel_job, WORLD_SIZE)
-with v.check(f"causal attention runs under context_parallel on {WORLD_SIZE} ranks, each with half the sequence") as check:
+attention = distributed.RankRun(_parallel.context_parallel_job, WORLD_SIZE)
+with v.check(
+    f"causal attention runs under context_parallel on {WORLD_SIZE} ranks, each with half the sequence"
+) as check:
     results = attention.start(check, v.backend, v.device.type)
     missing = [result["not_implemented"] for result in results if "not_implemented" in result]
     if missing:
-        attention.results = None
-        attention.reason = f"context parallelism does not support this backend's attention kernel: {missing[0]}"
+        attention.give_up(f"context parallelism does not support this backend's attention kernel: {missing[0]}")
         if v.backend.name not in STATEMENT_BACKENDS:
             check.unsupported(f"{attention.reason} (the statement covers {', '.join(STATEMENT_BACKENDS)})")
         check.expect(False, attention.reason)
     else:
         for rank, result in enumerate(results):
-            check.equal(result["local_sequence"], _parallel.SEQUENCE // WORLD_SIZE, f"rank {rank}: positions it computed")
+            check.equal(
+                result["local_sequence"], _parallel.SEQUENCE // WORLD_SIZE, f"rank {rank}: positions it computed"
+            )
 
 # %%
 # Attention in one process

@@ -18,12 +18,10 @@ so there the comparison only shows that it runs (and how reproducible the
 reference is); it is not evidence for the claim.
 """
 
+import _jobs
 import matplotlib.pyplot as plt
 
-import _dist
-import _jobs
-from torchclaims.backends import resolve_backend
-from torchclaims.verify import verification
+from torchclaims.verify import distributed, resolve_backend, verification
 
 WORLD_SIZE = 2
 RTOL, ATOL = 1e-4, 1e-5
@@ -32,7 +30,8 @@ v = verification(
     "cpu-gloo-reference-parity",
     model="MLP 8-16-1 with Tanh, float32, seed 0",
     inputs=f"all_reduce of (r + 1) * [1, 2, 3, 4]; batch of 8, rank r of {WORLD_SIZE} gets rows 4r..4r+3",
-    method=f"{WORLD_SIZE} workers per run (forked for CPU jobs, spawned otherwise); per-rank tensors compared element-wise with the CPU/gloo run, "
+    method=f"{WORLD_SIZE} workers per run (forked for CPU jobs, spawned otherwise); per-rank tensors compared "
+    "element-wise with the CPU/gloo run, "
     f"rtol {RTOL:g}, atol {ATOL:g}",
 )
 
@@ -58,7 +57,7 @@ print(f"target:    {v.backend.name} with {v.backend.dist_backend!r}")
 
 reference = None
 with v.check(f"the job runs on {WORLD_SIZE} ranks on the CPU with gloo (the reference)") as check:
-    reference, reason = _dist.attempt(_jobs.parity_job, reference_backend, WORLD_SIZE)
+    reference, reason = distributed.attempt(_jobs.parity_job, reference_backend, WORLD_SIZE)
     if reason:
         check.unsupported(reason)
     for rank, result in enumerate(reference):
@@ -71,7 +70,7 @@ with v.check(f"the job runs on {WORLD_SIZE} ranks on the CPU with gloo (the refe
 target, target_reason = None, None
 with v.check(f"the job runs on {WORLD_SIZE} ranks on the configured backend") as check:
     check.measure("process-group backend", str(v.backend.dist_backend))
-    target, target_reason = _dist.attempt(_jobs.parity_job, v.backend, WORLD_SIZE)
+    target, target_reason = distributed.attempt(_jobs.parity_job, v.backend, WORLD_SIZE)
     if target_reason:
         check.unsupported(target_reason)
     for rank, result in enumerate(target):

@@ -16,8 +16,8 @@ what a team would see.
 """
 
 import torch
-
 from _cuda_code import attempt, require_no_cuda
+
 from torchclaims.verify import verification
 
 v = verification(
@@ -47,7 +47,7 @@ CONTEXTS = {
 for name, context in CONTEXTS.items():
     with v.check(f"{name} raises nothing and the matmul stays float32") as check:
         require_no_cuda(check)
-        what, value, warned = attempt(lambda: matmul_inside(context))
+        what, value, warned = attempt(lambda context=context: matmul_inside(context))
         check.measure(f"matmul dtype inside {name}", str(value), tolerance="torch.float32")
         check.measure("warnings", " | ".join(warned) or "none")
         if check.expect(what == "returned", f"{name} raised: {value}"):

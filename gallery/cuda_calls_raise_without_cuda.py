@@ -18,8 +18,8 @@ that succeed and do nothing) has claims of its own (see also).
 """
 
 import torch
-
 from _cuda_code import attempt, names_cuda, require_no_cuda
+
 from torchclaims.verify import verification
 
 v = verification(

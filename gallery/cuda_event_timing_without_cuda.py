@@ -17,8 +17,8 @@ clearly.
 """
 
 import torch
-
 from _cuda_code import attempt, names_cuda, require_no_cuda
+
 from torchclaims.verify import verification
 
 v = verification(
@@ -44,7 +44,11 @@ def time_with_cuda_events() -> float:
 with v.check("timing with torch.cuda.Event raises, and its message names CUDA or its driver") as check:
     require_no_cuda(check)
     what, value, warned = attempt(time_with_cuda_events)
-    check.measure("torch.cuda.Event timing", value if what == "raised" else f"returned {value!r} ms", tolerance="raises, naming CUDA")
+    check.measure(
+        "torch.cuda.Event timing",
+        value if what == "raised" else f"returned {value!r} ms",
+        tolerance="raises, naming CUDA",
+    )
     for message in warned:
         check.note(f"warning: {message}")
     if check.expect(what == "raised", f"the timing returned {value!r} ms without a CUDA GPU"):

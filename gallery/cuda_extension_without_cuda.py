@@ -19,14 +19,15 @@ import importlib.util
 import tempfile
 
 import torch
-
 from _cuda_code import attempt, names_cuda, require_no_cuda
+
 from torchclaims.verify import verification
 
 v = verification(
     "cuda-extension-without-cuda",
     inputs="a one-line __global__ kernel as CUDA source; a Triton kernel that stores one value",
-    method="load_inline into a temporary build directory; the Triton kernel launched on a tensor of the configured device",
+    method="load_inline into a temporary build directory; the Triton kernel launched on a tensor of the configured "
+    "device",
 )
 
 CUDA_SOURCE = "__global__ void fill(float* out) { out[threadIdx.x] = 1.0f; }"
@@ -36,8 +37,14 @@ def build_extension():
     from torch.utils.cpp_extension import load_inline
 
     with tempfile.TemporaryDirectory() as build:
-        return load_inline(name="torchclaims_probe", cpp_sources="", cuda_sources=CUDA_SOURCE,
-                           functions=[], build_directory=build, verbose=False)
+        return load_inline(
+            name="torchclaims_probe",
+            cpp_sources="",
+            cuda_sources=CUDA_SOURCE,
+            functions=[],
+            build_directory=build,
+            verbose=False,
+        )
 
 
 def launch_triton_kernel():
@@ -60,7 +67,9 @@ def launch_triton_kernel():
 with v.check("building a CUDA C++ extension raises before compiling, naming CUDA") as check:
     require_no_cuda(check)
     what, value, _ = attempt(build_extension)
-    check.measure("load_inline(cuda_sources=...)", value if what == "raised" else "built", tolerance="raises, naming CUDA")
+    check.measure(
+        "load_inline(cuda_sources=...)", value if what == "raised" else "built", tolerance="raises, naming CUDA"
+    )
     if check.expect(what == "raised", "a CUDA extension was built without a CUDA GPU"):
         check.expect(names_cuda(value), f"it raised without naming CUDA: {value}")
 
@@ -73,7 +82,9 @@ with v.check("a Triton kernel cannot be launched: Triton is absent or the launch
     installed = importlib.util.find_spec("triton") is not None
     check.measure("triton installed", installed)
     what, value, _ = attempt(launch_triton_kernel)
-    check.measure("Triton kernel launch", value if what == "raised" else f"returned {value.tolist()}", tolerance="raises")
+    check.measure(
+        "Triton kernel launch", value if what == "raised" else f"returned {value.tolist()}", tolerance="raises"
+    )
     check.expect(what == "raised", f"a Triton kernel ran on {v.device} without a CUDA GPU")
 
 v.finish()

@@ -17,8 +17,8 @@ loss, and the claim is refuted with what happened.
 """
 
 import torch
-
 from _cuda_code import attempt, require_no_cuda
+
 from torchclaims.verify import verification
 
 v = verification(

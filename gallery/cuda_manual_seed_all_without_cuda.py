@@ -17,8 +17,8 @@ rng-streams-per-device checks per backend.
 """
 
 import torch
-
 from _cuda_code import attempt, require_no_cuda
+
 from torchclaims.verify import verification
 
 v = verification(

@@ -13,8 +13,8 @@ backend and reports nothing, with no sign that it is not measuring.
 """
 
 import torch
-
 from _cuda_code import attempt, require_no_cuda
+
 from torchclaims.verify import verification
 
 v = verification(
@@ -33,10 +33,14 @@ with v.check("torch.cuda's memory counters return 0 with 64 MiB allocated, raisi
     require_no_cuda(check)
     block = torch.ones(64 * MiB, dtype=torch.uint8, device=v.device)
     v.sync()
-    for name, call in {"torch.cuda.memory_allocated()": torch.cuda.memory_allocated,
-                       "torch.cuda.max_memory_allocated()": torch.cuda.max_memory_allocated}.items():
+    for name, call in {
+        "torch.cuda.memory_allocated()": torch.cuda.memory_allocated,
+        "torch.cuda.max_memory_allocated()": torch.cuda.max_memory_allocated,
+    }.items():
         what, value, _ = attempt(call)
-        check.measure(name, value if what == "raised" else value / MiB, unit="" if what == "raised" else "MiB", tolerance="== 0")
+        check.measure(
+            name, value if what == "raised" else value / MiB, unit="" if what == "raised" else "MiB", tolerance="== 0"
+        )
         if check.expect(what == "returned", f"{name} raised: {value}"):
             check.expect(value == 0, f"{name} reported {value / MiB:.2f} MiB")
     del block

@@ -27,10 +27,10 @@ other SM counts launch, and so where their draws part from this one, follows
 from the same layout. Other backends report unverified.
 """
 
+import _philox
 import numpy as np
 import torch
 
-import _philox
 from torchclaims.verify import verification
 
 N = 2**22
@@ -45,7 +45,8 @@ v = verification(
     "for the GPU's SM count; rebuilds for other SM counts compared with the GPU's draw",
 )
 
-_philox.check_known_answers()  # the rebuild's Philox must reproduce Random123's known answers, or nothing below means anything
+# the rebuild's Philox must reproduce Random123's known answers, or nothing below means anything
+_philox.check_known_answers()
 
 
 def nvidia_gpu(check):
@@ -79,7 +80,9 @@ def seeded(draw):
 with v.check("re-seeding reproduces the sample on the same GPU") as check:
     nvidia_gpu(check)
     first = seeded(lambda: torch.randint(0, HIGH, (N,), device=v.device))
-    check.equal(seeded(lambda: torch.randint(0, HIGH, (N,), device=v.device)), first, "two seeded draws of 2**22 integers")
+    check.equal(
+        seeded(lambda: torch.randint(0, HIGH, (N,), device=v.device)), first, "two seeded draws of 2**22 integers"
+    )
 
 # %%
 # The grid, read back from the draw
@@ -98,8 +101,10 @@ with v.check("the grid read back from the GPU's draw is the one its SM count giv
     check.measure("threads launched, read from the draw", launched, tolerance=f"== {expected}")
     check.equal(launched, expected, f"threads launched for {N} elements by a GPU with {sms} SMs")
     for other in sorted({sms - 1, sms + 1, max(1, sms // 2)} - {sms}):
-        check.note(f"a GPU with {other} SMs launches {_philox.grid_threads(N, other, threads)} threads, "
-                   f"so its draw parts from this one at position {min(launched, _philox.grid_threads(N, other, threads))}")
+        check.note(
+            f"a GPU with {other} SMs launches {_philox.grid_threads(N, other, threads)} threads, "
+            f"so its draw parts from this one at position {min(launched, _philox.grid_threads(N, other, threads))}"
+        )
 
 # %%
 # The rebuild for this GPU's SM count

@@ -16,8 +16,8 @@ reproducible runs gets no such promise on another backend;
 """
 
 import torch
-
 from _cuda_code import attempt, require_no_cuda
+
 from torchclaims.verify import verification
 
 v = verification(
@@ -57,7 +57,9 @@ with v.check("the cuDNN flags are accepted, leave deterministic mode off, and ch
         if check.expect(what == "returned", f"setting the flags raised: {value}"):
             check.measure("warnings", " | ".join(warned) or "none")
             check.equal((cudnn.benchmark, cudnn.deterministic), (True, True), "the flags read back")
-            check.equal(torch.are_deterministic_algorithms_enabled(), False, "torch.are_deterministic_algorithms_enabled()")
+            check.equal(
+                torch.are_deterministic_algorithms_enabled(), False, "torch.are_deterministic_algorithms_enabled()"
+            )
             check.equal(convolve(), before, "convolution output with the flags and without them")
     finally:
         set_flags(False)

@@ -90,7 +90,10 @@ with v.check("torch.library.opcheck passes on the configured device") as check:
             continue
         failed |= not check.expect(outcome == "SUCCESS", f"{test}: {text}")
     if not_implemented:
-        check.note("not run by opcheck for this device type (the gradient is checked by hand below): " + "; ".join(not_implemented))
+        check.note(
+            "not run by opcheck for this device type (the gradient is checked by hand below): "
+            + "; ".join(not_implemented)
+        )
 
 with v.check("the op runs eagerly on the configured device and matches the CPU") as check:
     out = scale(x_device, 2.5)

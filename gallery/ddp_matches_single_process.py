@@ -16,12 +16,11 @@ and against one ordinary step on the whole batch, taken in this process on
 the same device.
 """
 
+import _jobs
 import matplotlib.pyplot as plt
 import torch
 
-import _dist
-import _jobs
-from torchclaims.verify import verification
+from torchclaims.verify import distributed, verification
 
 WORLD_SIZE = 2
 RTOL, ATOL = 1e-4, 1e-5
@@ -52,7 +51,7 @@ v = verification(
 # that is a mean over the rows, the average of the two half-batch gradients
 # is the gradient of the whole batch, so the step should be the same.
 
-ddp = _dist.RankRun(_jobs.ddp_job, WORLD_SIZE)
+ddp = distributed.RankRun(_jobs.ddp_job, WORLD_SIZE)
 with v.check(f"one DDP step runs on {WORLD_SIZE} ranks on the device") as check:
     for rank, result in enumerate(ddp.start(check, v.backend, v.device.type)):
         print(f"rank {rank} on {result['device']}: loss on its half batch {result['loss'].item():.6f}")
@@ -99,7 +98,12 @@ if ddp.results is not None:
         ref = reference_grads if kind == "grads" else reference
         errors = [(results[rank][kind][n] - ref[n]).abs().max().item() for n in names]
         largest = max(largest, *errors)
-        ax.bar([j + (i - 1.5) * width for j in range(len(names))], [max(e, floor) for e in errors], width, label=f"rank {rank} {kind}")
+        ax.bar(
+            [j + (i - 1.5) * width for j in range(len(names))],
+            [max(e, floor) for e in errors],
+            width,
+            label=f"rank {rank} {kind}",
+        )
     ax.axhline(ATOL, color="black", linestyle=":", label=f"atol {ATOL:g}")
     ax.set_yscale("log")
     ax.set_ylim(floor / 2, max(1e-3, 10 * largest))

@@ -74,13 +74,13 @@ with v.check("forward output matches the CPU reference") as check:
 with v.check("gradients match the CPU reference") as check:
     if v.on_reference:
         check.unsupported(SAME_DEVICE)
-    for i, (g, ref) in enumerate(zip(grads, reference[1])):
+    for i, (g, ref) in enumerate(zip(grads, reference[1], strict=True)):
         check.close(g, ref, rtol=1e-4, atol=1e-5, what=f"grad {i}")
 
 with v.check("weights after one SGD step match the CPU reference") as check:
     if v.on_reference:
         check.unsupported(SAME_DEVICE)
-    for i, (w, ref) in enumerate(zip(weights, reference[2])):
+    for i, (w, ref) in enumerate(zip(weights, reference[2], strict=True)):
         check.close(w, ref, rtol=1e-4, atol=1e-5, what=f"weight {i}")
 
 # %%
@@ -89,7 +89,7 @@ with v.check("weights after one SGD step match the CPU reference") as check:
 # On the CPU itself the differences are zero; on an accelerator they show the
 # size of the numerical drift the tolerance has to absorb.
 
-errors = [(g.cpu() - r).abs().max().item() for g, r in zip(grads, reference[1])]
+errors = [(g.cpu() - r).abs().max().item() for g, r in zip(grads, reference[1], strict=True)]
 fig, ax = plt.subplots(figsize=(6, 2.5))
 ax.bar(range(len(errors)), errors)
 ax.set_xlabel("parameter tensor")

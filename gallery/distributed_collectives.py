@@ -19,11 +19,10 @@ process-group backend its group uses.
 
 import dataclasses
 
+import _jobs
 import torch.distributed as dist
 
-import _dist
-import _jobs
-from torchclaims.verify import verification
+from torchclaims.verify import distributed, verification
 
 WORLD_SIZE = 2
 # The statement's table: configured backend -> process-group backend (data under test). The job
@@ -35,7 +34,8 @@ v = verification(
     "distributed-collectives",
     model="none: one 4-element float32 tensor per rank",
     inputs="rank r contributes (r + 1) * [1, 2, 3, 4]",
-    method=f"{WORLD_SIZE} worker processes (forked for CPU jobs, spawned otherwise), all_reduce(SUM), exact comparison on every rank",
+    method=f"{WORLD_SIZE} worker processes (forked for CPU jobs, spawned otherwise), all_reduce(SUM), exact "
+    "comparison on every rank",
 )
 
 # %%
@@ -80,7 +80,9 @@ with v.check(f"all_reduce(SUM) across {WORLD_SIZE} processes gives the sum on ev
     if not available:
         check.expect(False, f"the statement's process-group backend {name!r} is not available here")
     else:
-        results, skipped = _dist.attempt(_jobs.allreduce_job, dataclasses.replace(v.backend, dist_backend=name), WORLD_SIZE)
+        results, skipped = distributed.attempt(
+            _jobs.allreduce_job, dataclasses.replace(v.backend, dist_backend=name), WORLD_SIZE
+        )
         if skipped:
             check.unsupported(skipped)
     _jobs.judge_allreduce(check, results, name, v.device.type)

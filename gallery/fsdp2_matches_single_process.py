@@ -18,10 +18,10 @@ gathered after the step; we compare those with one ordinary step on the whole
 batch, taken in this process on the same device.
 """
 
-import _dist
 import _jobs
 import _parallel
-from torchclaims.verify import verification
+
+from torchclaims.verify import distributed, verification
 
 WORLD_SIZE = 2
 RTOL, ATOL = 1e-4, 1e-5
@@ -45,7 +45,7 @@ v = verification(
 # .. literalinclude:: /gallery/_parallel.py
 #    :pyobject: fsdp2_job
 
-fsdp2 = _dist.RankRun(_parallel.fsdp2_job, WORLD_SIZE)
+fsdp2 = distributed.RankRun(_parallel.fsdp2_job, WORLD_SIZE)
 with v.check(f"one FSDP2 step runs on {WORLD_SIZE} ranks on the device") as check:
     for rank, result in enumerate(fsdp2.start(check, v.backend, v.device.type)):
         print(f"rank {rank} on {result['device']}: loss on its half batch {result['loss'].item():.6f}")

@@ -34,11 +34,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import transformers
 
-from torchclaims.coverage.arch_check import ATOL, NEW_TOKENS, PROMPT, RTOL
-from torchclaims.claims import load_claim
 from torchclaims.coverage import worker_settings
+from torchclaims.coverage.arch_check import ATOL, NEW_TOKENS, PROMPT, RTOL
 from torchclaims.coverage.architectures import CAUSES, RESULTS, sweep_architectures
-from torchclaims.verify import verification
+from torchclaims.verify import load_claim, verification
 
 GUARD_MARGIN_S = 90  # kept for the figure and the record after the sweep
 
@@ -59,8 +58,10 @@ time_left = v.time_left()
 guard_s = None if time_left is None else max(0.0, time_left - GUARD_MARGIN_S)
 table, facts = sweep_architectures(v.backend.name, guard_s=guard_s)
 v.add_table(table)
-print(f"{len(table.rows)} architectures registered for causal LM in transformers {transformers.__version__} "
-      f"(listed {datetime.date.today()}); {facts['seconds']:g} s with {facts['workers']} workers")
+print(
+    f"{len(table.rows)} architectures registered for causal LM in transformers {transformers.__version__} "
+    f"(listed {datetime.date.today()}); {facts['seconds']:g} s with {facts['workers']} workers"
+)
 print("\n".join(table.summary()))
 
 # %%
@@ -124,15 +125,23 @@ with v.check("every registered architecture runs forward and generate on the dev
         if code != "-" and cause.count()[code]:
             check.measure(f"cause: {name}", cause.count()[code])
     check.measure("sweep worker settings", worker_settings.describe(v.backend.name))
-    check.measure("sweep took", facts["seconds"], unit="s",
-                  tolerance="no time guard" if guard_s is None else f"time guard {guard_s:.0f} s")
+    check.measure(
+        "sweep took",
+        facts["seconds"],
+        unit="s",
+        tolerance="no time guard" if guard_s is None else f"time guard {guard_s:.0f} s",
+    )
     failed = counts["B"] + counts["W"]
     check.expect(not failed, f"{failed} architectures fail or differ on the device")
     if v.on_reference and not failed:
-        check.unsupported("the configured backend is the CPU reference itself: the table shows what builds and "
-                          "runs on the CPU, but the comparison with the CPU needs another device")
+        check.unsupported(
+            "the configured backend is the CPU reference itself: the table shows what builds and "
+            "runs on the CPU, but the comparison with the CPU needs another device"
+        )
     if (counts["Z"] or counts["T"] or counts["E"]) and not failed:
-        check.unsupported(f"{counts['Z']} architectures have no tiny model that runs on the CPU, "
-                          f"{counts['T']} were not reached, {counts['E']} hit a harness error")
+        check.unsupported(
+            f"{counts['Z']} architectures have no tiny model that runs on the CPU, "
+            f"{counts['T']} were not reached, {counts['E']} hit a harness error"
+        )
 
 v.finish()

@@ -21,16 +21,17 @@ here, with the step where it happened.
 import time
 
 import torch
+from _tiny_llama import tiny_llama_config
 from transformers import LlamaForCausalLM
 
-from _tiny_llama import tiny_llama_config
 from torchclaims.verify import verification
 
 v = verification(
     "hf-causal-lm-device-switch",
     model="LlamaForCausalLM, 2 layers, hidden 32, vocabulary 128, float32, seed 0",
     inputs="a seeded batch of 2 sequences of 16 tokens (labels = inputs); a 4-token prompt",
-    method="2 AdamW steps (lr 1e-3), then generate(max_new_tokens=4, do_sample=False); losses, weights and tokens against the CPU",
+    method="2 AdamW steps (lr 1e-3), then generate(max_new_tokens=4, do_sample=False); losses, weights and tokens "
+    "against the CPU",
 )
 
 STEPS = 2
@@ -90,7 +91,7 @@ with v.check("the loss of every step and the weights after the last match the CP
         check.unsupported(SAME_DEVICE)
     if losses is None:
         check.unsupported("the code did not run on the device (see the first check)")
-    for step, (loss, expected) in enumerate(zip(losses, reference[0]), 1):
+    for step, (loss, expected) in enumerate(zip(losses, reference[0], strict=True), 1):
         check.close(torch.tensor(loss), torch.tensor(expected), rtol=1e-4, atol=1e-5, what=f"loss at step {step}")
     flat = lambda tensors: torch.cat([t.flatten() for t in tensors])  # noqa: E731
     check.close(flat(weights), flat(reference[1]), rtol=1e-4, atol=1e-4, what="weights after the last step")

@@ -24,10 +24,9 @@ import inspect
 import textwrap
 
 import accelerate
+from _tiny_llama import tiny_llama_checkpoint
 from transformers import AutoModelForCausalLM
 from transformers.utils import logging as hf_logging
-
-from _tiny_llama import tiny_llama_checkpoint
 
 from torchclaims.verify import verification
 

@@ -21,9 +21,8 @@ be checked.
 
 import torch
 import transformers
-from transformers.utils import logging as hf_logging
-
 from _tiny_llama import load_devices, tiny_llama_checkpoint
+from transformers.utils import logging as hf_logging
 
 from torchclaims.verify import verification
 
@@ -33,7 +32,8 @@ v = verification(
     "hf-device-map-backend-placement",
     model="tiny Llama from a config (2 layers, hidden 32, vocab 128), saved to a temporary directory",
     inputs="device_map=<the configured backend's device type>",
-    method="check_and_set_device_map(<string>); from_pretrained(tmpdir, device_map=<string>): device type of every parameter",
+    method="check_and_set_device_map(<string>); from_pretrained(tmpdir, device_map=<string>): device type of every "
+    "parameter",
 )
 
 STATEMENT_DEVICE_STRINGS = ("neuron", "tpu", "cuda")  # the device strings the statement names (data under test)

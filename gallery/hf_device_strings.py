@@ -25,9 +25,8 @@ import sys
 import time
 
 import torch
-from transformers.utils import logging as hf_logging
-
 from _tiny_llama import load_devices, tiny_llama_checkpoint
+from transformers.utils import logging as hf_logging
 
 from torchclaims.verify import verification
 
@@ -72,9 +71,14 @@ for name, package in NAMED_BACKENDS.items():
         check.measure(f"{package} installed", importlib.util.find_spec(package) is not None)
         check.measure(f"{package} loaded in this process", loaded)
         if loaded and parsed(name) == "parses":
-            check.unsupported(f"{package} has registered '{name}' here, so it is a real device; see hf-device-map-backend-placement")
+            check.unsupported(
+                f"{package} has registered '{name}' here, so it is a real device; see hf-device-map-backend-placement"
+            )
         if loaded:
-            check.note(f"{package} is loaded but has registered no '{name}' device (no such hardware here): PyTorch does not know the string")
+            check.note(
+                f"{package} is loaded but has registered no '{name}' device (no such hardware here): PyTorch does "
+                "not know the string"
+            )
         started = time.perf_counter()
         devices, exc = load_devices(checkpoint.name, name)
         check.measure("from_pretrained returned or raised after", round(time.perf_counter() - started, 3), unit="s")

@@ -17,12 +17,13 @@ key and value cache. Nothing is compiled here: the shapes are the
 precondition, not the compilation count.
 """
 
+import itertools
+
 import matplotlib.pyplot as plt
 import torch
+from _tiny_llama import tiny_llama_config
 from transformers import LlamaForCausalLM
 from transformers.utils import logging as hf_logging
-
-from _tiny_llama import tiny_llama_config
 
 from torchclaims.verify import verification
 
@@ -60,7 +61,7 @@ def cache_tensors(cache):
     layers = getattr(cache, "layers", None)
     if layers is not None:
         return [(layer.keys, layer.values) for layer in layers]
-    return list(zip(cache.key_cache, cache.value_cache))
+    return list(zip(cache.key_cache, cache.value_cache, strict=True))
 
 
 def generate(cache_implementation):
@@ -80,9 +81,7 @@ def generate(cache_implementation):
     handle = model.register_forward_hook(hook, with_kwargs=True)
     try:
         extra = {} if cache_implementation is None else {"cache_implementation": cache_implementation}
-        tokens = model.generate(
-            prompt, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False, **extra
-        )
+        tokens = model.generate(prompt, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False, **extra)
         v.sync()
     finally:
         handle.remove()
@@ -126,7 +125,7 @@ with v.check("dynamic cache: the K/V cache grows by one position per decoding st
     check.equal(len(dynamic), NEW_TOKENS, "forward calls recorded")
     lengths = [step["kv"][0][0][2] for step in dynamic]  # (batch, kv_heads, positions, head_dim)
     check.measure("layer 0 K length per call", str(lengths))
-    growth = [b - a for a, b in zip(lengths, lengths[1:])]
+    growth = [b - a for a, b in itertools.pairwise(lengths)]
     check.expect(all(g == 1 for g in growth), f"cache length changed by {growth} between steps, not by 1")
     layers_agree = all(len({kv for kv in step["kv"]}) == 1 for step in dynamic)
     check.expect(layers_agree, "layers disagree on the K/V shapes within a step")

@@ -26,6 +26,7 @@ import tempfile
 import time
 
 import torch
+from _tiny_llama import tiny_llama_config
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import (
     AutoModelForCausalLM,
@@ -35,8 +36,6 @@ from transformers import (
     pipeline,
 )
 from transformers.utils import logging as hf_logging
-
-from _tiny_llama import tiny_llama_config
 
 from torchclaims.verify import verification
 
@@ -91,7 +90,9 @@ LlamaForCausalLM(config).save_pretrained(checkpoint.name)
 
 loaded = AutoModelForCausalLM.from_pretrained(checkpoint.name)
 from_pretrained_devices = sorted({str(p.device.type) for p in loaded.parameters()})
-generator = pipeline("text-generation", model=AutoModelForCausalLM.from_pretrained(checkpoint.name), tokenizer=tokenizer)
+generator = pipeline(
+    "text-generation", model=AutoModelForCausalLM.from_pretrained(checkpoint.name), tokenizer=tokenizer
+)
 pipeline_devices = sorted({str(p.device.type) for p in generator.model.parameters()})
 print("from_pretrained(path) parameters on:", from_pretrained_devices)
 print("pipeline(model=...) device:", generator.device, "parameters on:", pipeline_devices)

@@ -44,7 +44,7 @@ ERROR_CODE = "EVRF060"
 index = torch.tensor([0, 1, 0, 1, 2, 2, 3, 0])
 values = torch.tensor([2**24 + 1, 2**31 + 3, 2**40 + 7, 5, 2**53 + 1, 1, 2**62 + 11, 1], dtype=torch.int64)
 exact = [0] * 4
-for i, value in zip(index.tolist(), values.tolist()):
+for i, value in zip(index.tolist(), values.tolist(), strict=True):
     exact[i] += value
 exact = torch.tensor(exact, dtype=torch.int64)
 
@@ -112,7 +112,9 @@ for operation, function in OPERATIONS.items():
                 if torch.equal(result, through_float32):
                     check.note("the result equals the float32-rounded values")
             exact_or_raised = raised or (result.dtype == torch.int64 and torch.equal(result, exact))
-            check.expect(exact_or_raised, f"{operation} returned {result.tolist()}, not the exact sums {exact.tolist()}")
+            check.expect(
+                exact_or_raised, f"{operation} returned {result.tolist()}, not the exact sums {exact.tolist()}"
+            )
 
 # %%
 # The Neuron compiler goes through f32
@@ -124,7 +126,9 @@ for operation, function in OPERATIONS.items():
 
 with v.check(f"the Neuron compiler's integer scatter-add is rounded through f32 or stops with {ERROR_CODE}") as check:
     if not NEURON_COMPILER:
-        check.unsupported(f"needs torch.compile(backend='neuron') on Trainium; the compiler here is {v.backend.compile_backend!r}")
+        check.unsupported(
+            f"needs torch.compile(backend='neuron') on Trainium; the compiler here is {v.backend.compile_backend!r}"
+        )
     for operation in OPERATIONS:
         result, _ = results[operation, True]
         if isinstance(result, Exception):
@@ -132,8 +136,12 @@ with v.check(f"the Neuron compiler's integer scatter-add is rounded through f32 
             check.expect(ERROR_CODE in outcome, f"{operation} raised an error that does not name {ERROR_CODE}")
         else:
             outcome = str(result.tolist())
-            check.expect(torch.equal(result, through_float32), f"{operation} returned {outcome}, not the float32-rounded sums")
-        check.measure(f"{operation} compiled", outcome, tolerance=f"{through_float32.tolist()} or an error naming {ERROR_CODE}")
+            check.expect(
+                torch.equal(result, through_float32), f"{operation} returned {outcome}, not the float32-rounded sums"
+            )
+        check.measure(
+            f"{operation} compiled", outcome, tolerance=f"{through_float32.tolist()} or an error naming {ERROR_CODE}"
+        )
 
 # %%
 # How far a float32 detour lands
@@ -150,7 +158,12 @@ for compiled in (False, True):
         bars[f"{v.device.type} scatter_add_ ({'compiled' if compiled else 'eager'})"] = result
 width = 0.8 / len(bars)
 for i, (label, result) in enumerate(bars.items()):
-    ax.bar([s + (i - (len(bars) - 1) / 2) * width for s in slots], (result - exact).abs().double() + 1, width=width, label=label)
+    ax.bar(
+        [s + (i - (len(bars) - 1) / 2) * width for s in slots],
+        (result - exact).abs().double() + 1,
+        width=width,
+        label=label,
+    )
 ax.set_yscale("log")
 ax.set_xticks(list(slots))
 ax.set_xlabel("slot")

@@ -54,7 +54,9 @@ with v.check("memory_allocated() grows by at least 64 MiB after synchronize()") 
             accelerator.synchronize()
             after_free = accelerator.memory_allocated() - before
         except RuntimeError as exc:  # e.g. "Cannot access accelerator device when none is available"
-            check.expect(False, f"a torch.accelerator memory call raised RuntimeError: {str(exc).splitlines()[0][:200]}")
+            check.expect(
+                False, f"a torch.accelerator memory call raised RuntimeError: {str(exc).splitlines()[0][:200]}"
+            )
         else:
             check.measure("growth read before synchronize()", unsynchronized / MiB, unit="MiB")
             check.measure("growth after synchronize()", grown / MiB, unit="MiB", tolerance=">= 64")

@@ -55,7 +55,8 @@ CANDIDATES = {
 key = torch._C._dispatch_key_for_device(MPS)
 OWN_OR_COMPOSITE = (key, "CompositeImplicitAutograd", "CompositeExplicitAutograd")
 without_kernel = [
-    name for name in CANDIDATES
+    name
+    for name in CANDIDATES
     if not any(torch._C._dispatch_has_kernel_for_dispatch_key(name, k) for k in OWN_OR_COMPOSITE)
 ]
 print(f"candidates without an {key} kernel in this torch build: {without_kernel}")
@@ -108,7 +109,8 @@ def operator_under_test(check):
     check.measure("torch.backends.mps.is_available()", torch.backends.mps.is_available())
     if v.device.type != MPS:
         check.unsupported(
-            f"the configured backend is {v.backend.name}, not mps; the fallback switch is MPS's and needs an Apple silicon Mac"
+            f"the configured backend is {v.backend.name}, not mps; the fallback switch is MPS's and needs an Apple "
+            "silicon Mac"
         )
     check.measure(f"candidates without an {key} kernel", ", ".join(without_kernel) or "none")
     if not without_kernel:

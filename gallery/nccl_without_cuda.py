@@ -17,8 +17,8 @@ One process, an in-memory store: no network is used.
 
 import torch
 import torch.distributed as dist
-
 from _cuda_code import attempt, names_cuda, require_no_cuda
+
 from torchclaims.verify import verification
 
 v = verification(
@@ -40,7 +40,9 @@ with v.check("init_process_group('nccl') raises, naming NCCL or GPUs") as check:
     require_no_cuda(check)
     check.measure("torch.distributed.is_nccl_available()", dist.is_nccl_available())
     what, value, _ = attempt(lambda: start("nccl"))  # device under test
-    check.measure("init_process_group('nccl')", value if what == "raised" else "started", tolerance="raises, naming NCCL or GPUs")
+    check.measure(
+        "init_process_group('nccl')", value if what == "raised" else "started", tolerance="raises, naming NCCL or GPUs"
+    )
     if dist.is_initialized():
         dist.destroy_process_group()
     if check.expect(what == "raised", "a NCCL process group started without a CUDA GPU"):

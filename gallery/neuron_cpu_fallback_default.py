@@ -63,7 +63,8 @@ OWN_OR_COMPOSITE = (
     "CompositeExplicitAutogradNonFunctional",
 )
 without_kernel = [
-    name for name in CANDIDATES
+    name
+    for name in CANDIDATES
     if not any(torch._C._dispatch_has_kernel_for_dispatch_key(name, k) for k in OWN_OR_COMPOSITE)
 ]
 print(f"dispatch key for {v.device.type}: {key}; candidates without a kernel: {without_kernel}")

@@ -78,7 +78,9 @@ with v.check("torch.accelerator.device_count() equals the NeuronCores visible to
     elif devices is not None:
         expected = sum(d.get("nc_count", 0) for d in devices)
     else:
-        check.unsupported("neuron-ls is not installed and NEURON_RT_VISIBLE_CORES is unset: no independent count of NeuronCores")
+        check.unsupported(
+            "neuron-ls is not installed and NEURON_RT_VISIBLE_CORES is unset: no independent count of NeuronCores"
+        )
     check.equal(counted, expected, "device_count() against the NeuronCores visible to the process")
     check.equal(torch.neuron.device_count(), counted, "torch.neuron.device_count() against torch.accelerator's")
 

@@ -61,8 +61,10 @@ guard_s = None if time_left is None else max(0.0, time_left - GUARD_MARGIN_S)
 sweep = sweep_operators(v.backend.name, max_samples=MAX_SAMPLES, guard_s=guard_s)
 table = sweep.table
 v.add_table(table)
-print(f"{len(table.rows)} op_db entries, {sweep.samples_run} samples run in {sweep.seconds:g} s "
-      f"by {sweep.workers} workers ({sweep.worker_starts} started)")
+print(
+    f"{len(table.rows)} op_db entries, {sweep.samples_run} samples run in {sweep.seconds:g} s "
+    f"by {sweep.workers} workers ({sweep.worker_starts} started)"
+)
 print("\n".join(table.summary()))
 
 # %%
@@ -84,14 +86,31 @@ for code in "MRK":
 # ------------------------
 # Each bar is one dtype; its length is the number of operators listed for it.
 
-colors = {"N": "tab:green", "F": "tab:olive", "M": "tab:orange", "R": "tab:red", "K": "tab:purple",
-          "X": "silver", "U": "tab:cyan", "C": "tab:brown", "E": "black", "T": "whitesmoke"}
+colors = {
+    "N": "tab:green",
+    "F": "tab:olive",
+    "M": "tab:orange",
+    "R": "tab:red",
+    "K": "tab:purple",
+    "X": "silver",
+    "U": "tab:cyan",
+    "C": "tab:brown",
+    "E": "black",
+    "T": "whitesmoke",
+}
 fig, ax = plt.subplots(figsize=(9, 3.2))
 for row, column in enumerate(table.columns):
     counts, start = column.count(), 0
     for code, color in colors.items():
-        ax.barh(row, counts[code], left=start, color=color, edgecolor="gray", linewidth=0.3,
-                label=OUTCOMES[code] if row == 0 else None)
+        ax.barh(
+            row,
+            counts[code],
+            left=start,
+            color=color,
+            edgecolor="gray",
+            linewidth=0.3,
+            label=OUTCOMES[code] if row == 0 else None,
+        )
         start += counts[code]
 ax.set_yticks(range(len(table.columns)), [f"{c.name} ({c.listed})" for c in table.columns])
 ax.invert_yaxis()
@@ -118,17 +137,25 @@ with v.check("every listed operator x dtype runs on the device and matches the C
         check.measure(f"{column.name}: native", f"{column.count()['N']}/{column.listed}")
     check.measure("samples run", sweep.samples_run, tolerance=f"at most {MAX_SAMPLES} per cell")
     check.measure("sweep worker settings", worker_settings.describe(v.backend.name))
-    check.measure("sweep took", sweep.seconds, unit="s",
-                  tolerance="no time guard" if guard_s is None else f"time guard {guard_s:.0f} s")
+    check.measure(
+        "sweep took",
+        sweep.seconds,
+        unit="s",
+        tolerance="no time guard" if guard_s is None else f"time guard {guard_s:.0f} s",
+    )
     for code, what in (("M", "differ from the CPU"), ("R", "raise on the device"), ("K", "have no kernel")):
         check.expect(not counts[code], f"{counts[code]} operator x dtype cells {what}")
     refuted = counts["M"] + counts["R"] + counts["K"]
     if v.on_reference and not refuted:
-        check.unsupported("the configured backend is the CPU reference itself: the table shows what the CPU "
-                          "supports, but the comparison with the CPU needs another device")
+        check.unsupported(
+            "the configured backend is the CPU reference itself: the table shows what the CPU "
+            "supports, but the comparison with the CPU needs another device"
+        )
     unjudged = counts["T"] + counts["C"] + counts["E"]
     if unjudged and not refuted:
-        check.unsupported(f"{counts['T']} cells not reached, {counts['C']} without a CPU reference, "
-                          f"{counts['E']} hit by a harness error")
+        check.unsupported(
+            f"{counts['T']} cells not reached, {counts['C']} without a CPU reference, "
+            f"{counts['E']} hit by a harness error"
+        )
 
 v.finish()

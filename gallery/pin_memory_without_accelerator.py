@@ -16,9 +16,9 @@ is what makes ``non_blocking=True`` safe to keep.
 """
 
 import torch
+from _cuda_code import attempt
 from torch.utils.data import DataLoader, TensorDataset
 
-from _cuda_code import attempt
 from torchclaims.verify import verification
 
 v = verification(
@@ -41,7 +41,11 @@ with v.check("without an accelerator, pin_memory() raises and a pinning DataLoad
     if accelerator is not None:
         check.unsupported(f"torch has an accelerator here ({accelerator}): pinning applies")
     what, value, _ = attempt(lambda: batch.pin_memory())
-    check.measure("tensor.pin_memory()", value if what == "raised" else f"returned (is_pinned={value.is_pinned()})", tolerance="raises")
+    check.measure(
+        "tensor.pin_memory()",
+        value if what == "raised" else f"returned (is_pinned={value.is_pinned()})",
+        tolerance="raises",
+    )
     check.expect(what == "raised", "pin_memory() returned a tensor without an accelerator")
     loader = DataLoader(TensorDataset(torch.arange(32.0)), batch_size=8, pin_memory=True)
     what, batches, warned = attempt(lambda: [b for (b,) in loader])

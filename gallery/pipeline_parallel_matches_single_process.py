@@ -18,10 +18,10 @@ micro-batches; each rank returns its stage's parameters after one SGD step.
 We compare them with one ordinary step in this process on the same device.
 """
 
-import _dist
 import _jobs
 import _parallel
-from torchclaims.verify import verification
+
+from torchclaims.verify import distributed, verification
 
 WORLD_SIZE = 2
 RTOL, ATOL = 1e-4, 1e-5
@@ -45,7 +45,7 @@ v = verification(
 # .. literalinclude:: /gallery/_parallel.py
 #    :pyobject: pipeline_job
 
-pipeline = _dist.RankRun(_parallel.pipeline_job, WORLD_SIZE)
+pipeline = distributed.RankRun(_parallel.pipeline_job, WORLD_SIZE)
 with v.check(f"the model runs as {WORLD_SIZE} stages, one per rank, on the device") as check:
     held = [sorted(result["params"]) for result in pipeline.start(check, v.backend, v.device.type)]
     check.measure("parameters held per rank", str(held))

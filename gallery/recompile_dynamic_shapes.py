@@ -65,8 +65,10 @@ def experiment(dynamic):
 
 results = {setting: experiment(setting) for setting in (False, None, True)}
 for setting, (seen, after_repeat, exc) in results.items():
-    print(f"dynamic={setting!s:5}: graphs after each length {seen}, after repeating length {REPEAT}: {after_repeat}"
-          + (f", raised {type(exc).__name__}: {exc}" if exc else ""))
+    print(
+        f"dynamic={setting!s:5}: graphs after each length {seen}, after repeating length {REPEAT}: {after_repeat}"
+        + (f", raised {type(exc).__name__}: {exc}" if exc else "")
+    )
 
 rejects_dynamic = results[True][2] is not None
 N = len(LENGTHS)
@@ -105,7 +107,9 @@ with v.check("the default dynamic=None builds at most two graphs, unless the bac
     if exc is not None:
         raise exc
     check.measure("torch._dynamo.config.automatic_dynamic_shapes", automatic)
-    count = check.measure(f"graphs for {N} distinct lengths", seen[-1], tolerance="<= 2 (N where the backend forces static shapes)")
+    count = check.measure(
+        f"graphs for {N} distinct lengths", seen[-1], tolerance="<= 2 (N where the backend forces static shapes)"
+    )
     check.equal(after_repeat - seen[-1], 0, "graphs added by a length already seen")
     if count > 2 and forced_static:
         check.note(f"{count} graphs, allowed by the statement's exception: {'; '.join(forced_static)}")
@@ -129,7 +133,9 @@ with v.check("TorchNeuron rejects dynamic=True") as check:
             f"needs TorchNeuron on Trainium: the rejection is documented for backend='neuron' only; "
             f"here backend {v.backend.compile_backend!r} on {v.backend.name} gave: {outcome}"
         )
-    check.expect(rejects_dynamic, f"backend {v.backend.compile_backend!r} accepted dynamic=True ({after_repeat} graph(s))")
+    check.expect(
+        rejects_dynamic, f"backend {v.backend.compile_backend!r} accepted dynamic=True ({after_repeat} graph(s))"
+    )
 
 # %%
 # Graphs against distinct lengths

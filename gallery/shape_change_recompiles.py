@@ -18,6 +18,7 @@ counting ``.neff`` files in its compile cache around a step compiled with
 execution compiles nothing per shape.
 """
 
+import itertools
 import os
 from pathlib import Path
 
@@ -86,7 +87,9 @@ print(f"lengths {LENGTHS}; compilations after each step: {counts}")
 
 def shape_specialising(check):
     if run is None:
-        check.unsupported(f"{v.backend.name} compiles nothing per input shape here; the claim is about torch_xla and TorchNeuron")
+        check.unsupported(
+            f"{v.backend.name} compiles nothing per input shape here; the claim is about torch_xla and TorchNeuron"
+        )
     check.measure("compilations after each step", str(counts))
     if not counts[-1]:
         check.unsupported("no compilation was counted at all, so this run cannot tell when the backend compiles")
@@ -99,7 +102,7 @@ def shape_specialising(check):
 with v.check("each step on a length not seen before compiles once") as check:
     shape_specialising(check)
     seen, before = set(), 0
-    for length, count in zip(LENGTHS, counts):
+    for length, count in zip(LENGTHS, counts, strict=True):
         if length not in seen:
             check.equal(count - before, 1, f"compilations added by the first step of length {length}")
         seen.add(length)
@@ -108,12 +111,12 @@ with v.check("each step on a length not seen before compiles once") as check:
 with v.check("a step on a length seen before compiles nothing") as check:
     shape_specialising(check)
     seen, before = set(), 0
-    for position, (length, count) in enumerate(zip(LENGTHS, counts)):
+    for position, (length, count) in enumerate(zip(LENGTHS, counts, strict=True)):
         if length in seen:
             check.equal(count - before, 0, f"compilations added by step {position + 1} (length {length} again)")
         seen.add(length)
         before = count
-    check.measure("shape changes", sum(a != b for a, b in zip(LENGTHS, LENGTHS[1:])))
+    check.measure("shape changes", sum(a != b for a, b in itertools.pairwise(LENGTHS)))
     check.measure("distinct shapes", len(set(LENGTHS)))
 
 v.finish()

@@ -21,10 +21,10 @@ same device.
 
 import math
 
-import _dist
 import _jobs
 import _parallel
-from torchclaims.verify import verification
+
+from torchclaims.verify import distributed, verification
 
 WORLD_SIZE = 2
 RTOL, ATOL = 1e-4, 1e-5
@@ -79,7 +79,7 @@ LAYOUTS = {
 # step from a wrong one.
 
 for label, layout in LAYOUTS.items():
-    run = _dist.RankRun(layout["job"], WORLD_SIZE)
+    run = distributed.RankRun(layout["job"], WORLD_SIZE)
     single = _jobs.single_process_step(v.device, v.sync, make=layout["model"], batch=layout["batch"])
     reference = single["after"]
     with v.check(f"{label}: the layers are split across the {WORLD_SIZE} ranks on the device") as check:

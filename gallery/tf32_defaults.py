@@ -24,7 +24,6 @@ import sys
 
 import matplotlib.pyplot as plt
 import torch
-
 from _tf32 import matmul_relative_error
 
 from torchclaims.verify import verification

@@ -23,7 +23,6 @@ import subprocess
 import sys
 
 import torch
-
 from _tf32 import matmul_relative_error
 
 from torchclaims.verify import verification

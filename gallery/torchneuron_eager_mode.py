@@ -39,12 +39,15 @@ MAX_STEPS = 50
 RTOL, ATOL = 1e-4, 1e-5
 NEURON = "neuron"  # the backend the claim is about (data under test)
 BUSY_S = 0.2  # the matmul chain is lengthened until issuing and reading it takes at least this long
-LAZY_SHARE = 0.25  # a read after the idle wait taking more than this share of the chain's time means the work waited for it
+LAZY_SHARE = (
+    0.25  # a read after the idle wait taking more than this share of the chain's time means the work waited for it
+)
 
 v = verification(
     "torchneuron-eager-mode",
     model="Newton's method for the square roots of 64 float32 values in [1, 100], seed 0",
-    inputs=f"stop when max |x^2 - a| / max a < {TOLERANCE:g} (read with .item() after every step), at most {MAX_STEPS} steps",
+    inputs=f"stop when max |x^2 - a| / max a < {TOLERANCE:g} (read with .item() after every step), at most "
+    f"{MAX_STEPS} steps",
     method=f"number of steps and residuals compared with the CPU; result element-wise, rtol {RTOL:g}, atol {ATOL:g}",
 )
 
@@ -116,9 +119,17 @@ with v.check("operations run when they are called, not when a value is read") as
     read_after_idle = max(issue_and_read(x, w, steps, idle_s=2 * busy)[1] for _ in range(3))
     check.measure("256x256 matmul + tanh steps in the chain", steps)
     check.measure("issue the chain and read its sum", busy, unit="s")
-    check.measure("slowest of 3 reads of the sum after waiting idle twice as long", read_after_idle, unit="s", tolerance=f"<= {LAZY_SHARE:g} x the chain")
-    check.expect(busy > 0 and read_after_idle <= LAZY_SHARE * busy,
-                 f"the read after an idle wait took {read_after_idle:.3g} s of the chain's {busy:.3g} s: the work waited for the read")
+    check.measure(
+        "slowest of 3 reads of the sum after waiting idle twice as long",
+        read_after_idle,
+        unit="s",
+        tolerance=f"<= {LAZY_SHARE:g} x the chain",
+    )
+    check.expect(
+        busy > 0 and read_after_idle <= LAZY_SHARE * busy,
+        f"the read after an idle wait took {read_after_idle:.3g} s of the chain's {busy:.3g} s: the work waited for "
+        "the read",
+    )
 
 
 # %%
@@ -132,7 +143,13 @@ with v.check("the loop runs on the neuron device with no compile or sync call") 
 with v.check("it takes the same steps as on the CPU and ends at the same values") as check:
     torchneuron(check)
     check.equal(len(residuals), len(reference_residuals), "residual reads (steps + 1)")
-    check.close(torch.tensor(residuals), torch.tensor(reference_residuals), rtol=1e-2, atol=1e-6, what="residual after each step")
+    check.close(
+        torch.tensor(residuals),
+        torch.tensor(reference_residuals),
+        rtol=1e-2,
+        atol=1e-6,
+        what="residual after each step",
+    )
     check.close(result, reference, rtol=RTOL, atol=ATOL, what="square roots")
 
 v.finish()

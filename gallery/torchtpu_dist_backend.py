@@ -18,11 +18,10 @@ run on a TPU host can check this; other backends report unverified.
 
 import dataclasses
 
+import _jobs
 import torch.distributed as dist
 
-import _dist
-import _jobs
-from torchclaims.verify import verification
+from torchclaims.verify import distributed, verification
 
 WORLD_SIZE = 2
 TPU, NAME = "tpu", "tpu_dist"  # the device type and the process-group backend the statement names (data under test)
@@ -59,7 +58,9 @@ with v.check(f"'{NAME}' is an available process-group backend and the default fo
 
 with v.check(f"all_reduce(SUM) across {WORLD_SIZE} processes with '{NAME}' gives the sum on every rank") as check:
     torchtpu(check)
-    results, skipped = _dist.attempt(_jobs.allreduce_job, dataclasses.replace(v.backend, dist_backend=NAME), WORLD_SIZE)
+    results, skipped = distributed.attempt(
+        _jobs.allreduce_job, dataclasses.replace(v.backend, dist_backend=NAME), WORLD_SIZE
+    )
     if skipped:
         check.unsupported(skipped)
     _jobs.judge_allreduce(check, results, NAME, TPU)

@@ -32,7 +32,8 @@ from torchclaims.verify import verification
 v = verification(
     "torchtpu-package-without-tpu",
     inputs="the installed torch-tpu distribution, a fresh process per autoload setting",
-    method="entry points, the wheel's metadata and files, and torch / torch.tpu / transformers calls, each read on this host",
+    method="entry points, the wheel's metadata and files, and torch / torch.tpu / transformers calls, each read on "
+    "this host",
 )
 
 PACKAGE = "torch-tpu"
@@ -86,8 +87,14 @@ def imported_by_bare_import(autoload):
 
 with v.check("import torch loads torch_tpu through its torch.backends entry point; autoload off stops it") as check:
     require_package(check)
-    entry_points = [e for e in importlib.metadata.entry_points(group="torch.backends") if e.dist and normalized(e.dist.name) == PACKAGE]
-    check.measure("torch.backends entry points of torch-tpu", ", ".join(f"{e.name} = {e.value}" for e in entry_points) or "none")
+    entry_points = [
+        e
+        for e in importlib.metadata.entry_points(group="torch.backends")
+        if e.dist and normalized(e.dist.name) == PACKAGE
+    ]
+    check.measure(
+        "torch.backends entry points of torch-tpu", ", ".join(f"{e.name} = {e.value}" for e in entry_points) or "none"
+    )
     check.expect(bool(entry_points), "torch-tpu declares no torch.backends entry point")
     check.equal(imported_by_bare_import(None), True, "torch_tpu imported by a bare import torch")
     check.equal(imported_by_bare_import("0"), False, "torch_tpu imported with TORCH_DEVICE_BACKEND_AUTOLOAD=0")
@@ -103,7 +110,9 @@ def release(text):
     return tuple(int(part) for part in text.split("+")[0].split(".")[:2])
 
 
-with v.check("the wheel's torch requirement and its compiled layers name the same releases, this torch among them") as check:
+with v.check(
+    "the wheel's torch requirement and its compiled layers name the same releases, this torch among them"
+) as check:
     require_package(check)
     requirement = next((r for r in importlib.metadata.requires(PACKAGE) or [] if re.match(r"torch\s*[<>=!]", r)), "")
     check.measure("torch requirement in the metadata", requirement or "none")
@@ -112,7 +121,15 @@ with v.check("the wheel's torch requirement and its compiled layers name the sam
         check.unsupported(f"the requirement {requirement!r} is not of the form torch>=A,<=B that this check reads")
     low, high = release(bounds[1]), release(bounds[2])
     package_dir = Path(importlib.util.find_spec("torch_tpu").submodule_search_locations[0])
-    layers = sorted({release(m[1].replace("_", ".")) for m in (re.fullmatch(r"env_(\d+_\d+)_\d+\..*so", p.name) for p in (package_dir / "_internal").glob("env_*.so")) if m})
+    layers = sorted(
+        {
+            release(m[1].replace("_", "."))
+            for m in (
+                re.fullmatch(r"env_(\d+_\d+)_\d+\..*so", p.name) for p in (package_dir / "_internal").glob("env_*.so")
+            )
+            if m
+        }
+    )
     check.measure("compiled layers (torch releases)", ", ".join(f"{a}.{b}" for a, b in layers) or "none")
     wanted = [(low[0], minor) for minor in range(low[1], high[1] + 1)] if low[0] == high[0] else None
     check.expect(wanted is not None and layers == wanted, f"layers {layers} do not match the range {low}..{high}")
@@ -138,7 +155,9 @@ with v.check("without a TPU it registers no device, and torch.tpu.is_available()
     except RuntimeError as exc:
         answer = f"RuntimeError: {exc}"
     check.measure("torch.tpu.is_available()", answer[:300])
-    check.expect(answer.startswith("RuntimeError") and "torch.accelerator" in answer, f"torch.tpu.is_available() {answer[:200]}")
+    check.expect(
+        answer.startswith("RuntimeError") and "torch.accelerator" in answer, f"torch.tpu.is_available() {answer[:200]}"
+    )
 
 # %%
 # Default execution settings
@@ -159,14 +178,38 @@ with v.check("default eager mode is DEFER_NEVER and CPU fallback is off") as che
 # ----------------------
 
 CUDA_STYLE = (
-    "synchronize", "current_device", "set_device", "get_device_name", "get_device_properties", "manual_seed",
-    "manual_seed_all", "get_rng_state", "set_rng_state", "Stream", "Event", "current_stream", "stream",
+    "synchronize",
+    "current_device",
+    "set_device",
+    "get_device_name",
+    "get_device_properties",
+    "manual_seed",
+    "manual_seed_all",
+    "get_rng_state",
+    "set_rng_state",
+    "Stream",
+    "Event",
+    "current_stream",
+    "stream",
 )
-MEMORY = ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "empty_cache", "mem_get_info", "reset_peak_memory_stats", "memory_stats")
+MEMORY = (
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "empty_cache",
+    "mem_get_info",
+    "reset_peak_memory_stats",
+    "memory_stats",
+)
 
-with v.check("torch.tpu offers torch.cuda's device, stream, event and RNG calls but none of its memory counters") as check:
+with v.check(
+    "torch.tpu offers torch.cuda's device, stream, event and RNG calls but none of its memory counters"
+) as check:
     require_package(check)
-    check.expect(all(hasattr(torch.cuda, name) for name in CUDA_STYLE + MEMORY), "the list names a call torch.cuda lacks")
+    check.expect(
+        all(hasattr(torch.cuda, name) for name in CUDA_STYLE + MEMORY), "the list names a call torch.cuda lacks"
+    )
     offered = [name for name in CUDA_STYLE if hasattr(torch.tpu, name)]
     counters = [name for name in MEMORY if hasattr(torch.tpu, name)]
     check.measure("torch.cuda-style calls in torch.tpu", f"{len(offered)} of {len(CUDA_STYLE)}")

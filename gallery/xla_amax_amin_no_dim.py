@@ -26,8 +26,10 @@ v = verification(
 torch.manual_seed(0)
 inputs = {"vector [4.8, -7.4]": torch.tensor([4.8, -7.4]), "a 3 x 4 matrix": torch.randn(3, 4)}
 CALLS = {
-    "amax(x)": lambda t: torch.amax(t), "amin(x)": lambda t: torch.amin(t),
-    "amax(x, dim=())": lambda t: torch.amax(t, dim=()), "amin(x, dim=())": lambda t: torch.amin(t, dim=()),
+    "amax(x)": lambda t: torch.amax(t),
+    "amin(x)": lambda t: torch.amin(t),
+    "amax(x, dim=())": lambda t: torch.amax(t, dim=()),
+    "amin(x, dim=())": lambda t: torch.amin(t, dim=()),
 }
 
 # %%

@@ -42,7 +42,10 @@ if ON_XLA:
     # Only when torch_xla is the configured backend: elsewhere it may not be installed.
     import torch_xla.core.xla_model as xm
 
-NOT_XLA = f"torch_xla is not the configured backend (backend is {v.backend.name}); the claim is about saving torch_xla tensors"
+NOT_XLA = (
+    f"torch_xla is not the configured backend (backend is {v.backend.name}); the claim is about saving "
+    "torch_xla tensors"
+)
 
 # %%
 # A model trained one step on the device
@@ -83,7 +86,9 @@ def load_elsewhere(path):
     """torch.load(path) in a fresh process; returns its report and the tensors it saw."""
     roundtrip = path + ".seen"
     env = {k: val for k, val in os.environ.items() if not k.startswith(("PJRT_", "XLA_", "TORCHCLAIMS_"))}
-    done = subprocess.run([sys.executable, "-c", LOADER, path, roundtrip], capture_output=True, text=True, env=env, timeout=240)
+    done = subprocess.run(
+        [sys.executable, "-c", LOADER, path, roundtrip], capture_output=True, text=True, env=env, timeout=240
+    )
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"loader process failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
@@ -106,7 +111,9 @@ def verify_saver(check, label):
     SAVERS[label](path)
     report, seen = load_elsewhere(path)
     check.measure("torch_xla in sys.modules of the loading process", report["torch_xla imported after load"])
-    check.expect(not report["torch_xla imported after load"], "the loading process imported torch_xla; it cannot show the claim")
+    check.expect(
+        not report["torch_xla imported after load"], "the loading process imported torch_xla; it cannot show the claim"
+    )
     if "error" in report:
         check.expect(False, f"torch.load without map_location raised {report['error']}")
         return
@@ -117,7 +124,9 @@ def verify_saver(check, label):
         check.equal(seen[name], expected[name], f"{name} equals the XLA tensor copied to the CPU")
 
 
-with v.check("a state_dict saved with xm.save loads without torch_xla and without map_location, with equal values") as check:
+with v.check(
+    "a state_dict saved with xm.save loads without torch_xla and without map_location, with equal values"
+) as check:
     verify_saver(check, "xm.save(state_dict)")
 
 with v.check("a state_dict saved after moving the tensors to the CPU does the same") as check:

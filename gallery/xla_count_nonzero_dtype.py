@@ -32,11 +32,15 @@ v = verification(
 
 for dtype in DTYPES:
     x = torch.tensor([[0, 1], [2, 0]]).to(dtype)
-    with v.check(f"count_nonzero of a tensor of {str(dtype).removeprefix('torch.')} matches the CPU, dtype included") as check:
+    with v.check(
+        f"count_nonzero of a tensor of {str(dtype).removeprefix('torch.')} matches the CPU, dtype included"
+    ) as check:
         if v.on_reference:
             check.unsupported("the configured backend is the CPU reference itself; the comparison needs another device")
-        for what, count in (("all elements", lambda t: torch.count_nonzero(t)),
-                            ("along dim 0", lambda t: torch.count_nonzero(t, dim=0))):
+        for what, count in (
+            ("all elements", lambda t: torch.count_nonzero(t)),
+            ("along dim 0", lambda t: torch.count_nonzero(t, dim=0)),
+        ):
             result, expected = count(x.to(v.device)).cpu(), count(x)
             check.equal(str(result.dtype), str(expected.dtype), f"{what}: dtype")
             check.expect(result.tolist() == expected.tolist(), f"{what}: {result.tolist()}, CPU {expected.tolist()}")

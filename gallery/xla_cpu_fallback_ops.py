@@ -37,7 +37,10 @@ if ON_XLA:
     # Only when torch_xla is the configured backend: elsewhere it may not be installed.
     import torch_xla.debug.metrics as met
 
-NOT_XLA = f"torch_xla is not the configured backend (backend is {v.backend.name}); the claim is about torch_xla's CPU fallback and its metrics"
+NOT_XLA = (
+    f"torch_xla is not the configured backend (backend is {v.backend.name}); the claim is about torch_xla's "
+    "CPU fallback and its metrics"
+)
 
 # Candidate operators: aten name (as the dispatcher and the counters spell it)
 # and a call on a 16-element float vector. Complex results are compared as
@@ -134,7 +137,9 @@ with v.check("their results come back as XLA tensors with the CPU's values") as 
         check.expect(out.device.type == v.device.type, f"{name}: result on {out.device}, not {v.device.type}")
         check.close(out.cpu(), reference[name], rtol=1e-4, atol=1e-5, what=name)
 
-with v.check("each fallback appears as an aten:: counter in the metrics report and in executed_fallback_ops()") as check:
+with v.check(
+    "each fallback appears as an aten:: counter in the metrics report and in executed_fallback_ops()"
+) as check:
     xla_only(check)
     if not returned:
         check.unsupported("no operator without an XLA kernel returned a result (see the first check)")
@@ -145,7 +150,10 @@ with v.check("each fallback appears as an aten:: counter in the metrics report a
         check.expect(row["in executed_fallback_ops"], f"{name}: not in executed_fallback_ops()")
     contrast = [n for n in CANDIDATES if has_kernel[n] and n in rows and "raised" not in rows[n]]
     for name in contrast:
-        check.measure(f"contrast, {name} (has an XLA or composite kernel): in executed_fallback_ops()", rows[name]["in executed_fallback_ops"])
+        check.measure(
+            f"contrast, {name} (has an XLA or composite kernel): in executed_fallback_ops()",
+            rows[name]["in executed_fallback_ops"],
+        )
 
 # %%
 # Per-operator table

@@ -30,12 +30,13 @@ from pathlib import Path
 from torchclaims.verify import verification
 
 DEVICES = 2
-REPLICAS = f"""
+REPLICAS = """
 import torch, torch_xla, torch_xla.core.xla_model as xm, torch_xla.runtime as xr
 import torch_xla.distributed.xla_multiprocessing as xmp
 def replica(index):
     t = (xr.global_ordinal() + 1) * torch.arange(1, 5, dtype=torch.float32).to(torch_xla.device())
-    print("replica", xr.global_ordinal(), "of", xr.world_size(), xm.all_reduce(xm.REDUCE_SUM, t).cpu().tolist(), flush=True)
+    total = xm.all_reduce(xm.REDUCE_SUM, t).cpu().tolist()
+    print("replica", xr.global_ordinal(), "of", xr.world_size(), total, flush=True)
 if __name__ == "__main__":
     xmp.spawn(replica)
 """
@@ -55,21 +56,27 @@ v = verification(
 expected = str([float(sum(r + 1 for r in range(DEVICES)) * k) for k in range(1, 5)])
 with v.check(f"{DEVICES} thread replicas all-reduce to the sum") as check:
     if v.backend.name != "xla":
-        check.unsupported(f"the claim is about torch_xla's replicas on PJRT CPU devices; the configured backend is {v.backend.name}")
+        check.unsupported(
+            f"the claim is about torch_xla's replicas on PJRT CPU devices; the configured backend is {v.backend.name}"
+        )
     env = dict(os.environ, CPU_NUM_DEVICES=str(DEVICES))
     with tempfile.TemporaryDirectory() as folder:  # a file, not -c: xmp.spawn's workers import __main__ from it
         script = Path(folder, "replicas.py")
         script.write_text(REPLICAS)
         done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, env=env)
     lines = [line for line in done.stdout.splitlines() if line.startswith("replica")]
-    ended = f"killed by {signal.Signals(-done.returncode).name}" if done.returncode < 0 else f"exit code {done.returncode}"
+    ended = (
+        f"killed by {signal.Signals(-done.returncode).name}" if done.returncode < 0 else f"exit code {done.returncode}"
+    )
     check.measure("process running the replicas", ended, tolerance="exit code 0")
     fatal = [line.strip() for line in done.stderr.splitlines() if "rendezvous" in line.lower() or "Error" in line]
     if fatal:
         check.note("last error printed: " + fatal[-1][-300:])
     check.measure("replicas that printed a result", len(lines), tolerance=f"== {DEVICES}")
-    check.expect(done.returncode == 0 and len(lines) == DEVICES,
-                 f"the process ended with {ended} after {len(lines)} of {DEVICES} replicas printed a result")
+    check.expect(
+        done.returncode == 0 and len(lines) == DEVICES,
+        f"the process ended with {ended} after {len(lines)} of {DEVICES} replicas printed a result",
+    )
     for line in lines:
         print(line)
         check.expect(line.endswith(expected), f"{line} (the sum is {expected})")

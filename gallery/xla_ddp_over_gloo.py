@@ -19,9 +19,9 @@ own process-group backend, so the CPU run is unverified.
 
 import dataclasses
 
-import _dist
 import _jobs
-from torchclaims.verify import verification
+
+from torchclaims.verify import distributed, verification
 
 WORLD_SIZE = 2
 PROCESS_GROUP = "gloo"  # the statement's process-group backend (data under test)
@@ -30,7 +30,8 @@ v = verification(
     "xla-ddp-over-gloo",
     model="MLP 8-16-1 with Tanh, float32, seed 0, on the configured device",
     inputs=f"batch of 8 random inputs and targets; rank r of {WORLD_SIZE} gets rows 4r..4r+3",
-    method=f"{WORLD_SIZE} spawned workers in a {PROCESS_GROUP} group (env://, loopback); DistributedDataParallel(model) "
+    method=f"{WORLD_SIZE} spawned workers in a {PROCESS_GROUP} group (env://, loopback); "
+    "DistributedDataParallel(model) "
     "and one SGD step (the DDP claim's job); each worker's exit code and last log line",
 )
 
@@ -43,15 +44,20 @@ v = verification(
 
 with v.check(f"DDP over {PROCESS_GROUP} raises in both workers, and neither takes the step") as check:
     if v.on_reference:
-        check.unsupported(f"the configured device is the CPU, whose tensors are {PROCESS_GROUP}'s own; "
-                          "the claim is about a model on another device")
+        check.unsupported(
+            f"the configured device is the CPU, whose tensors are {PROCESS_GROUP}'s own; "
+            "the claim is about a model on another device"
+        )
     backend = dataclasses.replace(v.backend, dist_backend=PROCESS_GROUP, dist_init_method=None)
-    ended = _dist.run_anyway(_jobs.ddp_job, backend=backend, world_size=WORLD_SIZE)
+    ended = distributed.run_anyway(_jobs.ddp_job, backend=backend, world_size=WORLD_SIZE)
     for worker in range(WORLD_SIZE):
         took = ended.results.get(worker)
         check.expect(took is None, f"worker {worker} took the DDP step over {PROCESS_GROUP} without an error")
         if took is not None:
-            print(f"worker {worker}: took the step as rank {took['rank']} of {took['world_size']} on {took['result_device']}")
+            print(
+                f"worker {worker}: took the step as rank {took['rank']} of {took['world_size']} on "
+                f"{took['result_device']}"
+            )
             continue
         how = ended.failed(worker)
         print(f"worker {worker}: {how}")

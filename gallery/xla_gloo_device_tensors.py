@@ -18,11 +18,10 @@ values twice: as tensors on the configured device, and as CPU tensors.
 
 import dataclasses
 
+import _jobs
 import torch
 
-import _dist
-import _jobs
-from torchclaims.verify import verification
+from torchclaims.verify import distributed, verification
 
 WORLD_SIZE = 2
 PROCESS_GROUP = "gloo"  # the statement's process-group backend (data under test)
@@ -31,7 +30,8 @@ v = verification(
     "xla-gloo-device-tensors",
     model="none: one 4-element float32 tensor per rank",
     inputs="rank r contributes (r + 1) * [1, 2, 3, 4], once on the configured device and once on the CPU",
-    method=f"{WORLD_SIZE} workers in a {PROCESS_GROUP} group (env://, loopback); all_reduce(SUM) of each; exact comparison",
+    method=f"{WORLD_SIZE} workers in a {PROCESS_GROUP} group (env://, loopback); all_reduce(SUM) of each; exact "
+    "comparison",
 )
 
 # %%
@@ -41,17 +41,24 @@ v = verification(
 expected = sum(rank + 1 for rank in range(WORLD_SIZE)) * torch.arange(1, 5, dtype=torch.float32)
 with v.check(f"a {PROCESS_GROUP} all_reduce of device tensors returns the sum on every rank") as check:
     if v.on_reference:
-        check.unsupported(f"the configured device is the CPU, whose tensors are {PROCESS_GROUP}'s own; "
-                          "the claim is about tensors on another device")
+        check.unsupported(
+            f"the configured device is the CPU, whose tensors are {PROCESS_GROUP}'s own; "
+            "the claim is about tensors on another device"
+        )
     backend = dataclasses.replace(v.backend, dist_backend=PROCESS_GROUP, dist_init_method=None)
-    results, skipped = _dist.attempt(_jobs.allreduce_copies_job, backend, WORLD_SIZE)
+    results, skipped = distributed.attempt(_jobs.allreduce_copies_job, backend, WORLD_SIZE)
     if skipped:
         check.unsupported(skipped)
     for rank, result in enumerate(results):
         print(f"rank {rank}: device tensors {result['on_device'].tolist()}, CPU copies {result['on_cpu'].tolist()}")
-        check.measure(f"rank {rank}: device tensors after all_reduce", str(result["on_device"].tolist()),
-                      tolerance=f"== {expected.tolist()}")
+        check.measure(
+            f"rank {rank}: device tensors after all_reduce",
+            str(result["on_device"].tolist()),
+            tolerance=f"== {expected.tolist()}",
+        )
         check.equal(result["on_cpu"], expected, f"rank {rank}: all_reduce of the CPU copies")
-        check.equal(result["on_device"], expected, f"rank {rank}: all_reduce of the tensors on {result['result_device']}")
+        check.equal(
+            result["on_device"], expected, f"rank {rank}: all_reduce of the tensors on {result['result_device']}"
+        )
 
 v.finish()

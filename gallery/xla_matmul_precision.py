@@ -86,7 +86,7 @@ if ON_XLA:
     for i, level in enumerate(LEVELS):
         a, b = torch.randn(N + i, N, generator=g), torch.randn(N, N, generator=g)
         exact = a.double() @ b.double()
-        rounded = (a.bfloat16().double() @ b.bfloat16().double())
+        rounded = a.bfloat16().double() @ b.bfloat16().double()
         xla_backends.set_mat_mul_precision(level)
         out = (a.to(v.device) @ b.to(v.device)).cpu().double()
         errors[level] = ((out - exact).abs().max().item(), (out - rounded).abs().max().item())
@@ -110,8 +110,14 @@ with v.check("on TPU, 'default' downcasts float32 inputs to bfloat16 before mult
     e_exact, e_rounded = errors["default"]
     # A bfloat16 downcast leaves errors of ~2^-8 relative to the products; the
     # rounded-input product is then much closer than the exact one.
-    check.expect(e_rounded < e_exact / 10, f"'default' is not closer to the bfloat16-rounded product ({e_rounded:.3g}) than to float64 ({e_exact:.3g})")
-    check.expect(errors["highest"][0] < e_exact / 10, f"'highest' ({errors['highest'][0]:.3g}) is not more precise than 'default' ({e_exact:.3g})")
+    check.expect(
+        e_rounded < e_exact / 10,
+        f"'default' is not closer to the bfloat16-rounded product ({e_rounded:.3g}) than to float64 ({e_exact:.3g})",
+    )
+    check.expect(
+        errors["highest"][0] < e_exact / 10,
+        f"'highest' ({errors['highest'][0]:.3g}) is not more precise than 'default' ({e_exact:.3g})",
+    )
 
 # %%
 # Error against float64 per level

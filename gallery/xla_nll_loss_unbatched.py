@@ -28,7 +28,7 @@ from torchclaims.verify import verification
 
 CALL = """
 import json, sys, torch, torch.nn.functional as F
-from torchclaims.backends import resolve_backend
+from torchclaims.verify import resolve_backend
 backend, _ = resolve_backend(sys.argv[1])
 backend.import_modules()
 device = backend.device()
@@ -41,7 +41,8 @@ print(json.dumps(loss.cpu().item()))
 
 v = verification(
     "xla-nll-loss-unbatched",
-    inputs="log_softmax of 3 scores from torch.manual_seed(0); target 1; unbatched (3,) and (), and batched (1, 3) and (1,)",
+    inputs="log_softmax of 3 scores from torch.manual_seed(0); target 1; unbatched (3,) and (), and batched (1, 3) "
+    "and (1,)",
     method="each call in a fresh Python process on the configured backend (its exit status is recorded); "
     "the loss against the CPU (rtol 1e-6)",
 )
@@ -54,8 +55,9 @@ TARGET = 1
 def on_device(batched: bool):
     """(loss or None, how the process ended) for one call in a fresh process."""
     args = [v.backend.name, json.dumps(scores.tolist()), str(TARGET), "1" if batched else "0"]
-    done = subprocess.run([sys.executable, "-c", CALL, *args], capture_output=True, text=True, timeout=240,
-                          env=dict(os.environ))
+    done = subprocess.run(
+        [sys.executable, "-c", CALL, *args], capture_output=True, text=True, timeout=240, env=dict(os.environ)
+    )
     if done.returncode < 0:
         return None, f"killed by {signal.Signals(-done.returncode).name}"
     if done.returncode:
@@ -69,8 +71,11 @@ def on_device(batched: bool):
 
 for batched in (False, True):
     shape = "batched (1, 3) input" if batched else "unbatched (3,) input"
-    with v.check(f"nll_loss of an {shape} returns the CPU's loss" if not batched
-                 else f"nll_loss of a {shape} returns the CPU's loss") as check:
+    with v.check(
+        f"nll_loss of an {shape} returns the CPU's loss"
+        if not batched
+        else f"nll_loss of a {shape} returns the CPU's loss"
+    ) as check:
         if v.on_reference:
             check.unsupported("the configured backend is the CPU reference itself; the comparison needs another device")
         loss, ended = on_device(batched)

@@ -46,10 +46,15 @@ for shape, factors in ORDERS.items():
         for factor in factors:
             result = F.pixel_shuffle(x.to(v.device), factor).cpu()
             expected = F.pixel_shuffle(x, factor)
-            check.measure(f"factor {factor}: shape on the device", str(tuple(result.shape)),
-                          tolerance=f"== {tuple(expected.shape)}")
-            if check.expect(result.shape == expected.shape, f"factor {factor}: shape {tuple(result.shape)}, "
-                            f"CPU {tuple(expected.shape)}"):
+            check.measure(
+                f"factor {factor}: shape on the device",
+                str(tuple(result.shape)),
+                tolerance=f"== {tuple(expected.shape)}",
+            )
+            if check.expect(
+                result.shape == expected.shape,
+                f"factor {factor}: shape {tuple(result.shape)}, CPU {tuple(expected.shape)}",
+            ):
                 check.equal(result, expected, f"factor {factor}: values")
 
 v.finish()

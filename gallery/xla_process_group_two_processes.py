@@ -21,11 +21,10 @@ and the value it holds, or how it ended.
 
 import dataclasses
 
+import _jobs
 import torch
 
-import _dist
-import _jobs
-from torchclaims.verify import verification
+from torchclaims.verify import distributed, verification
 
 WORLD_SIZE = 2
 # The statement's process-group backend and init method (data under test).
@@ -47,10 +46,12 @@ v = verification(
 expected = sum(rank + 1 for rank in range(WORLD_SIZE)) * torch.arange(1, 5, dtype=torch.float32)
 with v.check("each worker is in one group of two and holds the sum, or failed with an error") as check:
     if v.backend.name != "xla":
-        check.unsupported(f"the claim is about torch_xla's {PROCESS_GROUP!r} process-group backend; "
-                          f"the configured backend is {v.backend.name}")
+        check.unsupported(
+            f"the claim is about torch_xla's {PROCESS_GROUP!r} process-group backend; "
+            f"the configured backend is {v.backend.name}"
+        )
     backend = dataclasses.replace(v.backend, dist_backend=PROCESS_GROUP, dist_init_method=INIT_METHOD)
-    ended = _dist.run_anyway(_jobs.allreduce_job, backend=backend, world_size=WORLD_SIZE)
+    ended = distributed.run_anyway(_jobs.allreduce_job, backend=backend, world_size=WORLD_SIZE)
     for worker in range(WORLD_SIZE):
         result = ended.results.get(worker)
         if result is None:
@@ -60,10 +61,14 @@ with v.check("each worker is in one group of two and holds the sum, or failed wi
         print(f"worker {worker}: rank {result['rank']} of a group of {size}, holds {held.tolist()}")
         check.measure(f"worker {worker}: size of the group it joined", size, tolerance=f"== {WORLD_SIZE}")
         check.measure(f"worker {worker}: all_reduce result", str(held.tolist()), tolerance=f"== {expected.tolist()}")
-        check.expect(size == WORLD_SIZE and torch.equal(held, expected),
-                     f"worker {worker} joined a group of {size} and all_reduce returned {held.tolist()} "
-                     f"without an error (the sum is {expected.tolist()})")
-    check.expect(len(ended.results) + len(ended.hung) + sum(1 for c in ended.codes if c) >= WORLD_SIZE,
-                 "a worker neither wrote a result nor failed")
+        check.expect(
+            size == WORLD_SIZE and torch.equal(held, expected),
+            f"worker {worker} joined a group of {size} and all_reduce returned {held.tolist()} "
+            f"without an error (the sum is {expected.tolist()})",
+        )
+    check.expect(
+        len(ended.results) + len(ended.hung) + sum(1 for c in ended.codes if c) >= WORLD_SIZE,
+        "a worker neither wrote a result nor failed",
+    )
 
 v.finish()

@@ -20,6 +20,7 @@ replicas started at once. The replicas run in a fresh Python process
 
 import _jobs
 import _xla_replicas
+
 from torchclaims.verify import verification
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -30,7 +31,8 @@ v = verification(
     model="MLP 8-16-1 with Tanh, float32, seed 0 (the distributed claims' model)",
     inputs=f"batch of 8 random inputs and targets; replica r of {_xla_replicas.DEVICES} gets rows 4r..4r+3",
     method=f"torch_xla.launch with PJRT_DEVICE=CPU, CPU_NUM_DEVICES={_xla_replicas.DEVICES} in a fresh process; "
-    f"replica 1 starts once replica 0 has compiled its step (XLA's CompileTime metric, then no compilation for 1 s); one SGD step (lr 0.1, MSE mean) with "
+    "replica 1 starts once replica 0 has compiled its step (XLA's CompileTime metric, then no compilation for 1 "
+    "s); one SGD step (lr 0.1, MSE mean) with "
     f"xm.optimizer_step; parameters against one step on the whole batch on the CPU, rtol {RTOL:g}, atol {ATOL:g}",
 )
 
@@ -43,7 +45,10 @@ reference = _jobs.single_process_step(v.reference_device, lambda: None)
 # .. literalinclude:: /gallery/_xla_replicas.py
 #    :pyobject: optimizer_step
 
-run, skipped = None, f"the claim is about torch_xla's thread replicas on PJRT CPU devices; the configured backend is {v.backend.name}"
+run, skipped = (
+    None,
+    f"the claim is about torch_xla's thread replicas on PJRT CPU devices; the configured backend is {v.backend.name}",
+)
 with v.check(f"{_xla_replicas.DEVICES} staggered thread replicas complete the step") as check:
     if v.backend.name != "xla":
         check.unsupported(skipped)
@@ -53,10 +58,16 @@ with v.check(f"{_xla_replicas.DEVICES} staggered thread replicas complete the st
     check.measure("replicas that saved their parameters", len(run.results), tolerance=f"== {_xla_replicas.DEVICES}")
     if run.error:
         check.note("last error printed: " + run.error)
-    check.expect(run.completed, f"the process ended with {run.ended} after {len(run.results)} of "
-                 f"{_xla_replicas.DEVICES} replicas saved their parameters")
+    check.expect(
+        run.completed,
+        f"the process ended with {run.ended} after {len(run.results)} of "
+        f"{_xla_replicas.DEVICES} replicas saved their parameters",
+    )
     for rank, result in sorted(run.results.items()):
-        print(f"replica {rank} of {result['world_size']} on {result['result_device']}: loss on its half {result['loss'].item():.6f}")
+        print(
+            f"replica {rank} of {result['world_size']} on {result['result_device']}: loss on its half "
+            f"{result['loss'].item():.6f}"
+        )
         check.equal(result["result_device"], v.device.type, f"replica {rank}: device type of its parameters")
 
 # %%

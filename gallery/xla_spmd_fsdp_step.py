@@ -17,15 +17,8 @@ before the runtime starts, so the step runs in a fresh Python process, from
 the helper module's model and batch; its results come back in a file.
 """
 
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
-import torch
-
 import _jobs
+
 from torchclaims.verify import verification
 
 DEVICES = 2
@@ -59,7 +52,8 @@ v = verification(
     "xla-spmd-fsdp-step",
     model="MLP 8-16-1 with Tanh, float32, seed 0 (the distributed claims' model)",
     inputs="batch of 8 random inputs and targets (the distributed claims' batch), sharded on the 'fsdp' axis",
-    method=f"torch_xla SPMD over CPU_NUM_DEVICES={DEVICES} in a fresh process; SpmdFullyShardedDataParallel around each "
+    method=f"torch_xla SPMD over CPU_NUM_DEVICES={DEVICES} in a fresh process; SpmdFullyShardedDataParallel around "
+    "each "
     "Linear and the whole model, mesh (fsdp, model) = "
     f"({DEVICES}, 1); one SGD step (lr 0.1, MSE mean) against the same step on the CPU; rtol {RTOL:g}, atol {ATOL:g}",
 )
@@ -74,16 +68,7 @@ result, failure = None, ""
 skipped = f"the claim is about torch_xla's SPMD mode; the configured backend is {v.backend.name}"
 if v.backend.name == "xla":
     skipped = "the SPMD step did not run (see the first check)"
-    with tempfile.TemporaryDirectory() as folder:
-        taken = Path(folder, "out.pt")
-        Path(folder, "step.py").write_text(STEP)
-        env = dict(os.environ, CPU_NUM_DEVICES=str(DEVICES), PYTHONPATH=os.pathsep.join(sys.path))  # finds _jobs
-        done = subprocess.run([sys.executable, str(Path(folder, "step.py")), str(taken)],
-                              capture_output=True, text=True, timeout=240, env=env)
-        if taken.exists():
-            result = torch.load(taken, weights_only=True)
-        else:
-            failure = f"exit code {done.returncode}: {(done.stderr.strip().splitlines() or [''])[-1][:300]}"
+    result, failure = _jobs.run_spmd_program(STEP, DEVICES)
 
 with v.check(f"every parameter is sharded over the {DEVICES} CPU devices") as check:
     if v.backend.name != "xla":

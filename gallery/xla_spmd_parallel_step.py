@@ -19,15 +19,8 @@ the runtime starts, so the step runs in a fresh Python process, from the
 helper module's model and batch; its results come back in a file.
 """
 
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
-import torch
-
 import _jobs
+
 from torchclaims.verify import verification
 
 DEVICES = 2
@@ -78,16 +71,7 @@ reference = _jobs.single_process_step(v.reference_device, lambda: None)
 
 results, failure = {}, ""
 if v.backend.name == "xla":
-    with tempfile.TemporaryDirectory() as folder:
-        taken = Path(folder, "out.pt")
-        Path(folder, "step.py").write_text(STEP)
-        env = dict(os.environ, CPU_NUM_DEVICES=str(DEVICES), PYTHONPATH=os.pathsep.join(sys.path))  # finds _jobs
-        done = subprocess.run([sys.executable, str(Path(folder, "step.py")), str(taken)],
-                              capture_output=True, text=True, timeout=240, env=env)
-        if taken.exists():
-            results = torch.load(taken, weights_only=True)
-        else:
-            failure = f"exit code {done.returncode}: {(done.stderr.strip().splitlines() or [''])[-1][:300]}"
+    results, failure = _jobs.run_spmd_program(STEP, DEVICES)
 
 for layout in ("data parallel", "tensor parallel"):
     with v.check(f"a {layout} SPMD step over {DEVICES} CPU devices matches one step on the CPU") as check:
@@ -100,7 +84,9 @@ for layout in ("data parallel", "tensor parallel"):
         check.measure("devices the SPMD program ran on", result["devices"], tolerance=f"== {DEVICES}")
         check.expect(result["devices"] == DEVICES, f"ran on {result['devices']} devices")
         check.measure("XLA sharding of the sharded tensor", result["sharding"], tolerance="not replicated")
-        check.expect(result["sharding"] not in ("", "{replicated}"), f"the tensor is not sharded: {result['sharding']!r}")
+        check.expect(
+            result["sharding"] not in ("", "{replicated}"), f"the tensor is not sharded: {result['sharding']!r}"
+        )
         check.close(result["loss"], reference["loss"], rtol=RTOL, atol=ATOL, what="loss")
         for name, value in result["params"].items():
             check.close(value, reference["after"][name], rtol=RTOL, atol=ATOL, what=f"{name} after the step")

@@ -40,7 +40,10 @@ if ON_XLA:
     # Only when torch_xla is the configured backend: elsewhere it may not be installed.
     import torch_xla.debug.metrics as met
 
-NOT_XLA = f"torch_xla is not the configured backend (backend is {v.backend.name}); the claim is about torch_xla's graph compilation and its metrics"
+NOT_XLA = (
+    f"torch_xla is not the configured backend (backend is {v.backend.name}); the claim is about torch_xla's "
+    "graph compilation and its metrics"
+)
 
 # %%
 # The step

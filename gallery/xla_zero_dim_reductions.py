@@ -19,12 +19,24 @@ import torch
 from torchclaims.verify import verification
 
 REDUCTIONS = {
-    "sum": lambda t: t.sum(0), "mean": lambda t: t.mean(0), "prod": lambda t: t.prod(0),
-    "amax": lambda t: t.amax(0), "amin": lambda t: t.amin(0), "argmax": lambda t: t.argmax(0),
-    "argmin": lambda t: t.argmin(0), "max": lambda t: t.max(0).values, "min": lambda t: t.min(0).values,
-    "logsumexp": lambda t: t.logsumexp(0), "cumsum": lambda t: t.cumsum(0), "cumprod": lambda t: t.cumprod(0),
-    "softmax": lambda t: t.softmax(0), "log_softmax": lambda t: t.log_softmax(0), "all": lambda t: t.all(0),
-    "any": lambda t: t.any(0), "norm": lambda t: torch.linalg.vector_norm(t, dim=0), "std": lambda t: t.std(0),
+    "sum": lambda t: t.sum(0),
+    "mean": lambda t: t.mean(0),
+    "prod": lambda t: t.prod(0),
+    "amax": lambda t: t.amax(0),
+    "amin": lambda t: t.amin(0),
+    "argmax": lambda t: t.argmax(0),
+    "argmin": lambda t: t.argmin(0),
+    "max": lambda t: t.max(0).values,
+    "min": lambda t: t.min(0).values,
+    "logsumexp": lambda t: t.logsumexp(0),
+    "cumsum": lambda t: t.cumsum(0),
+    "cumprod": lambda t: t.cumprod(0),
+    "softmax": lambda t: t.softmax(0),
+    "log_softmax": lambda t: t.log_softmax(0),
+    "all": lambda t: t.all(0),
+    "any": lambda t: t.any(0),
+    "norm": lambda t: torch.linalg.vector_norm(t, dim=0),
+    "std": lambda t: t.std(0),
 }
 
 v = verification(

@@ -45,7 +45,7 @@ def run_gallery(
     monkeypatch.setenv(verify.RECORD_PATH_ENV, str(path))
     monkeypatch.setenv(verify.SCRIPT_ENV, f"gallery/{name}.py")
     monkeypatch.setenv("TORCHCLAIMS_BACKEND", "cpu")
-    monkeypatch.syspath_prepend(str(GALLERY))  # the scripts' shared helpers (_philox, _dist...)
+    monkeypatch.syspath_prepend(str(GALLERY))  # the scripts' shared helpers (_philox, _jobs...)
     if as_backend is not None:
         stand_in = dataclasses.replace(all_backends()["cpu"], name=as_backend, **descriptor)
         monkeypatch.setattr(verify, "resolve_backend", lambda requested: (stand_in, f"stand-in for {as_backend}"))

@@ -50,8 +50,8 @@ def test_script_inputs_include_the_script_and_what_it_imports(project):
 def test_script_inputs_include_torchclaims_modules_transitively(project):
     inputs = script_inputs(project / "gallery" / "a_claim.py", project)
     package = Path(torchclaims.__file__).parent
-    assert inputs["torchclaims/verify.py"] == sha(package / "verify.py")
-    # imported by verify.py through relative imports, and from there on
+    assert inputs["torchclaims/verify/__init__.py"] == sha(package / "verify" / "__init__.py")
+    # imported by torchclaims.verify through relative imports, and from there on
     for module in ("records.py", "backends.py", "errors.py", "fingerprint.py", "__init__.py"):
         assert f"torchclaims/{module}" in inputs
 

@@ -404,3 +404,34 @@ def test_relation_is_with_two_claimants_is_reported_as_a_merge(kb):
     assert "AWS, PyTorch" in problem.message and "narrows" in problem.message
     write_claim(kb / "claims", "first-claim", about=["neuron", "cpu"], relation="narrows", sources=sources)
     assert about(lint(kb), "claims/first-claim.toml") == []
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "from torchclaims.records import Verdict",
+        "import torchclaims.runner",
+        "from torchclaims.verifyx import thing",
+    ],
+)
+def test_a_script_importing_the_engine_outside_the_scripts_interface_is_reported(kb, code):
+    script = write_script(kb, "first-claim", text=script_text("first-claim", body=code + "\n"))
+    problem = only(lint(kb), "gallery/first_claim.py")
+    assert "not part of the scripts' interface" in problem.message
+    assert problem.line == line_of(script, code)
+
+
+def test_a_helper_importing_the_engine_outside_the_scripts_interface_is_reported(kb):
+    (kb / "gallery" / "_helper.py").write_text("from torchclaims.backends import resolve_backend\n")
+    problem = only(lint(kb), "gallery/_helper.py")
+    assert "torchclaims.backends" in problem.message and problem.line == 1
+
+
+def test_the_scripts_interface_and_its_submodules_are_not_reported(kb):
+    body = (
+        "from torchclaims.verify import distributed, load_claim, resolve_backend\n"
+        "from torchclaims.verify.distributed import free_port\n"
+        "from torchclaims.coverage.operators import OUTCOMES\n"
+    )
+    write_script(kb, "first-claim", text=script_text("first-claim", body=body))
+    assert lint(kb) == []

@@ -112,6 +112,35 @@ def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
     return []
 
 
+SCRIPT_INTERFACE = ("torchclaims.verify", "torchclaims.coverage")  # what scripts may import, with submodules
+
+
+def outside_interface(tree: ast.AST) -> list[tuple[str, int]]:
+    """(message, line) for each import of a torchclaims module outside the scripts' interface.
+
+    The engine's other modules change with the engine; a script that imports
+    them breaks, or changes its hashed text, with every reorganisation."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            modules = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        for module in modules:
+            inside = any(module == part or module.startswith(part + ".") for part in SCRIPT_INTERFACE)
+            if module.split(".")[0] == _API and not inside:
+                found.append(
+                    (
+                        f"imports {module}, which is not part of the scripts' interface; "
+                        f"import from {' or '.join(SCRIPT_INTERFACE)} (torchclaims.verify names what it offers)",
+                        node.lineno,
+                    )
+                )
+    return found
+
+
 def api_patches(tree: ast.AST) -> list[tuple[str, int]]:
     """(message, line) for each change a script or helper makes to the verification
     API: assigning or deleting its attributes (``Check.expect = ...``, ``v.finish =
@@ -251,11 +280,12 @@ def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], li
         )
     problems.extend(Problem(Path(rel), "", message, line) for message, line in fixed_judgements(tree))
     problems.extend(Problem(Path(rel), "", message, line) for message, line in api_patches(tree))
+    problems.extend(Problem(Path(rel), "", message, line) for message, line in outside_interface(tree))
     return calls, problems
 
 
 def check_helper(path: Path, rel: str) -> list[Problem]:
-    """Problems in a gallery helper module (gallery/_*.py): what it does to the verification API."""
+    """Problems in a gallery helper module (gallery/_*.py): what it does to the verification API, what it imports."""
     try:
         tree = ast.parse(
             decode_utf8(Path(rel), read_bytes(path, limits.LIMITS.script_bytes, "script")), filename=str(path)
@@ -264,7 +294,7 @@ def check_helper(path: Path, rel: str) -> list[Problem]:
         return [Problem(Path(rel), p.field, p.message, p.line) for p in exc.problems]
     except SyntaxError as exc:
         return [Problem(Path(rel), "", f"syntax error: {exc.msg}", exc.lineno)]
-    return [Problem(Path(rel), "", message, line) for message, line in api_patches(tree)]
+    return [Problem(Path(rel), "", message, line) for message, line in api_patches(tree) + outside_interface(tree)]
 
 
 def _placeholders(path: Path, claim) -> list[Problem]:

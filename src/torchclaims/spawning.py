@@ -5,7 +5,7 @@ defined there can be found. In a claim's process ``__main__`` is the claim
 script (run by runpy or sphinx-gallery), which must not run again; workers
 only need the helper module that defines their entry point. Used by the
 coverage sweeps' worker pool and by the distributed claims' launcher
-(``gallery/_dist.py``).
+(``torchclaims.verify.distributed``).
 """
 
 from __future__ import annotations

@@ -16,6 +16,12 @@ the check ``refuted``), ``unsupported`` says the backend lacks what the claim
 needs (``unverified``), and any other exception makes the check an ``error``.
 A check must be able to fail: one that judges nothing is an ``error``, and a
 failure already recorded stays ``refuted`` whatever happens after it.
+
+This package is the scripts' whole interface to torchclaims, with the
+coverage sweeps' entry points in :mod:`torchclaims.coverage`: a script imports
+what ``__all__`` names here, and :mod:`torchclaims.verify.distributed` for a job
+over a process group. ``torchclaims lint`` refuses a script or gallery helper
+that imports any other part of the package.
 """
 
 from __future__ import annotations
@@ -28,11 +34,12 @@ import time
 import traceback
 from pathlib import Path
 
-from ._child import RECORD_FD_ENV
-from .backends import Backend, requested_backend, resolve_backend
-from .coverage.table import SweepTable
-from .errors import UsageError
-from .records import (
+from .._child import RECORD_FD_ENV
+from ..backends import Backend, requested_backend, resolve_backend
+from ..claims import load_claim
+from ..coverage.table import SweepTable
+from ..errors import UsageError
+from ..records import (
     CheckResult,
     Measurement,
     ResultRecord,
@@ -43,6 +50,8 @@ from .records import (
     record_json,
     write_record,
 )
+
+__all__ = ["Unsupported", "Verification", "load_claim", "resolve_backend", "verification"]
 
 DEADLINE_ENV = "TORCHCLAIMS_DEADLINE"  # wall-clock time (epoch seconds) at which the runner stops the script
 RECORD_PATH_ENV = "TORCHCLAIMS_RECORD_PATH"
@@ -222,7 +231,7 @@ class Verification:
         Returns nothing, so that a gallery page shows the summary rather than
         the record's repr; the record is on disk and in ``self.record``.
         """
-        from .fingerprint import collect
+        from ..fingerprint import collect
 
         if self._finished is not None:
             return

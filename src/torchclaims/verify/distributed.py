@@ -1,6 +1,7 @@
 """Run a small job in 2 worker processes joined in a torch.distributed process group.
 
-Shared by the distributed claim scripts. The claim script itself runs in a
+Part of the scripts' interface (``from torchclaims.verify import distributed``),
+shared by the distributed claim scripts. The claim script itself runs in a
 child of torchclaims' fork server (torch already imported). How the workers
 start depends on their device:
 
@@ -11,9 +12,10 @@ start depends on their device:
   PJRT) do not survive a fork once the parent has started them. A spawned
   worker imports the function it runs, and a gallery script is not importable
   (sphinx-gallery runs it without a module file), so the worker entry point
-  lives here and the jobs in other helper modules: ``_jobs.py`` (all_reduce,
-  DDP, and the single-process references) and ``_parallel.py`` (FSDP2,
-  tensor, sequence, pipeline and context parallelism).
+  lives here and the jobs in gallery helper modules: ``gallery/_jobs.py``
+  (all_reduce, DDP, and the single-process references) and
+  ``gallery/_parallel.py`` (FSDP2, tensor, sequence, pipeline and context
+  parallelism). A spawned worker finds them on the parent's ``sys.path``.
 
 Every wait has a deadline (the process group's timeout, then a join deadline
 after which the workers are killed). Any failure (a worker that raised,
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from torchclaims.spawning import main_module_hidden
+from ..spawning import main_module_hidden
 
 LOG_TAIL = 1500  # characters of each worker's log kept in a failure message
 
@@ -101,7 +103,7 @@ def _worker(rank: int, launch: Launch) -> None:
     # read the rank and the world size from it instead of from the arguments.
     os.environ.update(launch.env, RANK=str(rank), LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
-    from torchclaims.backends import resolve_backend
+    from ..backends import resolve_backend
 
     backend, _ = resolve_backend(launch.backend)
     backend.import_modules()
@@ -157,8 +159,6 @@ def loopback_interface() -> str | None:
     return None
 
 
-
-
 def _tail(path: str) -> str:
     try:
         with open(path, errors="replace") as handle:
@@ -204,9 +204,14 @@ def _launch(job: Callable, backend, world_size: int, timeout_s: float, startup_s
     method = start_method(backend)
     context = multiprocessing.get_context(method)
     with tempfile.TemporaryDirectory(prefix="torchclaims-dist-") as outdir:
-        launch = Launch(job, backend.name, dist_backend, init_method, world_size, timeout_s, outdir, env, any_group=any_group)
+        launch = Launch(
+            job, backend.name, dist_backend, init_method, world_size, timeout_s, outdir, env, any_group=any_group
+        )
         name = job.__name__
-        workers = [context.Process(target=_worker, args=(rank, launch), name=f"{name}-rank{rank}") for rank in range(world_size)]
+        workers = [
+            context.Process(target=_worker, args=(rank, launch), name=f"{name}-rank{rank}")
+            for rank in range(world_size)
+        ]
         with main_module_hidden():
             for worker in workers:
                 worker.start()
@@ -263,11 +268,15 @@ def run(
             + logs
         )
     if layout != {rank: (rank, world_size) for rank in range(world_size)}:
-        raise DistributedRunFailed(f"{ended.name}: workers and ranks do not match, worker: (rank, world size) = {layout}")
+        raise DistributedRunFailed(
+            f"{ended.name}: workers and ranks do not match, worker: (rank, world size) = {layout}"
+        )
     return [ended.results[rank] for rank in range(world_size)]
 
 
-def run_anyway(job: Callable, *, backend, world_size: int = 2, timeout_s: float = 60.0, startup_s: float = 90.0) -> Ended:
+def run_anyway(
+    job: Callable, *, backend, world_size: int = 2, timeout_s: float = 60.0, startup_s: float = 90.0
+) -> Ended:
     """Start ``world_size`` workers and run ``job`` in whatever group each one joined.
 
     For claims about what a process-group backend does when the workers do
@@ -319,6 +328,10 @@ class RankRun:
             check.equal(result["result_device"], device_type, f"rank {rank}: device type of the output")
         return self.results
 
+    def give_up(self, reason: str) -> None:
+        """Treat the run as not completed: every later ``require`` is unsupported with ``reason``."""
+        self.results, self.reason = None, reason
+
     def require(self, check) -> list[dict]:
         if self.results is None:
             check.unsupported(self.reason)
@@ -343,5 +356,8 @@ def unavailable(backend, world_size: int = 2) -> str | None:
     if backend.device_type != "cpu" and accelerator is not None and accelerator.type == backend.device_type:
         count = torch.accelerator.device_count()
         if count < world_size:
-            return f"{world_size} ranks need {world_size} {backend.device_type} devices, one each; this machine has {count}"
+            return (
+                f"{world_size} ranks need {world_size} {backend.device_type} devices, one each; "
+                f"this machine has {count}"
+            )
     return None
