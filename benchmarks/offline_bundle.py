@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from test_bundle import machine_with_torch  # noqa: E402
-from torchclaims.bundle import bundle  # noqa: E402
+from torchclaims.run.bundle import bundle  # noqa: E402
 
 
 def timed(command: list, env: dict) -> float:

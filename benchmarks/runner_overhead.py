@@ -3,7 +3,7 @@
 1. in one process, one after the other (no isolation; sphinx-gallery's default);
 2. each as its own ``python`` process (isolation by paying a torch import each);
 3. through torchclaims' runner (a fork server with torch imported, N children),
-   with each script sandboxed (torchclaims.sandbox), and with the sandbox off.
+   with each script sandboxed (torchclaims.run.sandbox), and with the sandbox off.
 
 Prints wall-clock figures; it asserts nothing. Usage:
 
@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from kb import write_claim  # noqa: E402
 from torchclaims.claims import load_claims  # noqa: E402
-from torchclaims.execution import Settings, verify  # noqa: E402
-from torchclaims.sandbox import SWITCH_ENV  # noqa: E402
+from torchclaims.run.execution import Settings, verify  # noqa: E402
+from torchclaims.run.sandbox import SWITCH_ENV  # noqa: E402
 
 
 def main(count: int) -> None:

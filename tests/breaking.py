@@ -28,7 +28,7 @@ from torch.utils._pytree import tree_map
 from forked import run_forked
 from torchclaims import verify
 from torchclaims.backends import all_backends
-from torchclaims.records import ResultRecord, Verdict, read_record
+from torchclaims.evidence.records import ResultRecord, Verdict, read_record
 
 GALLERY = Path(__file__).resolve().parents[1] / "gallery"
 

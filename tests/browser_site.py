@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb import build, moved, write_accelerator_pages, write_claim, write_site, xla_sweep_table
-from torchclaims.records import Verdict, read_record
-from torchclaims.results import build_results, write_results
+from torchclaims.evidence.records import Verdict, read_record
+from torchclaims.evidence.results import build_results, write_results
 
 LONG_VALUE = "XLA_FLAGS= --xla_cpu_enable_fast_math=false " + "and-a-long-tail " * 20
 

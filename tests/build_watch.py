@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchclaims.processes import descendants
+from torchclaims.run.processes import descendants
 
 MARKER = "TORCHCLAIMS_BENCH_RUN"
 IMPORTS = "TORCHCLAIMS_BENCH_IMPORTS"

@@ -7,8 +7,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from torchclaims.records import CheckResult, Environment, ResultRecord, ScriptInfo, Verdict
-from torchclaims.results import ResultsFile, write_results
+from torchclaims.evidence.records import CheckResult, Environment, ResultRecord, ScriptInfo, Verdict
+from torchclaims.evidence.results import ResultsFile, write_results
 
 STARTED = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SHA = "a" * 64

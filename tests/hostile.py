@@ -137,7 +137,7 @@ def wait_until(condition, what: str, process: subprocess.Popen, seconds: float =
 
 
 def descendants(root: int) -> set[int]:
-    from torchclaims.processes import descendants as below
+    from torchclaims.run.processes import descendants as below
 
     return below(root)
 
@@ -154,7 +154,7 @@ def end(pids) -> None:
 def run_claims(root: Path, **settings):
     """Verify every claim under ``root`` in this process (quietly)."""
     from torchclaims.claims import load_claims
-    from torchclaims.execution import Settings, verify
+    from torchclaims.run.execution import Settings, verify
 
     claims = load_claims(root / "claims")
     assert not claims.problems, claims.problems

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from torchclaims.records import Environment
+from torchclaims.evidence.records import Environment
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -85,8 +85,8 @@ import ctypes
 ctypes.string_at(0)
 """,
     "sweep": """
+from torchclaims.coverage import TableBuilder
 from torchclaims.coverage.operators import OUTCOMES, SAMPLE_CODES
-from torchclaims.coverage.table import TableBuilder
 builder = TableBuilder("operators", "operator", ["add", "histc", "norm"], {"float32": OUTCOMES, "int64": OUTCOMES},
                        SAMPLE_CODES)
 builder.set("add", "float32", "N", samples="nn")
@@ -112,7 +112,7 @@ with v.check("runs") as check:
 def xla_sweep_table():
     """The table of the "sweep" body as an XLA run might give it: histc falls back, norm differs."""
     from torchclaims.coverage.operators import OUTCOMES
-    from torchclaims.coverage.table import TableBuilder
+    from torchclaims.evidence.coverage_table import TableBuilder
 
     builder = TableBuilder("operators", "operator", ["add", "histc", "norm"], {"float32": OUTCOMES, "int64": OUTCOMES})
     builder.set("add", "float32", "N")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from factories import make_environment, make_record, write_claim
-from torchclaims.backend_summary import Group, summarize
 from torchclaims.claims import load_claims
-from torchclaims.grid import Grid
-from torchclaims.records import Verdict
-from torchclaims.store import THIS_BUILD, Entry, Store
+from torchclaims.evidence.records import Verdict
+from torchclaims.evidence.store import THIS_BUILD, Entry, Store
+from torchclaims.sphinxext.backend_summary import Group, summarize
+from torchclaims.sphinxext.grid import Grid
 
 XLA = make_environment(
     backend="xla",

@@ -219,7 +219,7 @@ def test_descriptors_are_immutable():
 
 
 def test_every_fingerprint_records_the_vendor_plugins_installed(monkeypatch):
-    from torchclaims import fingerprint
+    from torchclaims.evidence import fingerprint
 
     assert {"torch-tpu", "libtpu", "torch-neuronx", "torch_xla"} <= set(backends.VENDOR_PACKAGES)
     cpu = all_backends()["cpu"]
@@ -247,7 +247,7 @@ def test_every_fingerprint_records_the_vendor_plugins_installed(monkeypatch):
 )
 def test_a_run_with_a_vendor_package_but_not_its_device_is_a_slice_of_its_own(backend, packages, label):
     from factories import make_environment
-    from torchclaims.store import version_label
+    from torchclaims.evidence.store import version_label
 
     env = make_environment(backend=backend, torch=packages["torch"], packages=packages)
     assert version_label(env) == label

@@ -27,7 +27,7 @@ from breaking import (
     thread_replicas,
     triton_on_the_cpu,
 )
-from torchclaims.records import Verdict
+from torchclaims.evidence.records import Verdict
 
 pytestmark = pytest.mark.claims  # runs the real claim scripts against broken stand-ins
 

@@ -1,4 +1,4 @@
-"""The offline bundle (torchclaims.bundle): what it packs, what it leaves to the
+"""The offline bundle (torchclaims.run.bundle): what it packs, what it leaves to the
 machine, its size limit, and a run of its script with pip's index disabled."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from torchclaims import bundle as bundle_module
-from torchclaims.bundle import MACHINE_HAS, TORCH_BRINGS, bundle, left_to_the_machine
 from torchclaims.errors import TorchclaimsError
-from torchclaims.releases import canonical, read_constraints
+from torchclaims.history.releases import canonical, read_constraints
+from torchclaims.run import bundle as bundle_module
+from torchclaims.run.bundle import MACHINE_HAS, TORCH_BRINGS, bundle, left_to_the_machine
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,8 @@ import pytest
 
 import torchclaims
 from factories import make_environment, make_record
-from torchclaims.cache import cache_key, script_inputs, staleness
-from torchclaims.records import Verdict
+from torchclaims.evidence.records import Verdict
+from torchclaims.run.cache import cache_key, script_inputs, staleness
 
 SCRIPT = '''"""Title\n=====\n"""
 import torch
@@ -52,7 +52,7 @@ def test_script_inputs_include_torchclaims_modules_transitively(project):
     package = Path(torchclaims.__file__).parent
     assert inputs["torchclaims/verify/__init__.py"] == sha(package / "verify" / "__init__.py")
     # imported by torchclaims.verify through relative imports, and from there on
-    for module in ("records.py", "backends.py", "errors.py", "fingerprint.py", "__init__.py"):
+    for module in ("evidence/records.py", "backends.py", "errors.py", "evidence/fingerprint.py", "__init__.py"):
         assert f"torchclaims/{module}" in inputs
 
 
@@ -69,7 +69,7 @@ def test_script_inputs_of_a_script_that_imports_nothing_of_the_project(project):
     inputs = script_inputs(script, project)
     assert inputs["gallery/other_claim.py"] == sha(script)
     # the harness the script runs in counts too: changing it may change any result
-    assert set(inputs) - {"gallery/other_claim.py"} >= {"torchclaims/_child.py", "torchclaims/runner.py"}
+    assert set(inputs) - {"gallery/other_claim.py"} >= {"torchclaims/run/_child.py", "torchclaims/run/runner.py"}
 
 
 def test_script_inputs_survive_an_import_cycle_and_a_syntax_error(project):

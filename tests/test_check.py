@@ -28,7 +28,7 @@ from torchclaims.check.report import BY_NAME, EXACT, FALLBACK, NATIVE, NOT_COVER
 from torchclaims.check.target import as_step, load_target
 from torchclaims.cli import main
 from torchclaims.coverage.operators import OUTCOMES
-from torchclaims.coverage.table import SweepTable, TableBuilder
+from torchclaims.evidence.coverage_table import SweepTable, TableBuilder
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "check"

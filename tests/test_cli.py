@@ -10,8 +10,8 @@ import pytest
 from factories import STARTED, make_environment, make_kb, make_record, script_info, write_claim, write_results_file
 from torchclaims.claims import claim_json_schema, load_claim
 from torchclaims.cli import main
-from torchclaims.records import write_record
-from torchclaims.results import read_results
+from torchclaims.evidence.records import write_record
+from torchclaims.evidence.results import read_results
 
 
 def results_pair(tmp_path, new_verdicts: dict, old_verdicts: dict | None = None, new_torch="2.14.1"):

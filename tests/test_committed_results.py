@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from torchclaims.admission import Admission
 from torchclaims.claims import load_claims
-from torchclaims.freshness import outdated_results
-from torchclaims.store import load_store
+from torchclaims.evidence.admission import Admission
+from torchclaims.evidence.freshness import outdated_results
+from torchclaims.evidence.store import load_store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def test_committed_results_were_made_by_the_current_scripts():
 
 
 def test_committed_results_pass_every_load_check():
-    """Every committed record reaches the site: none fails torchclaims.admission
+    """Every committed record reaches the site: none fails torchclaims.evidence.admission
     (a genuine inconsistency to fix in the file, or a check that is wrong)."""
     claims = load_claims(ROOT / "claims").claims
     store = load_store({}, None, ROOT / "results", admission=Admission.for_project(ROOT, claims))
@@ -44,7 +44,7 @@ def test_committed_records_of_cold_claims_state_their_compiler_caches():
     empty caches, which the runner states as a condition; a record without it ran with shared caches (the
     runner of 2026-11-30 16:27, whose hash the sweep's records carry, had none) and must be re-run."""
     from torchclaims.claims import CompilerCaches
-    from torchclaims.compiler_caches import CONDITION_NAME
+    from torchclaims.run.compiler_caches import CONDITION_NAME
 
     claims = load_claims(ROOT / "claims").claims
     cold = {c.id for c in claims.values() if c.compiler_caches is CompilerCaches.COLD}
@@ -65,10 +65,10 @@ def test_every_committed_record_says_beside_its_verdict_whether_it_ran_sandboxed
     says it ran without one shows "ran without sandbox" in the line of its
     verdict, computed from the record: the evidence badge, the matrix cell and
     the accelerator page's chip. The same record from a sandboxed run does not."""
-    from torchclaims.grid import Cell
-    from torchclaims.sandbox import WITHOUT
+    from torchclaims.run.sandbox import WITHOUT
     from torchclaims.sphinxext.accelerators import chip
     from torchclaims.sphinxext.evidence import verdict_badge
+    from torchclaims.sphinxext.grid import Cell
     from torchclaims.sphinxext.matrix import _run
 
     claims = load_claims(ROOT / "claims").claims

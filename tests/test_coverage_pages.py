@@ -9,8 +9,8 @@ import re
 import pytest
 
 from kb import add_page, built, moved, page_text, xla_sweep_table
-from torchclaims.records import read_record
-from torchclaims.results import build_results, write_results
+from torchclaims.evidence.records import read_record
+from torchclaims.evidence.results import build_results, write_results
 
 pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, which run its claims
 

@@ -22,9 +22,9 @@ from sphinx.testing.util import SphinxTestApp
 
 from factories import STARTED, make_environment, make_results
 from kb import CONF, write_claim
-from torchclaims.records import CheckResult, Measurement, ResultRecord, ScriptInfo, Verdict, write_record
-from torchclaims.results import write_results
-from torchclaims.sandbox import description
+from torchclaims.evidence.records import CheckResult, Measurement, ResultRecord, ScriptInfo, Verdict, write_record
+from torchclaims.evidence.results import write_results
+from torchclaims.run.sandbox import description
 from torchclaims.sphinxext import setup
 
 EXPECTED = Path(__file__).parent / "doctrees"

@@ -6,8 +6,8 @@ import hashlib
 from datetime import timedelta
 
 from factories import STARTED, make_environment, make_record, write_results_file
-from torchclaims.freshness import outdated_results, stale_reason
-from torchclaims.records import ScriptInfo
+from torchclaims.evidence.freshness import outdated_results, stale_reason
+from torchclaims.evidence.records import ScriptInfo
 
 
 def test_a_current_record_is_not_stale():

@@ -1,12 +1,12 @@
 """A script's output on its gallery page is bounded (torchclaims.sphinxext.gallery_output), and a
-staged page too large to parse is not read (torchclaims.gallery_page)."""
+staged page too large to parse is not read (torchclaims.run.gallery_page)."""
 
 from __future__ import annotations
 
 from docutils import nodes
 from docutils.core import publish_doctree
 
-from torchclaims.gallery_page import _read
+from torchclaims.run.gallery_page import _read
 from torchclaims.sphinxext.gallery_output import OUTPUT_CLASS, bound_output, cut_mark
 
 

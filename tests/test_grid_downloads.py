@@ -12,12 +12,12 @@ import pytest
 
 from factories import make_environment, make_record, write_claim, write_results_file
 from torchclaims.claims import load_claims
-from torchclaims.downloads import download_for, records_csv, write_downloads
 from torchclaims.errors import UsageError
-from torchclaims.grid import Grid, device_words
-from torchclaims.records import CheckResult, Measurement, Verdict
-from torchclaims.site import leftovers, publish
-from torchclaims.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, load_store
+from torchclaims.evidence.records import CheckResult, Measurement, Verdict
+from torchclaims.evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, load_store
+from torchclaims.sphinxext.downloads import download_for, records_csv, write_downloads
+from torchclaims.sphinxext.grid import Grid, device_words
+from torchclaims.sphinxext.site import leftovers, publish
 
 XLA = make_environment(
     backend="xla",
@@ -74,7 +74,7 @@ def test_cells_say_not_run_attributed_and_target_and_totals_never_count_them_as_
 
 
 def test_versions_sort_as_numbers():
-    from torchclaims.grid import _version_key
+    from torchclaims.sphinxext.grid import _version_key
 
     assert sorted(["torch 2.9.0", "torch 2.13.0", "torch 2.10.1"], key=_version_key, reverse=True) == [
         "torch 2.13.0",

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from factories import claim_fields, claim_toml, default_source, make_kb, write_claim
 from hostile import assert_clean_exit, cli
 from torchclaims import limits
+from torchclaims.authoring.lint import lint
 from torchclaims.claims import load_claims
-from torchclaims.lint import lint
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -27,12 +27,12 @@ import pytest
 from hostile import Sightings, end, run_claims, tagged, wait_until_gone
 from kb import page_text, write_claim
 from test_hostile_scripts import leaver, new_tag
-from torchclaims import sandbox
+from torchclaims.authoring.lint import lint
 from torchclaims.errors import InvalidFileError
-from torchclaims.judging import read_own_record
-from torchclaims.lint import lint
-from torchclaims.records import Verdict, read_record, record_json
-from torchclaims.store import THIS_BUILD, Entry
+from torchclaims.evidence.judging import read_own_record
+from torchclaims.evidence.records import Verdict, read_record, record_json
+from torchclaims.evidence.store import THIS_BUILD, Entry
+from torchclaims.run import sandbox
 
 # Where CI=true the sandbox is required: these tests then run, and fail without it.
 pytestmark = [
@@ -131,8 +131,8 @@ def test_a_script_that_rewrites_its_record_after_finish_gets_an_error(tmp_path):
     writable: a second record on the pipe makes the first one invalid."""
     body = """
 import os
-from torchclaims._child import RECORD_FD_ENV
-from torchclaims.records import record_json
+from torchclaims.run._child import RECORD_FD_ENV
+from torchclaims.evidence.records import record_json
 with v.check("one equals zero") as check:
     check.equal(1, 0, "one")
 fd = os.dup(int(os.environ[RECORD_FD_ENV]))  # a copy finish() does not close
@@ -149,9 +149,9 @@ def test_a_record_that_says_holds_above_a_refuted_check_is_an_error_naming_the_f
     """The script skips finish() and hands over a record of its own making."""
     body = """
 import os
-from torchclaims._child import RECORD_FD_ENV
-from torchclaims.fingerprint import collect
-from torchclaims.records import ResultRecord, ScriptInfo, Verdict, record_json
+from torchclaims.run._child import RECORD_FD_ENV
+from torchclaims.evidence.fingerprint import collect
+from torchclaims.evidence.records import ResultRecord, ScriptInfo, Verdict, record_json
 with v.check("one equals zero") as check:
     check.equal(1, 0, "one")
 forged = ResultRecord(claim_id="kb-says-holds", verdict=Verdict.HOLDS, checks=v._checks, started_at=v._started_at,
@@ -500,15 +500,15 @@ def test_a_forged_record_in_the_build_folder_or_its_history_is_not_admitted(tmp_
     history = tmp_path / "_build" / "records" / "history" / "cpu"
     history.mkdir(parents=True)
     (history / "kb-refuted-20260101T000000.json").write_text(record_json(forged))
-    from torchclaims.store import load_store
+    from torchclaims.evidence.store import load_store
 
     store = load_store({}, None, None, history_dir=tmp_path / "_build" / "records" / "history")
     assert store.entries == {} and "says holds" in str(store.problems[0])
 
 
 def test_a_results_file_whose_check_holds_against_its_measurement_is_rejected_naming_the_check(tmp_path):
-    from torchclaims.admission import Admission
-    from torchclaims.results import build_results
+    from torchclaims.evidence.admission import Admission
+    from torchclaims.evidence.results import build_results
 
     write_claim(tmp_path, "kb-refuted", ONES_VS_ZEROS)
     (record,) = run_claims(tmp_path, timeout=120).records.values()

@@ -18,13 +18,13 @@ from factories import STARTED, make_environment, make_kb, make_record, make_resu
 from hostile import PAYLOAD, assert_clean_exit, cli, run_claims
 from kb import write_claim
 from torchclaims import limits
-from torchclaims.admission import Admission
 from torchclaims.claims import load_claims
 from torchclaims.errors import InvalidFileError
-from torchclaims.provenance import Trust
-from torchclaims.records import CheckResult, ScriptInfo, Verdict, now, read_record
-from torchclaims.results import read_results, write_results
-from torchclaims.store import THIS_BUILD, load_store
+from torchclaims.evidence.admission import Admission
+from torchclaims.evidence.provenance import Trust
+from torchclaims.evidence.records import CheckResult, ScriptInfo, Verdict, now, read_record
+from torchclaims.evidence.results import read_results, write_results
+from torchclaims.evidence.store import THIS_BUILD, load_store
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 CUDA = dict(backend="cuda", device="cuda:0", device_name="NVIDIA H100 80GB HBM3", accelerator_runtime={"cuda": "12.8"})
@@ -286,7 +286,7 @@ def test_a_results_file_never_outranks_the_builds_own_record(kb):
 
 
 def test_a_declared_workflow_run_without_attestation_counts_as_submitted_by_hand(kb):
-    from torchclaims.provenance import Provenance
+    from torchclaims.evidence.provenance import Provenance
 
     declared = Provenance(
         kind="workflow", repository="torchclaims/torchclaims", workflow=".github/workflows/accelerators.yml", run_id="1"
@@ -319,7 +319,7 @@ def test_merge_never_writes_outside_its_folder(kb, torch):
 @pytest.mark.parametrize("torch", ["2.13.0/../../x", "../../../escaped"])
 def test_a_name_made_from_data_never_leaves_its_folder(tmp_path, torch):
     """Behind admission, the file name itself is confined (defence in depth)."""
-    from torchclaims.results import destination
+    from torchclaims.evidence.results import destination
 
     env = make_environment(torch=torch, packages={"torch": torch})
     path = destination(tmp_path, make_results([make_record("a-claim", environment=env)], env))
@@ -464,14 +464,14 @@ def test_links_out_of_the_repository_are_refused_with_one_line_each(kb, tmp_path
     claims = load_claims(kb / "claims")
     (claim_problem,) = claims.problems
     assert claim_problem.path.name == "c-claim.toml" and "outside the repository" in claim_problem.message
-    from torchclaims.execution import unrunnable
+    from torchclaims.run.execution import unrunnable
 
     assert "outside the repository" in unrunnable(kb / "gallery" / "a_claim.py", "gallery/a_claim.py")
     store = load_store({}, None, kb / "results", admission=admission(kb))
     (results_problem,) = store.problems
     assert results_problem.path.name == "linked.json" and "outside the repository" in results_problem.message
     assert [e.origin for e in store.history("b-claim")] == ["inside.json"]  # a link within the repository is read
-    from torchclaims.script_history import ScriptHistory
+    from torchclaims.evidence.script_history import ScriptHistory
 
     assert ScriptHistory(kb).versions("gallery/a_claim.py") == set()  # the linked file vouches for no record
 
@@ -486,7 +486,7 @@ def test_a_script_version_counts_only_from_the_history_of_its_own_path(tmp_path)
     git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "kb")
     old_b = hashlib.sha256((tmp_path / "gallery" / "b_claim.py").read_bytes()).hexdigest()
     (tmp_path / "gallery" / "b_claim.py").write_text("# changed\n")
-    from torchclaims.script_history import ScriptHistory
+    from torchclaims.evidence.script_history import ScriptHistory
 
     history = ScriptHistory(tmp_path)
     assert old_b in history.versions("gallery/b_claim.py") and old_b not in history.versions("gallery/a_claim.py")
@@ -560,7 +560,7 @@ def test_with_backend_auto_a_record_without_its_figures_is_left_out_and_named(tm
     from kb import write_claim as write_kb_claim
     from torchclaims.claims import load_claims as load
     from torchclaims.cli import FiguresKept
-    from torchclaims.execution import Settings
+    from torchclaims.run.execution import Settings
 
     write_kb_claim(tmp_path, "kb-figure", "figure")
     write_kb_claim(tmp_path, "kb-holds", "holds")

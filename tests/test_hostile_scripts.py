@@ -29,10 +29,11 @@ from hostile import (
     wait_until_gone,
 )
 from kb import build, write_claim, write_site
-from torchclaims import limits, stopping
-from torchclaims.records import Verdict, read_record
-from torchclaims.results import read_results
-from torchclaims.runner import Runner
+from torchclaims import limits
+from torchclaims.evidence.records import Verdict, read_record
+from torchclaims.evidence.results import read_results
+from torchclaims.run import stopping
+from torchclaims.run.runner import Runner
 
 pytestmark = [
     pytest.mark.processes,

@@ -20,8 +20,8 @@ from factories import claim_fields, claim_toml, default_source, make_environment
 from hostile import PAYLOAD, SCRIPT_TAG, active_markup, assert_clean_exit
 from kb import HEADER, build, page_text, write_claim
 from torchclaims import limits
-from torchclaims.records import now
-from torchclaims.results import ResultsFile, write_results
+from torchclaims.evidence.records import now
+from torchclaims.evidence.results import ResultsFile, write_results
 
 pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, which run its claims
 

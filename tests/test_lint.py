@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from factories import default_source, make_kb, script_text, write_claim, write_script
-from torchclaims.lint import lint
+from torchclaims.authoring.lint import lint
 
 
 def where(problem) -> str:
@@ -409,8 +409,8 @@ def test_relation_is_with_two_claimants_is_reported_as_a_merge(kb):
 @pytest.mark.parametrize(
     "code",
     [
-        "from torchclaims.records import Verdict",
-        "import torchclaims.runner",
+        "from torchclaims.evidence.records import Verdict",
+        "import torchclaims.run.runner",
         "from torchclaims.verifyx import thing",
     ],
 )

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from torchclaims import limits
-from torchclaims.site import heavy_pages
+from torchclaims.sphinxext.site import heavy_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import pytest
 
 from hostile import run_claims
 from kb import write_claim
-from torchclaims.processes import OutputTail
+from torchclaims.run.processes import OutputTail
 
 
 def test_short_output_is_kept_whole():

@@ -14,13 +14,13 @@ import pytest
 
 from factories import STARTED, make_kb, make_record, script_info, write_results_file
 from hostile import assert_clean_exit, cli
-from torchclaims.admission import Admission
-from torchclaims.attestation import Verifier, verifier_from
 from torchclaims.claims import load_claims
 from torchclaims.errors import UsageError
-from torchclaims.provenance import Provenance, Trust, from_github_actions
-from torchclaims.results import read_results
-from torchclaims.store import load_store
+from torchclaims.evidence.admission import Admission
+from torchclaims.evidence.attestation import Verifier, verifier_from
+from torchclaims.evidence.provenance import Provenance, Trust, from_github_actions
+from torchclaims.evidence.results import read_results
+from torchclaims.evidence.store import load_store
 
 REPOSITORY = "torchclaims/torchclaims"
 COMMIT = "c" * 40
@@ -238,8 +238,8 @@ def git(root, *args):
 
 
 def test_a_committed_file_names_its_commit_author_and_the_command_its_label_gives(tmp_path):
-    from torchclaims.provenance import SWEEP_LABEL_PREFIX
-    from torchclaims.release_sweep import LABEL_PREFIX
+    from torchclaims.evidence.provenance import SWEEP_LABEL_PREFIX
+    from torchclaims.history.release_sweep import LABEL_PREFIX
 
     assert LABEL_PREFIX == SWEEP_LABEL_PREFIX
     make_kb(tmp_path, "a-claim", "b-claim")
@@ -299,8 +299,8 @@ def test_a_committed_file_names_its_commit_author_and_the_command_its_label_give
 
 
 def test_a_pages_digest_moves_when_only_the_source_of_its_record_moves():
-    from torchclaims.provenance import Commit, FileHistory, Source
-    from torchclaims.store import Entry, Store
+    from torchclaims.evidence.provenance import Commit, FileHistory, Source
+    from torchclaims.evidence.store import Entry, Store
 
     record = make_record("a-claim")
     digests = []
@@ -319,7 +319,7 @@ def test_a_pages_digest_moves_when_only_the_source_of_its_record_moves():
 
 
 def test_the_evidence_of_a_verification_is_published_beside_the_file(sent, monkeypatch):
-    from torchclaims.downloads import download_for, write_downloads
+    from torchclaims.sphinxext.downloads import download_for, write_downloads
 
     root, path, digest = sent
     assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0

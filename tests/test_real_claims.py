@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from factories import make_environment, make_record
+from torchclaims.authoring.lint import lint
 from torchclaims.claims import load_claims
-from torchclaims.execution import Settings, verify
-from torchclaims.lint import lint
-from torchclaims.records import ResultRecord, Verdict
-from torchclaims.store import Entry, Store, column_label, load_store
+from torchclaims.evidence.records import ResultRecord, Verdict
+from torchclaims.evidence.store import Entry, Store, column_label, load_store
+from torchclaims.run.execution import Settings, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = load_claims(ROOT / "claims")

@@ -9,7 +9,7 @@ import pytest
 
 from factories import make_environment, make_record
 from torchclaims.errors import InvalidFileError
-from torchclaims.records import (
+from torchclaims.evidence.records import (
     CheckResult,
     Measurement,
     Verdict,

@@ -13,17 +13,17 @@ import pytest
 
 from factories import STARTED, make_environment, make_kb, make_record, write_results_file
 from test_releases import ROOT, write
-from torchclaims.admission import Admission
 from torchclaims.claims import load_claims
 from torchclaims.cli import main
 from torchclaims.errors import UsageError
-from torchclaims.fingerprint import COMMON_ENV_PREFIXES
-from torchclaims.freshness import outdated_results
-from torchclaims.output import write_run
-from torchclaims.records import ScriptInfo
-from torchclaims.release_sweep import Measured, Sweep, plan, report, select
-from torchclaims.releases import load_releases
-from torchclaims.results import build_results, figures_dir, read_results
+from torchclaims.evidence.admission import Admission
+from torchclaims.evidence.fingerprint import COMMON_ENV_PREFIXES
+from torchclaims.evidence.freshness import outdated_results
+from torchclaims.evidence.output import write_run
+from torchclaims.evidence.records import ScriptInfo
+from torchclaims.evidence.results import build_results, figures_dir, read_results
+from torchclaims.history.release_sweep import Measured, Sweep, plan, report, select
+from torchclaims.history.releases import load_releases
 
 HELD = {"numpy": "2.4.6", "transformers": "5.24.0"}
 LATER = STARTED + timedelta(days=1)

@@ -8,7 +8,7 @@ import pytest
 
 from factories import make_environment
 from torchclaims.errors import InvalidFileError
-from torchclaims.releases import load_releases, read_constraints, version_key
+from torchclaims.history.releases import load_releases, read_constraints, version_key
 
 ROOT = Path(__file__).resolve().parents[1]
 

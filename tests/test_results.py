@@ -8,11 +8,11 @@ from datetime import timedelta
 import pytest
 
 from factories import STARTED, make_environment, make_record, make_results, write_results_file
-from torchclaims.changes import describe, only_in, verdict_changes, version_differences
 from torchclaims.errors import InvalidFileError
-from torchclaims.records import Verdict, record_json, write_record
-from torchclaims.results import build_results, default_name, read_results, write_results
-from torchclaims.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, load_store
+from torchclaims.evidence.records import Verdict, record_json, write_record
+from torchclaims.evidence.results import build_results, default_name, read_results, write_results
+from torchclaims.evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, load_store
+from torchclaims.history.changes import describe, only_in, verdict_changes, version_differences
 
 CPU_2_13 = "cpu · torch 2.13.0"
 CPU_2_14 = "cpu · torch 2.14.1"
@@ -324,7 +324,7 @@ def test_describe_with_no_version_difference():
 
 
 def test_a_new_run_supersedes_files_of_the_same_environment_only(tmp_path):
-    from torchclaims.results import superseded_by
+    from torchclaims.evidence.results import superseded_by
 
     same = write_results_file(tmp_path / "old-same.json", [make_record("a-claim")])
     other_env = make_environment(torch="2.14.1")
@@ -339,7 +339,7 @@ def test_a_new_run_supersedes_files_of_the_same_environment_only(tmp_path):
 
 def test_records_of_one_file_may_differ_only_in_the_kernels_build(tmp_path):
     """Two machines of one kind ('-fc-v669', '-fc-v1045') make one configuration; another kernel release does not."""
-    from torchclaims.admission import Admission
+    from torchclaims.evidence.admission import Admission
 
     env = make_environment(os="Linux 6.18.44-fc-v669")
     for os_name, admitted in (("Linux 6.18.44-fc-v1045", True), ("Linux 6.19.1-fc-v1045", False)):

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from kb import write_claim
-from torchclaims.cache import cache_key
 from torchclaims.claims import load_claims
-from torchclaims.execution import Settings, history_dir, verify
-from torchclaims.records import Environment, Verdict, read_record
+from torchclaims.evidence.records import Environment, Verdict, read_record
+from torchclaims.run.cache import cache_key
+from torchclaims.run.execution import Settings, history_dir, verify
 
 pytestmark = pytest.mark.processes  # claim processes, each way a script can end
 
@@ -124,7 +124,7 @@ def test_unusable_backend_gives_unverified_records_without_running_scripts(tmp_p
 
 def test_verify_keeps_figures_with_the_record_and_the_results_file(tmp_path, capsys):
     from torchclaims.cli import main
-    from torchclaims.results import read_results
+    from torchclaims.evidence.results import read_results
 
     write_claim(tmp_path, "kb-figure", "figure")
     assert main(["verify", "--root", str(tmp_path), "--output", str(tmp_path / "out"), "--timeout", "60"]) == 0

@@ -14,15 +14,15 @@ import pytest
 from factories import make_environment, make_record, write_results_file
 from hostile import run_claims
 from kb import write_claim
-from torchclaims.cache import InputScanner
+from torchclaims.authoring.lint import cross_check
 from torchclaims.claims import load_claims
-from torchclaims.compiler_caches import CONDITION_NAME
-from torchclaims.lint import cross_check
-from torchclaims.memo import ContentMemo
-from torchclaims.probe_cache import cache_path, key_parts, recall, remember
-from torchclaims.records import Verdict
-from torchclaims.runner import Job, Probe, Runner
-from torchclaims.scheduling import longest_first
+from torchclaims.evidence.memo import ContentMemo
+from torchclaims.evidence.records import Verdict
+from torchclaims.run.cache import InputScanner
+from torchclaims.run.compiler_caches import CONDITION_NAME
+from torchclaims.run.probe_cache import cache_path, key_parts, recall, remember
+from torchclaims.run.runner import Job, Probe, Runner
+from torchclaims.run.scheduling import longest_first
 
 pytestmark = pytest.mark.processes  # verify runs with and without the fork server's shortcuts
 
@@ -120,9 +120,9 @@ def test_a_group_is_preloaded_only_when_more_claims_use_it_than_there_are_worker
     runner = Runner("cpu", parallel=2)
     assert runner.preload_for([compiles, compiles, hugs]) == []
     assert runner.preload_for([compiles, compiles, compiles | hugs, frozenset({"torch._dynamo.utils"})]) == [
-        "torchclaims.preload.compiler"
+        "torchclaims.run.preload.compiler"
     ]
-    assert runner.preload_for([hugs, hugs, frozenset({"accelerate"})]) == ["torchclaims.preload.huggingface"]
+    assert runner.preload_for([hugs, hugs, frozenset({"accelerate"})]) == ["torchclaims.run.preload.huggingface"]
     assert runner.preload_for([frozenset({"torch.compiler_x", "transformersx"})] * 5) == []
     assert Runner("cpu", parallel=2, shortcuts=False).preload_for([compiles] * 5) == []
 
@@ -194,7 +194,7 @@ def test_a_claim_that_measures_compiling_gets_empty_caches_and_says_so(tmp_path)
 
 
 def tempfile_cache() -> str:
-    from torchclaims.compiler_caches import shared_cache_links
+    from torchclaims.run.compiler_caches import shared_cache_links
 
     return next(target for name, target in shared_cache_links().items() if name.startswith("torchinductor_"))
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kb import built, moved, page_text, read_page, write_accelerator_pages, write_claim, write_site
-from torchclaims.records import Verdict, read_record
-from torchclaims.results import build_results, write_results
+from torchclaims.evidence.records import Verdict, read_record
+from torchclaims.evidence.results import build_results, write_results
 
 pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, which run its claims
 

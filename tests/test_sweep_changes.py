@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from factories import make_environment, make_record, write_results_file
-from torchclaims.changes import ABSENT, table_changes
 from torchclaims.cli import main
 from torchclaims.coverage.operators import OUTCOMES
-from torchclaims.coverage.table import TableBuilder
-from torchclaims.upgrades import coverage_moves
+from torchclaims.evidence.coverage_table import TableBuilder
+from torchclaims.history.changes import ABSENT, table_changes
+from torchclaims.history.upgrades import coverage_moves
 
 
 def ops_table(cells: dict[tuple[str, str], str], rows=("add", "histc", "norm")):

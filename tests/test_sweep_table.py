@@ -7,8 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from torchclaims.coverage.table import MAX_DETAIL, SweepTable, TableBuilder
-from torchclaims.downloads import table_csv
+from torchclaims.evidence.coverage_table import MAX_DETAIL, SweepTable, TableBuilder
+from torchclaims.sphinxext.downloads import table_csv
 
 LEGEND = {"N": "native", "M": "mismatch", "X": "excluded"}
 
@@ -91,7 +91,7 @@ def test_builder_rejects_a_code_outside_the_legend():
 def test_a_results_file_with_a_broken_table_is_rejected_naming_file_and_field(tmp_path):
     from factories import make_record, write_results_file
     from torchclaims.errors import InvalidFileError
-    from torchclaims.results import read_results
+    from torchclaims.evidence.results import read_results
 
     path = write_results_file(tmp_path / "r.json", [make_record("opinfo-coverage", tables=[small_table()])])
     assert read_results(path).records[0].tables[0] == small_table()

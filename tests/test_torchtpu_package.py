@@ -74,8 +74,8 @@ def test_verify_on_tpu_exits_2_with_one_line_naming_the_missing_tpu(tmp_path):
 
 def test_a_cpu_run_records_torch_tpu_and_is_shown_as_vendor_package_no_tpu():
     from torchclaims.backends import resolve_backend
-    from torchclaims.fingerprint import collect
-    from torchclaims.store import version_label
+    from torchclaims.evidence.fingerprint import collect
+    from torchclaims.evidence.store import version_label
 
     env = collect(resolve_backend("cpu")[0])
     version = importlib.metadata.version("torch-tpu")

@@ -26,9 +26,9 @@ CHILD = """
 import json, sys
 import standins
 backend_name = sys.argv[1]
-from torchclaims.admission import environment_problems
+from torchclaims.evidence.admission import environment_problems
 from torchclaims.backends import resolve_backend
-from torchclaims.fingerprint import collect
+from torchclaims.evidence.fingerprint import collect
 backend, _ = resolve_backend(backend_name)
 standins.install(backend_name, hardware=False)
 report = {"absent": backend.check_available()}

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from torchclaims.errors import UsageError
-from torchclaims.records import Verdict, read_record
+from torchclaims.evidence.records import Verdict, read_record
 from torchclaims.verify import RECORD_PATH_ENV, SCRIPT_ENV, summary, verification
 
 

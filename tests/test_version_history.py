@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from factories import STARTED, make_environment, make_record
-from torchclaims.records import CheckResult, Measurement, Verdict
-from torchclaims.releases import Series
-from torchclaims.store import THIS_BUILD, Entry, Store
-from torchclaims.upgrades import compare, moved_beyond_tolerance
-from torchclaims.version_history import Run, baseline_for, consecutive, range_sentence, runs, series_runs, strip
+from torchclaims.evidence.records import CheckResult, Measurement, Verdict
+from torchclaims.evidence.store import THIS_BUILD, Entry, Store
+from torchclaims.history.releases import Series
+from torchclaims.history.upgrades import compare, moved_beyond_tolerance
+from torchclaims.history.version_history import Run, baseline_for, consecutive, range_sentence, runs, series_runs, strip
 
 TORCH = Series("torch", "cpu", "torch", ("2.9.0", "2.10.0", "2.11.0", "2.12.1"), held={"numpy": "2.4.6"})
 

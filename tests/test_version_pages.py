@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from kb import built, moved, page_text
-from torchclaims.records import Verdict, read_record
-from torchclaims.results import build_results, write_results
+from torchclaims.evidence.records import Verdict, read_record
+from torchclaims.evidence.results import build_results, write_results
 
 pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, which run its claims
 

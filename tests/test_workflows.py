@@ -583,7 +583,7 @@ def test_the_sweep_runs_one_job_per_release_and_merges_them_after():
 
 
 def test_sweep_matrix_lists_each_selected_release_once():
-    from torchclaims.releases import load_releases
+    from torchclaims.history.releases import load_releases
 
     run = subprocess.run(
         [sys.executable, "-m", "torchclaims", "sweep", "--matrix", "--series", "torch_xla"],

@@ -1,4 +1,25 @@
-"""torchclaims: executable claims about running PyTorch on other accelerators."""
+"""torchclaims: executable claims about running PyTorch on other accelerators.
+
+Data flows one way, claim → script → record → page. Each unit below imports
+only from units listed before it (``tests/test_layout.py`` holds the order):
+
+- foundation: :mod:`.errors` (one error hierarchy, exit codes), :mod:`.limits`
+  (every size and time bound), :mod:`.fileio` (bounded, atomic file reading
+  and writing), :mod:`.config` (settings given as text), :mod:`.backends` (one
+  descriptor per device backend);
+- :mod:`.topics` and :mod:`.claims`: the claim model, read from ``claims/*.toml``;
+- :mod:`.evidence`: result records, results files, the store, and the trust
+  checks on them;
+- :mod:`.history`: the release list, the release sweep, and what changed
+  between releases;
+- :mod:`.run`: the isolated, sandboxed runner that turns scripts into records;
+- :mod:`.verify`: **the scripts' interface**, the only part of the package a
+  gallery script imports, with :mod:`.coverage`, the coverage sweeps;
+- :mod:`.authoring`: ``torchclaims new`` and ``torchclaims lint``;
+- :mod:`.check`: ``torchclaims check``, for a team's own model;
+- :mod:`.sphinxext`: the site, rendered from records only;
+- :mod:`.cli`: the ``torchclaims`` command (``__main__`` runs it).
+"""
 
 __version__ = "0.1.0"
 

@@ -333,7 +333,7 @@ def vendor_packages_without_device(backend: str, packages: dict[str, str]) -> li
 
 
 # The plugins' distributions (torch-tpu and its libtpu, torch_xla, torch-neuronx...),
-# recorded in every fingerprint where installed (torchclaims.fingerprint).
+# recorded in every fingerprint where installed (torchclaims.evidence.fingerprint).
 VENDOR_PACKAGES: tuple[str, ...] = tuple(
     dict.fromkeys(
         p

@@ -83,14 +83,14 @@ _WORDING = {  # how a page introduces the proposition
 
 
 class CompilerCaches(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and f"{member}" to the value
-    """Whether a claim's run may find compiled kernels that earlier runs left (torchclaims.compiler_caches)."""
+    """Whether a claim's run may find compiled kernels that earlier runs left (torchclaims.run.compiler_caches)."""
 
     SHARED = "shared"  # kept between runs: the verdict does not depend on them
     COLD = "cold"  # empty for each run: the claim times compiling or counts compilations
 
 
 class Network(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and f"{member}" to the value
-    """What network a claim's script may use (torchclaims.sandbox)."""
+    """What network a claim's script may use (torchclaims.run.sandbox)."""
 
     NONE = "none"
     LOOPBACK = "loopback"  # a process group of its own processes on 127.0.0.1
@@ -144,7 +144,7 @@ class Source(BaseModel):
     @model_validator(mode="after")
     def _claimant_with_scope(self) -> Source:
         # What a source is about is what its claimant claims about: a verdict is in a
-        # claim's scope only where some claimant speaks (torchclaims.scope).
+        # claim's scope only where some claimant speaks (torchclaims.evidence.scope).
         if self.claimant is not None and not self.about:
             raise ValueError(
                 'a source with a claimant must say which backends its claim is about: about = ["neuron", ...]'

@@ -16,19 +16,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import config
-from .admission import Admission
-from .attestation import verifier_from
 from .backends import BACKEND_ENV_VAR, requested_backend, resolve_backend
-from .changes import describe
 from .claims import claim_json_schema, load_claims
 from .errors import InvalidFileError, Problem, TorchclaimsError, UsageError
-from .judging import read_own_record
-from .provenance import from_github_actions
-from .records import Verdict
-from .results import ResultsFile, build_results, read_results
+from .evidence.admission import Admission
+from .evidence.attestation import verifier_from
+from .evidence.judging import read_own_record
+from .evidence.provenance import from_github_actions
+from .evidence.records import Verdict
+from .evidence.results import ResultsFile, build_results, read_results
+from .history.changes import describe
 
 if TYPE_CHECKING:
-    from .upgrades import Moved
+    from .history.upgrades import Moved
 
 
 class ExitCode(IntEnum):
@@ -60,8 +60,8 @@ def _report(problems: list[Problem], verb: str = "rejected") -> None:
 
 
 def cmd_verify(args) -> ExitCode:
-    from .execution import Settings, verify
-    from .output import write_run
+    from .evidence.output import write_run
+    from .run.execution import Settings, verify
 
     root = _root(args)
     timeout = config.seconds(
@@ -134,7 +134,7 @@ class FiguresKept:
     not (``--backend auto`` knows the records' folder only after probing) is left out."""
 
     def __init__(self, settings):
-        from .cache import InputScanner
+        from .run.cache import InputScanner
 
         self.settings, self.scanner = settings, InputScanner(settings.root)
 
@@ -147,7 +147,7 @@ class FiguresKept:
 
     def reasons(self, claim) -> list[str]:
         """extra_reasons for verify."""
-        from .execution import record_path
+        from .run.execution import record_path
 
         if self.settings.backend == "auto":
             return []
@@ -176,7 +176,7 @@ def print_table(records) -> None:
 
 
 def cmd_lint(args) -> ExitCode:
-    from .lint import lint
+    from .authoring.lint import lint
 
     problems = lint(_root(args))
     for problem in problems:
@@ -196,15 +196,15 @@ def _admitted(path: Path, admission: Admission) -> tuple[ResultsFile, dict]:
 
 
 def cmd_diff(args) -> ExitCode:
-    from .upgrades import compare
-    from .version_history import Run
+    from .history.upgrades import compare
+    from .history.version_history import Run
 
     admission = _admission(_root(args))
     (old, before), (new, after) = _admitted(Path(args.old), admission), _admitted(Path(args.new), admission)
     if args.reproduce and old.backend != new.backend:
         print(f"not compared: {args.old} is from backend {old.backend}, {args.new} from {new.backend}")
         return ExitCode.OK
-    # The same comparison as the upgrade pages (torchclaims.upgrades), on the records the load checks admit.
+    # The same comparison as the upgrade pages (torchclaims.history.upgrades), on the records the load checks admit.
     comparison = compare(
         Run(args.old, old.environment, before, old.label), Run(args.new, new.environment, after, new.label)
     )
@@ -262,7 +262,7 @@ MOVED_PRINTERS = {
 
 
 def cmd_merge(args) -> ExitCode:
-    from .output import merge_file
+    from .evidence.output import merge_file
 
     root = _root(args)
     target = config.directory(args.into, "--into")
@@ -290,7 +290,7 @@ def _local_records(records_root: Path) -> list:
 
 
 def cmd_show(args) -> ExitCode:
-    from .store import THIS_MACHINE, Entry, load_store
+    from .evidence.store import THIS_MACHINE, Entry, load_store
     from .verify import summary
 
     root = _root(args)
@@ -356,7 +356,7 @@ def column_blocks(columns: list[str], per_block: int) -> list[list[str]]:
 def matrix_lines(claims, store) -> list[str]:
     """The claims x columns table in blocks of at most SHOW_WIDTH characters, then where each
     column's records come from."""
-    from .provenance import Trust
+    from .evidence.provenance import Trust
 
     mark = {Trust.BY_HAND: "*", Trust.ATTESTED: "+"}
     columns = sorted(store.columns(), key=column_key)
@@ -405,8 +405,8 @@ def matrix_lines(claims, store) -> list[str]:
 def cmd_sweep(args) -> ExitCode:
     import time
 
-    from .release_sweep import CPU_INDEX, PeakDisk, Sweep, report, select
-    from .releases import load_releases
+    from .history.release_sweep import CPU_INDEX, PeakDisk, Sweep, report, select
+    from .history.releases import load_releases
 
     root = _root(args)
     releases = load_releases(root)
@@ -448,7 +448,7 @@ def cmd_sweep(args) -> ExitCode:
 def cmd_bundle(args) -> ExitCode:
     import time
 
-    from .bundle import bundle
+    from .run.bundle import bundle
 
     started = time.perf_counter()
     packed = bundle(_root(args), Path(args.output).resolve(), args.python_version)
@@ -463,7 +463,7 @@ def cmd_bundle(args) -> ExitCode:
 
 
 def cmd_new(args) -> ExitCode:
-    from .scaffold import scaffold
+    from .authoring.scaffold import scaffold
 
     for path in scaffold(_root(args), args.claim_id, topic=args.topic):
         print(f"created {path}")

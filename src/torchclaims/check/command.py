@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..records import write_if_changed
+from ..evidence.records import write_if_changed
 from . import check_step, default_root
 from .device_run import run_on_backend
 from .html_report import render

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UsageError
-from ..results import build_results, default_name, write_results
+from ..evidence.results import build_results, default_name, write_results
 from .links import slug
 from .report import BackendRun
 
@@ -33,7 +33,7 @@ def absolute(target: str) -> str:
 
 def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeout: float, output: Path) -> BackendRun:
     """Run the step on ``backend``; write the results file under ``output`` (a folder, or a .json file)."""
-    from ..runner import Job, Runner
+    from ..run.runner import Job, Runner
 
     claim_id = claim_id_for(target)
     with Runner(backend, parallel=1) as runner:

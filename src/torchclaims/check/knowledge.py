@@ -1,7 +1,7 @@
 """What the knowledge base measured, per backend × release: tables and defect verdicts.
 
 The committed results files pass the same load checks as on the site
-(:class:`~torchclaims.admission.Admission`), so a record the site would leave
+(:class:`~torchclaims.evidence.admission.Admission`), so a record the site would leave
 out is left out here too. Each column (``xla · torch_xla 2.9.0``, as the site
 names it) gets the newest record, of each claim, that carries an operator or
 architecture table, and the verdict of every defect claim (one that names the
@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..admission import Admission
 from ..claims import Claim, load_claims
-from ..coverage.table import SweepTable
 from ..errors import Problem, UsageError
-from ..records import ResultRecord
-from ..store import Entry, load_store
+from ..evidence.admission import Admission
+from ..evidence.coverage_table import SweepTable
+from ..evidence.records import ResultRecord
+from ..evidence.store import Entry, load_store
 
 OPERATOR_TABLE, ARCHITECTURE_TABLE = "operators", "architectures"  # SweepTable.name of each sweep
 

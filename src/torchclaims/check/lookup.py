@@ -21,8 +21,8 @@ exit gate alone.
 
 from __future__ import annotations
 
-from ..coverage.table import SweepTable
-from ..records import Verdict
+from ..evidence.coverage_table import SweepTable
+from ..evidence.records import Verdict
 from .knowledge import Column, Knowledge, Measured
 from .links import Links
 from .names import aten_names

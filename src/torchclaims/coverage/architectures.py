@@ -31,8 +31,8 @@ import os
 import time
 import warnings
 
+from ..evidence.coverage_table import SweepTable, TableBuilder
 from .pool import Failure, WorkerPool, machine_workers
-from .table import SweepTable, TableBuilder
 from .worker_settings import worker_environment
 
 STAGES = {

@@ -28,8 +28,8 @@ import time
 
 import torch
 
+from ..evidence.coverage_table import clip
 from .op_samples import DrawsRandom, call, for_device, make_samples, to_cpu
-from .table import clip
 
 PROBLEM = 160  # characters kept of an exception or a mismatch description
 

@@ -43,9 +43,9 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..evidence.coverage_table import SweepTable, TableBuilder, clip
 from .op_list import DTYPES, Cell, cells_for, op_label
 from .pool import Failure, WorkerPool, machine_workers
-from .table import SweepTable, TableBuilder, clip
 from .worker_settings import worker_environment
 
 OUTCOMES = {

@@ -12,7 +12,7 @@ Workers are spawned, not forked: the claim process may already hold a device
 runtime and threads, which a fork would copy half-initialised. ``spawn``
 re-imports the parent's ``__main__`` in each worker, and in a claim's process
 that is the claim script, which must not run again: while workers start,
-``__main__`` is replaced by a blank module (:mod:`torchclaims.spawning`).
+``__main__`` is replaced by a blank module (:mod:`torchclaims.verify.spawning`).
 
 The optional ``deadline`` (a ``time.monotonic()`` value) is the stated time
 guard: no item starts after it, and the items left are returned as not reached.
@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
-from ..spawning import main_module_hidden
+from ..verify.spawning import main_module_hidden
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A page per backend (``docs/accelerators/<backend>.md`` holds only the
 directive) opens with a tally computed from the records
-(torchclaims.backend_summary): the claims about the backend, those that are
+(torchclaims.sphinxext.backend_summary): the claims about the backend, those that are
 only their claimants' word, those checked on the backend itself (when, with
 which versions, from which source) and those checked only on a stand-in and
 what the stand-ins showed. Then the claims in the groups a reader acts on, one
@@ -20,11 +20,11 @@ from collections import Counter
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ..backend_summary import ON_HARDWARE, ON_STAND_IN, Group, Standing, Summary, summarize
 from ..backends import all_backends
-from ..grid import Cell
-from ..scope import and_words, reader_name
+from ..evidence.scope import and_words, reader_name
+from .backend_summary import ON_HARDWARE, ON_STAND_IN, Group, Standing, Summary, summarize
 from .evidence import SYMBOLS, UNCONFINED
+from .grid import Cell
 from .links import claim_ref, evidence_anchor
 from .markup import badge, bullets, doc_link, paragraph
 from .state import get_state, warn

@@ -10,8 +10,8 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ..changes import describe
-from ..store import Entry
+from ..evidence.store import Entry
+from ..history.changes import describe
 from .evidence import origin_text, verdict_badge
 from .links import claim_ref, evidence_anchor
 from .markup import paragraph, table

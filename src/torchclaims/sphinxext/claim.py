@@ -19,11 +19,11 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from ..claims import Claim, Relation
-from ..grid import device_words
-from ..scope import about_text, and_words, claimant_scopes
-from ..store import THIS_BUILD, Entry
+from ..evidence.scope import about_text, and_words, claimant_scopes
+from ..evidence.store import THIS_BUILD, Entry
 from ..topics import TOPICS
 from .evidence import evidence, origin_text, reason, run_line, scope_words, verdict_badge
+from .grid import device_words
 from .links import claim_anchor, claim_ref, evidence_anchor, matrix_ref, register_label
 from .markup import badge, bullets, doc_link, folded, join_nodes, link, paragraph, table
 from .state import BuildState, get_state, warn

@@ -30,12 +30,12 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ..coverage.table import SweepTable
-from ..downloads import download_for, table_csv
-from ..memo import code_digest
-from ..records import made_from, write_if_changed
-from ..store import Entry
+from ..evidence.coverage_table import SweepTable
+from ..evidence.memo import code_digest
+from ..evidence.records import made_from, write_if_changed
+from ..evidence.store import Entry
 from .coverage_index import CoverageDomain
+from .downloads import download_for, table_csv
 from .links import claim_ref, evidence_anchor, slug
 from .markup import esc, table
 from .page_data import write_data_script
@@ -89,7 +89,7 @@ def write_data(app, exception) -> None:
     # What the files are made of: the runs shown and the code writing them. A
     # build that shows the same runs leaves the files alone without rebuilding them.
     key = state.store.digest(with_tables) + code_digest(
-        "sphinxext/coverage_tables.py", "sphinxext/page_data.py", "downloads.py"
+        "sphinxext/coverage_tables.py", "sphinxext/page_data.py", "sphinxext/downloads.py"
     )
     key_file = Path(app.doctreedir) / DATA_KEY
     names = [

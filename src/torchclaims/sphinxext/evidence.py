@@ -19,11 +19,11 @@ from __future__ import annotations
 from docutils import nodes
 
 from ..claims import Claim
-from ..downloads import download_for
-from ..grid import Cell, Grid
-from ..records import CheckResult, ResultRecord, Verdict
-from ..scope import scope_note
-from ..store import EARLIER_BUILD, THIS_BUILD, Entry
+from ..evidence.records import CheckResult, ResultRecord, Verdict
+from ..evidence.scope import scope_note
+from ..evidence.store import EARLIER_BUILD, THIS_BUILD, Entry
+from .downloads import download_for
+from .grid import Cell, Grid
 from .links import evidence_anchor
 from .markup import badge, bullets, folded, link, paragraph, table, value_text
 from .page_data import later

@@ -18,9 +18,9 @@ from sphinx.util.docutils import SphinxDirective
 from .. import limits
 from ..claims import MAX_QUOTE_WORDS
 from ..errors import InvalidFileError
+from ..evidence.memo import MAX_FILE_BYTES as MEMO_BYTES
 from ..fileio import read_json
-from ..memo import MAX_FILE_BYTES as MEMO_BYTES
-from ..probe_cache import MAX_FILE_BYTES as PROBE_BYTES
+from ..run.probe_cache import MAX_FILE_BYTES as PROBE_BYTES
 from .markup import paragraph, table
 from .state import warn
 

@@ -1,7 +1,7 @@
 """What a script printed, bounded on its gallery page.
 
 The build writes each example page with every line a code block printed in
-a literal block of class ``sphx-glr-script-out`` (torchclaims.gallery_page).
+a literal block of class ``sphx-glr-script-out`` (torchclaims.run.gallery_page).
 At ``doctree-read``, on each example page, those blocks are cut once the
 page holds ``page_output_bytes`` of them, in page order, with a mark where
 it was cut. This runs in the Sphinx process, out of the script's reach; the

@@ -1,7 +1,7 @@
 """Script text and links that would run on a reader's browser never render.
 
 Lint rejects raw HTML, includes and ``javascript:`` links in gallery text
-(torchclaims.gallery_text); the build does not rely on lint having run:
+(torchclaims.authoring.gallery_text); the build does not rely on lint having run:
 
 - ``source-read``: before a generated example page is parsed, each text block
   of its script that holds such markup is replaced by the same text as a
@@ -21,7 +21,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from ..gallery_text import unsafe_markup
+from ..authoring.gallery_text import unsafe_markup
 from .state import get_state, warn
 
 _SCRIPT_URI = re.compile(r"^\s*(javascript|vbscript|data)\s*:", re.IGNORECASE)

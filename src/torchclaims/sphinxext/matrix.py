@@ -27,13 +27,13 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from ..claims import Claim
-from ..downloads import download_for
-from ..grid import ATTRIBUTED, KINDS, NOT_RUN, Cell, Column, Grid, device_words
-from ..scope import about_text, and_words
-from ..store import EARLIER_BUILD
+from ..evidence.scope import about_text, and_words
+from ..evidence.store import EARLIER_BUILD
 from ..topics import TOPICS
 from .accelerators import accelerator_backends, page_docname
+from .downloads import download_for
 from .evidence import SYMBOLS, UNCONFINED, origin_text
+from .grid import ATTRIBUTED, KINDS, NOT_RUN, Cell, Column, Grid, device_words
 from .links import evidence_anchor, href_marker, matrix_anchor, raw_html, register_label
 from .markup import esc
 from .page_data import data_name, data_src, later_data

@@ -14,9 +14,9 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
-from ..records import Measurement
-from ..scope import ran_on
-from ..store import Entry
+from ..evidence.records import Measurement
+from ..evidence.scope import ran_on
+from ..evidence.store import Entry
 from .links import claim_ref, evidence_anchor
 from .state import get_state, warn
 from .tracking import note_shown

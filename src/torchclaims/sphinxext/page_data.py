@@ -27,7 +27,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from ..records import write_if_changed
+from ..evidence.records import write_if_changed
 from .links import raw_html, slug
 from .markup import esc
 
@@ -44,7 +44,7 @@ def data_script(name: str, payload) -> str:
 
 
 def write_data_script(path: Path, name: str, payload) -> None:
-    """Rewritten only when changed: the published copy is updated by what changed (torchclaims.site)."""
+    """Rewritten only when changed: the published copy is updated by what changed (torchclaims.sphinxext.site)."""
     write_if_changed(path, data_script(name, payload))
 
 

@@ -1,11 +1,11 @@
 """What a build leaves for readers beside the pages, and the folder it publishes.
 
 At the end of an HTML build: every results file the site shows, as JSON and CSV
-(torchclaims.downloads); the claims as data for the search page, so a search
+(torchclaims.sphinxext.downloads); the claims as data for the search page, so a search
 lands on a claim's anchor with its proposition and verdicts as the snippet, and
 works where the page is opened from a file (static/torchclaims.js); then, when
 ``torchclaims_publish_dir`` is set, a copy of the site without doctrees,
-sources or build information (torchclaims.site). Pages never carry their
+sources or build information (torchclaims.sphinxext.site). Pages never carry their
 sources, and a favicon ships with the extension unless the project sets its own.
 """
 
@@ -18,14 +18,14 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from ..downloads import write_downloads
 from ..errors import UsageError
-from ..records import made_from, write_if_changed
-from ..results import ResultsFile, build_results
-from ..site import publish
-from ..store import THIS_BUILD
+from ..evidence.records import made_from, write_if_changed
+from ..evidence.results import ResultsFile, build_results
+from ..evidence.store import THIS_BUILD
+from .downloads import write_downloads
 from .links import claim_anchor, evidence_anchor
 from .matrix import WORDS
+from .site import publish
 from .state import BuildState, get_state, warn
 
 logger = logging.getLogger(__name__)

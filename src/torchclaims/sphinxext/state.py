@@ -1,7 +1,7 @@
 """Build state: verify the claims before sphinx-gallery runs, keep what pages read.
 
 Runs on ``builder-inited`` at priority 400, before sphinx-gallery's own handler
-(500). Claims run in child processes (torchclaims.runner); sphinx-gallery is
+(500). Claims run in child processes (torchclaims.run.runner); sphinx-gallery is
 configured to execute nothing itself, so it only assembles the pages the
 children wrote, and a crashing script can never take the build down.
 """
@@ -24,20 +24,20 @@ from sphinx.util import logging
 
 from .. import config as settings_text
 from .. import limits
-from .._child import GalleryTarget
-from ..admission import Admission
-from ..attestation import verifier_from
+from ..authoring.lint import cross_check
 from ..claims import Claim, ClaimSet, load_claims
 from ..errors import InvalidFileError, UsageError
-from ..execution import MEMO_FILE, Outcome, Settings, history_dir, verify
+from ..evidence.admission import Admission
+from ..evidence.attestation import verifier_from
+from ..evidence.freshness import stale_reason
+from ..evidence.judging import read_own_record
+from ..evidence.memo import ContentMemo
+from ..evidence.records import now
+from ..evidence.store import Store, load_store
 from ..fileio import decode_utf8, leaves, read_bytes
-from ..freshness import stale_reason
-from ..grid import Grid
-from ..judging import read_own_record
-from ..lint import cross_check
-from ..memo import ContentMemo
-from ..records import now
-from ..store import Store, load_store
+from ..run._child import GalleryTarget
+from ..run.execution import MEMO_FILE, Outcome, Settings, history_dir, verify
+from .grid import Grid
 
 if TYPE_CHECKING:
     from .versions import VersionsState

@@ -15,8 +15,8 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from ..records import Verdict, write_if_changed
-from ..store import THIS_BUILD
+from ..evidence.records import Verdict, write_if_changed
+from ..evidence.store import THIS_BUILD
 from .state import BuildState, get_state
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ section holds the two runs it compares, the packages that differ, the
 verdicts that moved, the measurements that moved beyond their tolerance and
 whatever else upgrades.RECORD_COMPARERS finds. ``build-against-history``
 compares this build with the committed run of its release (or the nearest
-older one). The comparison itself is torchclaims.upgrades, the same as
+older one). The comparison itself is torchclaims.history.upgrades, the same as
 ``torchclaims diff``.
 """
 
@@ -26,11 +26,11 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from ..releases import Series, version_key
-from ..scope import ran_on
-from ..store import THIS_BUILD
-from ..upgrades import Comparison, compare
-from ..version_history import Run, baseline_for, consecutive
+from ..evidence.scope import ran_on
+from ..evidence.store import THIS_BUILD
+from ..history.releases import Series, version_key
+from ..history.upgrades import Comparison, compare
+from ..history.version_history import Run, baseline_for, consecutive
 from .evidence import verdict_badge
 from .links import claim_ref
 from .markup import bullets, paragraph, table

@@ -1,7 +1,7 @@
 """Claims across releases: the version strip of a claim, and the matrix's range columns.
 
 The data side (which runs stand for which release, the sentence a strip says)
-is torchclaims.version_history; this module only reads it and draws it. A
+is torchclaims.history.version_history; this module only reads it and draws it. A
 claim section's line for a backend holds a ``version_strip`` placeholder
 (claim.py adds it); a post-transform replaces it with each of that backend's
 series that has runs: a badge per release, oldest first, and the inferred
@@ -23,9 +23,9 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from ..errors import InvalidFileError
-from ..freshness import stale_reason
-from ..releases import CONSTRAINTS_FILE, RELEASES_FILE, Releases, Series, load_releases
-from ..version_history import Run, Step, range_sentence, runs, series_runs, strip
+from ..evidence.freshness import stale_reason
+from ..history.releases import CONSTRAINTS_FILE, RELEASES_FILE, Releases, Series, load_releases
+from ..history.version_history import Run, Step, range_sentence, runs, series_runs, strip
 from .evidence import SYMBOLS
 from .markup import badge, esc, paragraph
 from .state import BuildState, get_state, warn

@@ -34,12 +34,11 @@ import time
 import traceback
 from pathlib import Path
 
-from .._child import RECORD_FD_ENV
 from ..backends import Backend, requested_backend, resolve_backend
 from ..claims import load_claim
-from ..coverage.table import SweepTable
 from ..errors import UsageError
-from ..records import (
+from ..evidence.coverage_table import SweepTable
+from ..evidence.records import (
     CheckResult,
     Measurement,
     ResultRecord,
@@ -50,6 +49,7 @@ from ..records import (
     record_json,
     write_record,
 )
+from ..run._child import RECORD_FD_ENV
 
 __all__ = ["Unsupported", "Verification", "load_claim", "resolve_backend", "verification"]
 
@@ -231,7 +231,7 @@ class Verification:
         Returns nothing, so that a gallery page shows the summary rather than
         the record's repr; the record is on disk and in ``self.record``.
         """
-        from ..fingerprint import collect
+        from ..evidence.fingerprint import collect
 
         if self._finished is not None:
             return

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..spawning import main_module_hidden
+from .spawning import main_module_hidden
 
 LOG_TAIL = 1500  # characters of each worker's log kept in a failure message
 

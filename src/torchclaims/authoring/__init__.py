@@ -1,0 +1,7 @@
+"""Writing claims: the scaffold a contributor starts from, and the review lint does.
+
+:mod:`.scaffold` (``torchclaims new``) writes a claim record and a script from
+``templates/``; :mod:`.lint` reports every problem of a knowledge base at once,
+with :mod:`.fixed_judgements` (checks that cannot fail) and
+:mod:`.gallery_text` (markup that must not reach a page).
+"""

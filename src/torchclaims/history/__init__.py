@@ -1,0 +1,8 @@
+"""Releases: the same claims over torch and torch_xla releases, and what moved between them.
+
+:mod:`.releases` reads ``sweep/releases.toml`` and finds the runs that stand
+for each release; :mod:`.release_sweep` runs every stale claim in each
+release's own environment and merges the results. :mod:`.changes` compares two
+runs, :mod:`.upgrades` one upgrade claim by claim, and
+:mod:`.version_history` one claim across every release.
+"""

@@ -1,5 +1,0 @@
-"""transformers (with its model code) and accelerate, for runs with several Hugging Face claims."""
-
-from torchclaims.preload import load
-
-load(("transformers", "transformers.modeling_utils", "accelerate"))

@@ -1,0 +1,142 @@
+"""The offline bundle: what ``torchclaims verify`` needs, for a machine that has
+its vendor's torch but no package index (HPC clusters, air-gapped accounts).
+
+One folder: ``wheels/`` (the project's wheel and every package that
+sweep/constraints.txt pins, for one Python version and platform), ``claims/``,
+``gallery/``, the constraints and ``run.sh``. The script makes a venv that sees
+the machine's own packages (its torch above all), installs from ``wheels/``
+alone (``pip --no-index``) and runs ``verify``. torch, its CUDA libraries,
+triton and what torch itself requires are left to the machine: torch cannot be
+installed without them. So is numpy (16 MB of the 64): every accelerator image
+with torch has it. No Sphinx: the site is built where the results file is
+merged.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import TorchclaimsError
+from ..history.releases import CONSTRAINTS_FILE, canonical, read_constraints
+
+MAX_BYTES = 64 * 1024 * 1024
+# The Requires-Dist of torch 2.9-2.15, and of sympy and jinja2 in turn
+# (tests/test_bundle.py checks it against the torch installed).
+TORCH_BRINGS = frozenset(
+    {"filelock", "typing-extensions", "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "fsspec", "setuptools"}
+)
+MACHINE_HAS = TORCH_BRINGS | {"numpy"}
+# manylinux x86_64 tags, newest first: pip takes the first wheel a pin has for one of them.
+LINUX_X86_64 = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux_2_5_x86_64",
+    "manylinux1_x86_64",
+)
+
+RUN_SCRIPT = """#!/bin/sh
+# Run the claims with this machine's torch and no package index:
+#   ./run.sh --backend cuda [claim ids] [--label "who ran it, where"]
+# PYTHON names the interpreter that has torch (default: python3).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+python=${PYTHON:-python3}
+venv="$here/venv"
+"$python" -c "import torch; print('torch', torch.__version__)"
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" -m venv "$venv"
+    # The venv sees every package folder of the interpreter that has torch (site
+    # folders, .pth additions, PYTHONPATH), after its own; not its standard library.
+    "$python" -c "import sys, sysconfig; std = {sysconfig.get_path(k) for k in ('stdlib', 'platstdlib')}; \\
+print('\\n'.join(p for p in sys.path if p and p not in std and not p.endswith(('.zip', 'lib-dynload'))))" \\
+        > "$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_path('purelib'))")/machine-packages.pth"
+    # Python 3.11's venv brings an old setuptools that would hide the one torch requires.
+    "$venv/bin/python" -m pip uninstall --quiet --yes setuptools
+fi
+"$venv/bin/python" -m pip install --quiet --no-index --find-links "$here/wheels" \\
+    -c "$here/constraints.txt" "torchclaims[claims]"
+cd "$here"
+exec "$venv/bin/python" -m torchclaims verify --records-dir "$here/records" "$@"
+"""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    path: Path
+    wheels: list[Path]
+    size: int  # bytes, the whole folder
+
+
+def left_to_the_machine(name: str) -> bool:
+    name = canonical(name)
+    return name in MACHINE_HAS or name in ("torch", "triton") or name.startswith(("nvidia-", "pytorch-triton"))
+
+
+def _pip(*args: str) -> None:
+    run = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise TorchclaimsError(f"pip {args[0]} failed ({run.returncode}): {(run.stderr or run.stdout).strip()[-800:]}")
+
+
+def folder_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def bundle(
+    root: Path, output: Path, python_version: str, platforms: tuple[str, ...] = LINUX_X86_64, log=print
+) -> Bundle:
+    """Pack the folder at ``output`` (which must not exist yet) for CPython ``python_version``."""
+    if output.exists():
+        raise TorchclaimsError(f"{output} exists; name a new folder")
+    pins = {
+        name: version
+        for name, version in read_constraints(root / CONSTRAINTS_FILE).items()
+        if not left_to_the_machine(name)
+    }
+    wheels = output / "wheels"
+    wheels.mkdir(parents=True)
+    log(f"building the torchclaims wheel from {root}")
+    with tempfile.TemporaryDirectory(
+        prefix="torchclaims-wheel-"
+    ) as copy:  # setuptools builds in the tree: not in the project's
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            if (root / name).is_file():
+                shutil.copy2(root / name, Path(copy) / name)
+        shutil.copytree(root / "src", Path(copy) / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(wheels), copy)
+    platform_args = [arg for tag in platforms for arg in ("--platform", tag)]
+    log(f"downloading {len(pins)} pinned packages for CPython {python_version} ({', '.join(platforms)})")
+    _pip(  # --no-deps: the pins are the whole set, so nothing else is resolved or fetched
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        *platform_args,
+        "--dest",
+        str(wheels),
+        *(f"{n}=={v}" for n, v in sorted(pins.items())),
+    )
+    for folder in ("claims", "gallery"):
+        shutil.copytree(root / folder, output / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (output / "constraints.txt").write_text("".join(f"{n}=={v}\n" for n, v in sorted(pins.items())), encoding="utf-8")
+    script = output / "run.sh"
+    script.write_text(RUN_SCRIPT, encoding="utf-8")
+    script.chmod(0o755)
+    size = folder_size(output)
+    if size > MAX_BYTES:
+        largest = sorted(wheels.iterdir(), key=lambda p: p.stat().st_size, reverse=True)[:3]
+        names = ", ".join(f"{p.name} ({p.stat().st_size / 2**20:.1f} MB)" for p in largest)
+        raise TorchclaimsError(
+            f"{output} is {size / 2**20:.1f} MB, over the {MAX_BYTES // 2**20} MB limit; largest: {names}"
+        )
+    return Bundle(output, sorted(wheels.iterdir()), size)

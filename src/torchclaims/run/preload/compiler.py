@@ -1,0 +1,12 @@
+"""The compiler stack, for runs with several torch.compile claims.
+
+Inductor also works out once per process which vector instructions the CPU
+has, by compiling and running small test programs (seconds; more with a cold
+cache). That answers a question about the hardware, not about any claim's
+graphs, so it is done here once and inherited by every claim's process:
+torch's own fresh_cache() keeps it too.
+"""
+
+from torchclaims.run.preload import load
+
+load(("torch._dynamo", "torch._inductor.compile_fx"), then=("torch._inductor.cpu_vec_isa", "pick_vec_isa"))

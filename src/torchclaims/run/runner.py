@@ -1,0 +1,427 @@
+"""The isolated, parallel runner: each claim script in its own process.
+
+Children fork from a multiprocessing fork server that has torch (and the other
+heavy modules) imported already, so isolation costs a fork, not an import. The
+fork server starts with the first child a run needs, so a run with nothing to
+do starts no process. The parent never imports torch. Whatever a child does (raise, ``sys.exit``,
+``os._exit``, segfault, hang, fork and leave processes behind), the parent turns
+it into a result record, and the other claims are unaffected.
+
+Nothing a run starts outlives it: each claim's process ends everything its
+script started (torchclaims.run._child), a timeout or Ctrl-C asks it to do so
+(SIGTERM, then SIGKILL for its session), and closing the runner stops the fork
+server and the multiprocessing resource tracker it started.
+
+The script runs sandboxed (torchclaims.run.sandbox) and writes only its own
+folder: its record comes to the claim's supervisor over a pipe, and this
+process judges it again from its measurements (torchclaims.evidence.judging) and
+writes every record file, and moves the script's figures and page into place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing import forkserver, resource_tracker
+from pathlib import Path
+
+from .. import limits
+from ..errors import InvalidFileError, TorchclaimsError
+from ..evidence.judging import judgement_problems
+from ..evidence.records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
+from ..fileio import locked
+from . import _child, sandbox
+from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, kept_when_cold, shared_cache_links
+from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resource_tracker
+
+# What the fork server imports (torchclaims.run.preload), and the groups it may add: a
+# group's module, and the module names (as scripts import them) that mean a claim uses it.
+PRELOAD = "torchclaims.run.preload"
+PRELOAD_GROUPS = {
+    "torchclaims.run.preload.compiler": ("torch.compile", "torch._dynamo", "torch._inductor"),
+    "torchclaims.run.preload.huggingface": ("transformers", "accelerate"),
+}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One claim to run: the script, where its record goes, and what it may cost."""
+
+    claim_id: str
+    script: Path
+    script_rel: str
+    record_path: Path
+    cache_key: str
+    inputs: dict[str, str]
+    timeout: float
+    gallery: _child.GalleryTarget | None = None
+    cold_caches: bool = False  # the claim measures compiling: empty compiler caches (compiler_caches.py)
+    uses: frozenset[str] = frozenset()  # modules the script and its project helpers import (cache.InputScanner)
+    loopback: bool = False  # the claim's record says it needs the loopback interface
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the environment looks like for the chosen backend, seen from a child."""
+
+    backend: str
+    why: str  # how the backend was chosen ("auto picked ...")
+    unavailable: str | None  # None when the backend is usable here
+    environment: Environment
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run; every process it started has ended."""
+
+
+class Runner:
+    """Owns the fork server; runs jobs ``parallel`` at a time. Use it as a
+    context manager: leaving it stops the helper processes it started.
+
+    With ``shortcuts`` (the default) the fork server also imports what many
+    of the claims about to run import (``preload_for``), and claims that do not
+    measure compiling share the compiler caches between runs. Without, only
+    torch and the harness are imported beforehand and every claim gets empty
+    compiler caches: the reference the shortcuts must give the same verdicts as.
+    """
+
+    def __init__(self, backend: str, *, parallel: int, shortcuts: bool = True):
+        self.backend = backend
+        self.parallel = max(1, parallel)
+        self.shortcuts = shortcuts
+        self.env = {**_child.SCRIPT_ENVIRONMENT, "TORCHCLAIMS_BACKEND": backend}
+        self._ctx = multiprocessing.get_context("forkserver")
+        self._ctx.set_forkserver_preload([PRELOAD])
+        self.threads = max(1, (os.cpu_count() or 1) // self.parallel)
+        self.unconfined, self.sandbox_required = sandbox.turned_off(), sandbox.required()
+        # Helpers already running belong to someone else in this process.
+        self._own_forkserver = forkserver._forkserver._forkserver_pid is None
+        self._own_tracker = getattr(resource_tracker._resource_tracker, "_pid", None) is None
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def preload_for(self, uses: list[frozenset[str]]) -> list[str]:
+        """Before the fork server starts: add each group more claims use than
+        there are workers (importing it once in the server then costs less than
+        each claim importing it). Returns the groups added."""
+        if not self.shortcuts:
+            return []
+        groups = [
+            group
+            for group, names in PRELOAD_GROUPS.items()
+            if sum(any(used == n or used.startswith(n + ".") for used in claim for n in names) for claim in uses)
+            > self.parallel
+        ]
+        self._ctx.set_forkserver_preload([PRELOAD, *groups])
+        return groups
+
+    def close(self) -> None:
+        """Stop the fork server and the resource tracker this runner started."""
+        if self._own_forkserver:
+            stop_forkserver()
+        if self._own_tracker:
+            stop_resource_tracker()
+
+    def probe(self, timeout: float = 300.0) -> Probe:
+        """Resolve the backend and fingerprint the environment in a child."""
+        receiver, sender = self._ctx.Pipe(duplex=False)
+        process = self._ctx.Process(target=_child.probe, args=(self.backend, self.env, sender), daemon=True)
+        process.start()
+        sender.close()
+        try:
+            if not receiver.poll(timeout):
+                raise TorchclaimsError(f"probing backend {self.backend!r} timed out after {timeout:.0f}s")
+            answer = receiver.recv()
+        except EOFError:
+            raise TorchclaimsError(f"probing backend {self.backend!r} crashed (exit code {process.exitcode})") from None
+        finally:
+            process.join(5)
+            if process.is_alive():
+                process.kill()
+        if "error" in answer:
+            raise TorchclaimsError(f"probing backend {self.backend!r} failed: {answer['error']}")
+        return Probe(
+            answer["backend"], answer["why"], answer["unavailable"], Environment.model_validate(answer["environment"])
+        )
+
+    def run(
+        self,
+        jobs: list[Job],
+        environment: Environment,
+        on_start: Callable[[Job], None] = lambda job: None,
+        on_done: Callable[[Job, ResultRecord], None] = lambda job, record: None,
+    ) -> dict[str, ResultRecord]:
+        """Run every job; always return one record per job."""
+        pending = deque(jobs)
+        running: dict[int, _Running] = {}
+        results: dict[str, ResultRecord] = {}
+        with tempfile.TemporaryDirectory(prefix="torchclaims-") as scratch:
+            try:
+                while pending or running:
+                    while pending and len(running) < self.parallel:
+                        job = pending.popleft()
+                        on_start(job)
+                        started = self._start(job, Path(scratch))
+                        running[started.process.sentinel] = started
+                    deadline = min(r.deadline for r in running.values())
+                    multiprocessing.connection.wait(list(running), timeout=max(0.0, deadline - time.monotonic()))
+                    for sentinel, item in list(running.items()):
+                        timed_out = item.process.is_alive() and time.monotonic() >= item.deadline
+                        if item.process.is_alive() and not timed_out:
+                            continue
+                        del running[sentinel]
+                        record = self._finish(item, environment, timed_out)
+                        results[item.job.claim_id] = record
+                        on_done(item.job, record)
+            except KeyboardInterrupt:
+                end_claim_processes([item.process for item in running.values()])
+                stopped = sorted(item.job.claim_id for item in running.values())
+                raise Interrupted(
+                    f"interrupted: {len(results)} of {len(jobs)} claims finished; "
+                    f"stopped {', '.join(stopped) or 'nothing'}; every process the run started has ended"
+                ) from None
+            except BaseException:
+                end_claim_processes([item.process for item in running.values()])
+                raise
+        return results
+
+    def _start(self, job: Job, scratch: Path) -> _Running:
+        run_dir = scratch / job.claim_id
+        run_dir.mkdir()
+        cold = job.cold_caches or not self.shortcuts
+        links = {} if cold else shared_cache_links()
+        child_job = _child.ChildJob(
+            claim_id=job.claim_id,
+            script=str(job.script),
+            cwd=str(job.script.parent),
+            root=str(job.script.parents[len(Path(job.script_rel).parts) - 1]),
+            build_tmp=tempfile.gettempdir(),
+            env={},
+            run_dir=str(run_dir),
+            tmp_links=links,
+            shared_dirs=tuple(kept_when_cold() if cold else links.values()),
+            threads=self.threads,
+            log_bytes=limits.LIMITS.log_tail_bytes,
+            log_lines=limits.LIMITS.log_tail_lines,
+            record_bytes=limits.LIMITS.record_file_bytes,
+            loopback=job.loopback,
+            unconfined=self.unconfined,
+            sandbox_required=self.sandbox_required,
+            gallery=job.gallery,
+        )
+        child_job = dataclasses.replace(
+            child_job,
+            env={
+                **self.env,
+                **(cold_cache_env(child_job.tmp_dir) if cold else {}),
+                "TORCHCLAIMS_DEADLINE": f"{time.time() + job.timeout:.3f}",  # long sweeps size their guard from it
+                "TORCHCLAIMS_SCRIPT": job.script_rel,
+            },
+        )
+        process = self._ctx.Process(target=_child.run, args=(child_job,), name=f"claim:{job.claim_id}")
+        process.start()
+        return _Running(job, child_job, process, time.monotonic(), time.monotonic() + job.timeout, now(), cold)
+
+    def _finish(self, item: _Running, environment: Environment, timed_out: bool) -> ResultRecord:
+        process, child = item.process, item.child
+        if timed_out:
+            end_claim_processes([process])
+        process.join(GRACE_S)
+        duration = round(time.monotonic() - item.started, 3)
+        status = _status(Path(child.status_path))
+        cause = _failure_cause(process.exitcode, timed_out, item.job.timeout, status)
+        record = None
+        if cause is None:
+            record, cause = _received_record(Path(child.record_path), item.job.claim_id)
+        if record is None:
+            record = error_record(item.job, environment, cause, item.started_at, duration, _tail(Path(child.log_path)))
+        with locked(item.job.record_path.parent):  # another run may write the same claim's record
+            figures = _keep_figures(Path(child.figures_dir), item.job.record_path) if record.checks else []
+            record = _stamp(record, item, environment, duration, figures, str(status.get("sandbox", "")))
+            write_record(item.job.record_path, record)
+        if child.gallery is not None:
+            _keep_page(child)
+        shutil.rmtree(child.run_dir, ignore_errors=True)
+        return record
+
+
+def _received_record(path: Path, claim_id: str) -> tuple[ResultRecord | None, str]:
+    """The record the script handed over, judged again here; or None and why not."""
+    if not path.exists():
+        return None, "the script ended without calling finish()"
+    try:
+        record = read_record(path)
+    except InvalidFileError as exc:
+        return None, f"the script wrote an invalid record: {exc}"
+    if record.claim_id != claim_id:
+        return None, f"the script verified claim {record.claim_id!r}, not {claim_id!r}"
+    problems = judgement_problems(record)
+    if problems:
+        field, message = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return None, f"the script's record disagrees with its own evidence at {field}: {message}{more}"
+    return record, ""
+
+
+def _stamp(
+    record: ResultRecord, item: _Running, environment: Environment, duration: float, figures: list[str], sandboxed: str
+) -> ResultRecord:
+    # The parent knows the script's project path and content for sure (in the
+    # child, sphinx-gallery changes the working directory).
+    script = ScriptInfo(path=item.job.script_rel, sha256=_sha256(item.job.script))
+    # The duration is the child's wall time, imports included: what the claim costs a build.
+    # The environment is the one the child was started in (the cache key's), not
+    # one the script may have changed (inductor sets its own variables, say).
+    update = {
+        "cache_key": item.job.cache_key,
+        "inputs": item.job.inputs,
+        "script": script,
+        "duration_s": duration,
+        "environment": environment,
+        "figures": figures,
+        "sandbox": sandboxed[:2000],  # what the supervisor learnt before the script ran, never the script's word
+    }
+    if item.cold:  # the run had empty compiler caches: a condition of its verdict
+        update["conditions"] = {**record.conditions, CONDITION_NAME: COLD_CONDITION}
+    return record.model_copy(update=update)
+
+
+@dataclass
+class _Running:
+    job: Job
+    child: _child.ChildJob
+    process: multiprocessing.Process
+    started: float
+    deadline: float
+    started_at: object
+    cold: bool  # empty compiler caches
+
+
+def _plain_files(folder: Path) -> list[Path]:
+    """Every regular file below ``folder``, links not followed (the script made them)."""
+    found = []
+    for parent, _dirs, files in os.walk(folder):
+        found += [
+            Path(parent, name) for name in files if Path(parent, name).is_file() and not Path(parent, name).is_symlink()
+        ]
+    return found
+
+
+def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
+    """Move a run's figures beside its record; return their paths relative to it."""
+    target = record_path.with_suffix("")  # <records>/<backend>/<claim>/figure-N.png
+    shutil.rmtree(target, ignore_errors=True)
+    named = [p for p in _plain_files(scratch) if p.parent == scratch and re.fullmatch(r"figure-\d{1,4}\.png", p.name)]
+    figures = sorted(named, key=lambda p: int(p.stem.split("-")[1]))
+    if figures:
+        target.mkdir(parents=True, exist_ok=True)
+    for figure in figures:
+        shutil.move(figure, target / figure.name)
+    return [f"{target.name}/{figure.name}" for figure in figures]
+
+
+def _keep_page(child: _child.ChildJob) -> None:
+    """Write the script's gallery page into the real gallery folder, taking from
+    what its process staged only data: its output, figures and running time
+    (torchclaims.run.gallery_page)."""
+    from .gallery_page import write_page  # sphinx-gallery: only a build that makes pages needs it
+
+    _, staged = _child.staged_target(child)
+    target = child.gallery
+    write_page(
+        target.fname,
+        target.src_dir,
+        Path(target.target_dir),
+        target.gallery_conf,
+        Path(staged),
+        Path(child.run_dir, "page"),
+    )
+
+
+def _status(path: Path) -> dict:
+    """What the claim's supervisor wrote of the run ({} when it wrote nothing)."""
+    try:
+        status = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return status if isinstance(status, dict) else {}
+
+
+def _failure_cause(exitcode: int | None, timed_out: bool, timeout: float, status: dict) -> str | None:
+    """Why a claim's run gave no record (None: it ended normally).
+
+    ``exitcode`` is the claim process's; the supervisor's status holds the script's."""
+    if timed_out:
+        return f"timed out after {timeout:g}s (the process was killed)"
+    code = status.get("exit_code", exitcode) if exitcode == 0 else exitcode
+    if status.get("stopped"):
+        return f"the run was stopped ({status['stopped']}) before the script ended"
+    if isinstance(code, int) and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the process was killed by {name} (exit code {code})"
+    if status.get("ended"):
+        return str(status["ended"])
+    if code:
+        return f"the process exited with code {code} (os._exit or a crash before the script ended)"
+    return None
+
+
+def _tail(log: Path) -> str:
+    """The end of a script's output (the claim's process kept it within the limit)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 2 * limits.LIMITS.log_tail_bytes))
+            data = handle.read()
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")[-limits.LIMITS.log_tail_bytes :]
+
+
+def error_record(
+    job: Job, environment: Environment, cause: str, started_at, duration: float, log_tail: str = ""
+) -> ResultRecord:
+    """A record saying the verification broke; it is never evidence about the claim."""
+    return ResultRecord(
+        claim_id=job.claim_id,
+        verdict=Verdict.ERROR,
+        reason=cause,
+        started_at=started_at,
+        duration_s=duration,
+        script=ScriptInfo(path=job.script_rel, sha256=_sha256(job.script)),
+        cache_key=job.cache_key,
+        inputs=job.inputs,
+        environment=environment,
+        log_tail=log_tail,
+    )
+
+
+def unverified_record(job: Job, environment: Environment, reason: str) -> ResultRecord:
+    """A record for a claim that could not be run here at all (backend absent)."""
+    return error_record(job, environment, reason, now(), 0.0).model_copy(update={"verdict": Verdict.UNVERIFIED})
+
+
+def _sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""

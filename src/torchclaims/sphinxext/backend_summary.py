@@ -1,0 +1,142 @@
+"""What the records say about one backend: the claims about it, grouped by what a reader should conclude.
+
+A claim is *about* a backend when its scope says so (torchclaims.evidence.scope); each
+claim about it falls in exactly one group, decided by its newest verdict on that
+backend, else by what ran on a stand-in (any other backend with a record: the
+CPU reference, XLA on the CPU), else by whether it can be checked at all. The
+accelerator pages (sphinxext/accelerators.py) draw this; nothing here is typed
+by hand but the names of the groups. Free of Sphinx imports.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+
+from ..claims import Claim
+from ..evidence.records import Verdict
+from .grid import Cell, Grid, device_words
+
+
+class Group(Enum):
+    """What a reader should conclude about a claim on the backend, in the order pages list them."""
+
+    CONFIRMED = "Held on {here}"
+    REFUTED = "Refuted on {here}"
+    INCONCLUSIVE = "Ran on {here}, without a verdict either way"
+    STAND_IN_REFUTED = "Refuted on a stand-in, not yet run on {here}"
+    STAND_IN_HELD = "Held on a stand-in, not yet run on {here}"
+    STAND_IN_OPEN = "Ran only on a stand-in, without a verdict either way"
+    ATTRIBUTED = "Only their claimants' word: attributed, no public method to check"
+    UNCHECKED = "Not yet checked anywhere: no record on any backend"
+
+    def title(self, here: str) -> str:
+        return self.value.format(here=here)
+
+
+ON_HARDWARE = (Group.CONFIRMED, Group.REFUTED, Group.INCONCLUSIVE)
+ON_STAND_IN = (Group.STAND_IN_REFUTED, Group.STAND_IN_HELD, Group.STAND_IN_OPEN)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One claim about the backend: its group, its newest verdict there and on every stand-in."""
+
+    claim: Claim
+    group: Group
+    here: Cell | None  # the newest record on the backend itself
+    stand_ins: tuple[Cell, ...]  # the newest record on each other backend, in matrix order
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """What one other backend showed for the claims about this one that never ran here."""
+
+    backend: str
+    devices: tuple[str, ...]
+    versions: tuple[str, ...]
+    verdicts: Counter  # verdict value -> claims
+
+
+@dataclass
+class Summary:
+    backend: str
+    standings: list[Standing]
+    hardware_runs: list[Cell] = field(default_factory=list)  # the newest record here of each claim that ran here
+
+    def group(self, group: Group) -> list[Standing]:
+        return [s for s in self.standings if s.group is group]
+
+    def count(self, *groups: Group) -> int:
+        return sum(1 for s in self.standings if s.group in groups)
+
+    @property
+    def attributed_by(self) -> Counter:
+        """Who makes the claims that are only their word: claimant -> claims."""
+        return Counter(name for s in self.group(Group.ATTRIBUTED) for name in s.claim.claimed_by)
+
+    def dates(self) -> tuple[str, str] | None:
+        """The oldest and newest date of a record here."""
+        days = sorted(cell.entry.record.date for cell in self.hardware_runs)
+        return (days[0], days[-1]) if days else None
+
+    def versions(self) -> list[str]:
+        return sorted({cell.version for cell in self.hardware_runs})
+
+    def devices(self) -> list[str]:
+        return sorted({device_words(cell.entry.record.environment) for cell in self.hardware_runs})
+
+    def sources(self) -> Counter:
+        """Where the records here came from: source mark -> claims."""
+        return Counter(cell.entry.source.mark for cell in self.hardware_runs)
+
+    def stand_ins(self) -> list[StandIn]:
+        """Per other backend, in matrix order: what it showed for the claims that never ran here."""
+        cells = [cell for s in self.standings if s.group in ON_STAND_IN for cell in s.stand_ins]
+        out = []
+        for backend in dict.fromkeys(cell.backend for cell in cells):
+            mine = [cell for cell in cells if cell.backend == backend]
+            out.append(
+                StandIn(
+                    backend,
+                    tuple(sorted({device_words(c.entry.record.environment) for c in mine})),
+                    tuple(sorted({c.version for c in mine})),
+                    Counter(c.kind for c in mine),
+                )
+            )
+        return out
+
+
+def _group(claim: Claim, here: Cell | None, stand_ins: list[Cell]) -> Group:
+    if not claim.executable:
+        return Group.ATTRIBUTED
+    if here is not None:
+        return {Verdict.HOLDS: Group.CONFIRMED, Verdict.REFUTED: Group.REFUTED}.get(
+            here.entry.record.verdict, Group.INCONCLUSIVE
+        )
+    kinds = {cell.kind for cell in stand_ins}
+    if Verdict.REFUTED.value in kinds:
+        return Group.STAND_IN_REFUTED
+    if Verdict.HOLDS.value in kinds:
+        return Group.STAND_IN_HELD
+    return Group.STAND_IN_OPEN if kinds else Group.UNCHECKED
+
+
+def summarize(grid: Grid, backend: str) -> Summary:
+    """Every claim about ``backend``, in id order, each in its group."""
+    standings = []
+    for claim in sorted(grid.claims.claims.values(), key=lambda c: c.id):
+        if not claim.covers(backend):
+            continue
+        here = grid.newest(claim, backend) if claim.executable else None
+        others = (
+            [grid.newest(claim, column.backend) for column in grid.columns if column.backend != backend]
+            if claim.executable
+            else []
+        )
+        stand_ins = [cell for cell in others if cell is not None]
+        standings.append(Standing(claim, _group(claim, here, stand_ins), here, tuple(stand_ins)))
+    summary = Summary(backend, standings)
+    summary.hardware_runs = [s.here for s in standings if s.here is not None]
+    return summary
