@@ -724,11 +724,53 @@ def test_rocm_reuses_torch_cuda_is_refuted_where_rocm_names_a_device_type(monkey
     assert refuted(record, "'rocm' is not a valid device type", "torch.device('rocm') parsed"), outcomes(record)
 
 
+def architectures_answering(monkeypatch, tmp_path, generate_codes: dict[str, str]) -> None:
+    """A stand-in sweep: each architecture's forward matches, and its generate stage gets the code given."""
+    import shutil
+
+    from torchclaims.coverage import architectures
+
+    def sweep(backend_name, **options):
+        builder = architectures.TableBuilder(
+            "architectures",
+            "architecture",
+            list(generate_codes),
+            {
+                "forward": architectures.STAGES,
+                "generate": architectures.STAGES,
+                "result": architectures.RESULTS,
+                "cause": architectures.CAUSES,
+            },
+        )
+        for name, code in generate_codes.items():
+            answer = {"forward": ("N", ""), "generate": (code, f"{code} here"), "config": "tiny", "fallbacks": []}
+            for column, (value, detail) in architectures.classify(answer).items():
+                builder.set(name, column, value, detail)
+        return builder.table(), {"seconds": 0.1, "workers": 1}
+
+    monkeypatch.setattr(architectures, "sweep_architectures", sweep)
+    (tmp_path / "claims").mkdir()
+    shutil.copy(GALLERY.parent / "claims" / "hf-direct-trainium-coverage.toml", tmp_path / "claims")
+
+
+ARCHITECTURES_CHECK = "every registered architecture runs forward and generate on the device and matches the CPU"
+
+
+def test_hf_architecture_coverage_is_refuted_where_one_architecture_generates_other_tokens(monkeypatch, tmp_path):
+    architectures_answering(monkeypatch, tmp_path, {"llama": "N", "gpt2": "M"})
+    record = run_gallery("hf_architecture_coverage", monkeypatch, tmp_path, as_backend="second-cpu")
+    assert refuted(record, ARCHITECTURES_CHECK, "1 architectures fail or differ on the device"), outcomes(record)
+
+
+def test_hf_architecture_coverage_is_not_refuted_where_only_the_cpu_reference_failed(monkeypatch, tmp_path):
+    architectures_answering(monkeypatch, tmp_path, {"llama": "N", "reformer": "C"})
+    record = run_gallery("hf_architecture_coverage", monkeypatch, tmp_path, as_backend="second-cpu")
+    assert outcomes(record)[ARCHITECTURES_CHECK] is Verdict.UNVERIFIED, outcomes(record)
+
+
 # Executable claims with neither a breaking test here nor a `no_breaking_test` reason in their record yet.
 # The list may only shrink: a new claim comes with a breaking test or says why it has none.
-LEFT = {
-    "hf-architecture-coverage",
-}
+LEFT: set[str] = set()
 
 
 def broken_here() -> set[str]:
