@@ -48,7 +48,13 @@ def run_gallery(
     monkeypatch.syspath_prepend(str(GALLERY))  # the scripts' shared helpers (_philox, _jobs...)
     if as_backend is not None:
         stand_in = dataclasses.replace(all_backends()["cpu"], name=as_backend, **descriptor)
-        monkeypatch.setattr(verify, "resolve_backend", lambda requested: (stand_in, f"stand-in for {as_backend}"))
+        real = verify.resolve_backend  # what a script asks for by name (its CPU reference, say) stays real
+        monkeypatch.setattr(verify, "requested_backend", lambda explicit=None: as_backend)
+        monkeypatch.setattr(
+            verify,
+            "resolve_backend",
+            lambda requested: (stand_in, f"stand-in for {as_backend}") if requested == as_backend else real(requested),
+        )
     monkeypatch.chdir(tmp_path)
 
     def body():
