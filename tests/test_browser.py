@@ -858,3 +858,32 @@ def test_a_row_named_in_the_query_opens_as_a_row_link_does(desktop, server):
     assert desktop.execute_script("return document.activeElement.closest('tr').dataset.name") == "norm"
     query = urllib.parse.parse_qs(urllib.parse.urlparse(desktop.current_url).query)
     assert "row" not in query and desktop.current_url.endswith("#row-norm"), desktop.current_url
+
+
+LAYOUT_SHIFT = """const done = arguments[arguments.length - 1];
+let total = 0;
+new PerformanceObserver((list) => {
+  for (const shift of list.getEntries()) if (!shift.hadRecentInput) total += shift.value;
+}).observe({type: 'layout-shift', buffered: true});
+setTimeout(() => done(total), 500);"""
+MAX_LAYOUT_SHIFT = 0.01  # the table arriving moves nothing (Web Vitals call a whole page good below 0.1)
+
+
+@pytest.fixture
+def slow_network(width):
+    """Every request takes 300 ms, as on a phone's network: the page paints before the table's data is in."""
+    width.execute_cdp_cmd("Network.enable", {})
+    conditions = {"offline": False, "downloadThroughput": -1, "uploadThroughput": -1}
+    width.execute_cdp_cmd("Network.emulateNetworkConditions", {**conditions, "latency": 300})
+    yield width
+    width.execute_cdp_cmd("Network.emulateNetworkConditions", {**conditions, "latency": 0})
+
+
+def test_the_coverage_table_arrives_without_moving_what_is_below_it(slow_network, server):
+    """The table is made after its data loads; the space it takes is kept from the
+    first paint, so the run summaries below it never jump."""
+    driver = slow_network
+    driver.get(server.url + "docs/coverage.html")
+    wait_for(lambda: len(sweep_rows(driver)) == 3, "the table")
+    shifted = driver.execute_async_script(LAYOUT_SHIFT)
+    assert shifted < MAX_LAYOUT_SHIFT, f"cumulative layout shift {shifted:.3f}"
