@@ -131,7 +131,14 @@ def test_int_scatter_is_refuted_where_the_neuron_compiler_is_exact(monkeypatch, 
 
 
 def test_compile_on_first_call_is_refuted_where_torch_compile_compiles_nothing(monkeypatch, tmp_path):
-    monkeypatch.setattr(torch, "compile", lambda model, **options: model)  # runs eagerly, never compiles
+    def compiles_nothing(model, **options):
+        """Runs eagerly, never compiles; its one call here takes eager's own first-call costs (kernel
+        and allocator warm-up), which a loaded machine stretches past the claim's ratio."""
+        with torch.no_grad():
+            model(torch.zeros(32, 64, device=next(model.parameters()).device))
+        return model
+
+    monkeypatch.setattr(torch, "compile", compiles_nothing)
     record = run_gallery("compile_jit_first_call", monkeypatch, tmp_path)
     assert refuted(record, "the first call compiles a graph"), outcomes(record)
     assert outcomes(record)["the first call takes markedly longer than repeat calls"] is Verdict.REFUTED
