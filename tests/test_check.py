@@ -368,3 +368,17 @@ def test_pytest_helper_fails_with_the_summary_when_the_gate_fails(tmp_path):
     with pytest.raises(AssertionError, match="known wrong on xla · torch_xla 2.9.0"):
         assert_moves(torch.nn.ReLU(), (torch.randn(3),), root=tmp_path)
     assert_moves(torch.nn.ReLU(), (torch.randn(3),), root=tmp_path, accept=["relu"])
+
+
+@pytest.mark.processes
+def test_a_training_step_run_on_the_cpu_has_its_gradient_check_judged_again_as_it_says(tmp_path, capsys):
+    """The build judges every record again from its measurements: the gradients' worst error
+    must come with the reference magnitude it is judged against, or the run is an error."""
+    target = str(EXAMPLES / "pixel_cnn.py:pixel_cnn_step")
+    out = tmp_path / "run.json"
+    code = main(
+        ["check", target, "--root", str(ROOT), "--backend", "cpu", "--target-backend", "cpu", "--output", str(out)]
+    )
+    shown = capsys.readouterr().out
+    assert "holds      gradients match the CPU" in shown, shown
+    assert code == 0, shown
