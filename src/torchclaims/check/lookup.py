@@ -81,7 +81,7 @@ def _cells(
     if not rows:
         return (
             [],
-            "no row of the operator table dispatches it"
+            "no row of the operator table dispatches it without operators the model does not use"
             if index.exact
             else "no row of the operator table is named for it",
         )
