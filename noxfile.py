@@ -39,6 +39,9 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU builds of torch: a
 CONSTRAINTS = ("-c", "sweep/constraints.txt")
 INSTALL_INPUTS = ("pyproject.toml", "sweep/constraints.txt")  # what an install reads besides its arguments
 STAMP = "torchclaims-install.json"
+# -j auto: Sphinx reads and writes the pages in parallel once the claims have run (they run first, on
+# TORCHCLAIMS_JOBS workers); benchmarks/build_speed.py times this very command
+SPHINX_BUILD = ("-q", "-j", "auto", "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx")
 RUFF = "ruff==0.17.6"  # pinned: another release may format or flag the same code differently
 # The code ruff formats and checks (gallery/ too: its text is hashed into results, so a refresh follows a change).
 RUFF_PATHS = ("src", "tests", "benchmarks", "gallery", "noxfile.py", "conf.py")
@@ -145,7 +148,7 @@ def docs(session: nox.Session) -> None:
         "TORCHCLAIMS_PUBLISH_DIR": "_build/html",
     }
     session.log("sphinx-build -q prints warnings only; a first build verifies every claim, minutes on 2 cores")
-    session.run("sphinx-build", "-q", "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx", *opts.rest, env=env)
+    session.run("sphinx-build", *SPHINX_BUILD, *opts.rest, env=env)
     verdicts = Path("_build/doctrees/torchclaims-verdicts.txt")  # written by the build (torchclaims.sphinxext.summary)
     if verdicts.is_file():
         session.log(verdicts.read_text(encoding="utf-8").strip())

@@ -147,3 +147,11 @@ def test_the_fast_lane_leaves_out_every_slow_lane_and_nothing_else(noxfile, monk
     session.posargs = ["tests/test_lint.py"]
     noxfile.tests(session)
     assert session.runs == [["pytest", "-m", noxfile.FAST_LANE, "-x"], ["pytest", "tests/test_lint.py"]]
+
+
+def test_the_speed_benchmark_builds_the_site_as_the_docs_session_does(loaded):
+    spec = importlib.util.spec_from_file_location("build_speed_under_test", ROOT / "benchmarks" / "build_speed.py")
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    assert benchmark.SITE_BUILD == loaded.SPHINX_BUILD
+    assert benchmark.sphinx(ROOT)[3:] == list(loaded.SPHINX_BUILD)  # python -m sphinx, then the docs session's

@@ -1,4 +1,4 @@
-"""Reading untrusted files within bounds and within the repository, naming files after data, and locking.
+"""Reading untrusted files within bounds and within the repository, digests, naming files after data, and locking.
 
 Every failure is an InvalidFileError naming the file, so callers report it and
 carry on; nothing here lets a malformed file raise anything else.
@@ -7,6 +7,7 @@ carry on; nothing here lets a malformed file raise anything else.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -63,6 +64,11 @@ def json_depth(text: str, stop_above: int) -> int:
             if deepest > stop_above:
                 break
     return deepest
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file's bytes (OSError when it cannot be read): what records and attestations name."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def read_json(path: Path, max_bytes: int, what: str = "file"):

@@ -1,13 +1,15 @@
 """The report as one self-contained HTML page in the site's style, with the same evidence links.
 
 The site's own stylesheet is inlined (no file beside the page, no script), and
-every value from a record, a claim, the model or the command line is escaped.
+every value from a record, a claim, the model or the command line is escaped:
+markupsafe's ``Markup.format`` escapes each value that is not markup already.
 """
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
+
+from markupsafe import Markup
 
 from .links import slug
 from .report import NOT_COVERED, STATUSES, WRONG, ColumnReport, Report
@@ -22,88 +24,105 @@ td.n { text-align: right; } code { font-size: .9em; } .tc-flag { font-weight: 60
 """
 
 
-def e(value) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _status(status: str) -> str:
-    return f'<span class="tc-o tc-o-{CLASS.get(status, slug(status))}">{e(status)}</span>'
+def _status(status: str) -> Markup:
+    return Markup('<span class="tc-o tc-o-{}">{}</span>').format(CLASS.get(status, slug(status)), status)
 
 
 def _linker(base: str):
     """Links as the report has them, relative ones put under ``base`` (where the page lies on the site)."""
 
-    def link(url: str, text: str) -> str:
+    def link(url: str, text: str) -> Markup:
         href = url if "://" in url or url.startswith(("/", "#")) else base + url
-        return f'<a href="{e(href)}">{e(text)}</a>'
+        return Markup('<a href="{}">{}</a>').format(href, text)
 
     return link
 
 
-def _column(column: ColumnReport, _link) -> str:
+def _column(column: ColumnReport, _link) -> Markup:
     counts = column.counts()
-    rows = []
+    rows = Markup("")
     for finding in sorted(column.operators, key=lambda f: (STATUSES.index(f.status), f.operator)):
-        evidence = "<br>".join(
-            f'{_link(x.url, x.what)} <span class="tc-date">({e(x.match)}, {e(x.date)})</span>' for x in finding.evidence
-        ) or e(finding.note)
-        rows.append(
-            f"<tr><td><code>{e(finding.operator)}</code></td><td>{e(finding.dtype)}</td>"
-            f"<td>{e(', '.join(finding.phases))}</td><td>{_status(finding.status)}</td><td>{evidence}</td></tr>"
+        evidence = Markup("<br>").join(
+            Markup('{} <span class="tc-date">({}, {})</span>').format(_link(x.url, x.what), x.match, x.date)
+            for x in finding.evidence
+        ) or Markup("{}").format(finding.note)
+        rows += Markup("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>").format(
+            finding.operator, finding.dtype, ", ".join(finding.phases), _status(finding.status), evidence
         )
     arch = ""
     if column.architecture is not None:
         a = column.architecture
-        arch = f"<p>Architecture: {_status(a.status)} {_link(a.url, a.what)}</p>"
+        arch = Markup("<p>Architecture: {} {}</p>").format(_status(a.status), _link(a.url, a.what))
     flag = (
-        ' <span class="tc-flag">flagged: an operator the model uses is known wrong here</span>'
+        Markup(' <span class="tc-flag">flagged: an operator the model uses is known wrong here</span>')
         if column.flagged
         else ""
     )
     target = "" if column.targeted else " (not targeted: left out of the exit status)"
-    tally = ", ".join(f"{counts[s]} {e(s)}" for s in STATUSES)
-    return (
-        f'<details class="tc-evidence"{" open" if column.flagged else ""}><summary><strong>{e(column.label)}</strong>'
-        f" — measured on {e(column.device_name)}, {e(', '.join(column.dates))}; {tally}{flag}{e(target)}</summary>"
-        f"<p>Rows matched: {e(column.matching or 'no operator table')}.</p>{arch}"
+    tally = ", ".join(f"{counts[s]} {s}" for s in STATUSES)
+    return Markup(
+        '<details class="tc-evidence"{}><summary><strong>{}</strong> — measured on {}, {}; {}{}{}</summary>'
+        "<p>Rows matched: {}.</p>{}"
         "<table><thead><tr><th>operator</th><th>dtype</th><th>pass</th><th>status</th><th>evidence</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table></details>"
+        "<tbody>{}</tbody></table></details>"
+    ).format(
+        Markup(" open") if column.flagged else "",
+        column.label,
+        column.device_name,
+        ", ".join(column.dates),
+        tally,
+        flag,
+        target,
+        column.matching or "no operator table",
+        arch,
+        rows,
     )
 
 
 def render(report: Report, base: str = "") -> str:
     """The page; ``base`` goes before relative evidence links (the page's way to the site's root)."""
     css = STYLESHEET.read_text(encoding="utf-8") + EXTRA_CSS
-    head = ["<tr><th>backend × release</th><th>device</th>" + "".join(f"<th>{e(s)}</th>" for s in STATUSES) + "</tr>"]
+    head = Markup("<tr><th>backend × release</th><th>device</th>{}</tr>").format(
+        Markup("").join(Markup("<th>{}</th>").format(s) for s in STATUSES)
+    )
     for column in report.columns:
         counts = column.counts()
-        head.append(
-            f"<tr><th>{e(column.label)}</th><td>{e(column.device_name)}</td>"
-            + "".join(f'<td class="n">{counts[s]}</td>' for s in STATUSES)
-            + "</tr>"
+        head += Markup("<tr><th>{}</th><td>{}</td>{}</tr>").format(
+            column.label,
+            column.device_name,
+            Markup("").join(Markup('<td class="n">{}</td>').format(counts[s]) for s in STATUSES),
         )
-    measured = ""
+    measured = Markup("")
     for m in report.measured:
-        checks = "".join(
-            f"<tr><td>{e(c['name'])}</td><td>{e(c['outcome'])}</td><td>{e(c['detail'])}</td></tr>" for c in m.checks
+        checks = Markup("").join(
+            Markup("<tr><td>{}</td><td>{}</td><td>{}</td></tr>").format(c["name"], c["outcome"], c["detail"])
+            for c in m.checks
         )
-        measured += (
-            f"<h2>Measured on {e(m.backend)}: {e(m.verdict)}</h2><p>Result record in {e(m.results_file)}</p>"
-            f"<table><thead><tr><th>check</th><th>outcome</th><th>detail</th></tr></thead><tbody>{checks}</tbody></table>"
-        )
+        measured += Markup(
+            "<h2>Measured on {}: {}</h2><p>Result record in {}</p>"
+            "<table><thead><tr><th>check</th><th>outcome</th><th>detail</th></tr></thead><tbody>{}</tbody></table>"
+        ).format(m.backend, m.verdict, m.results_file, checks)
     verdict = "FAILED" if report.failed else "no operator is known wrong on a targeted backend"
-    return (
+    architecture = Markup("; architecture <code>{}</code>").format(report.architecture) if report.architecture else ""
+    link = _linker(base)
+    return Markup(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>torchclaims check {e(report.target)}</title><style>{css}</style></head><body>"
-        f"<h1>torchclaims check <code>{e(report.target)}</code></h1>"
-        f"<p>{len(report.used)} ATen operator × dtype pairs recorded on the CPU"
-        + (f"; architecture <code>{e(report.architecture)}</code>" if report.architecture else "")
-        + f". Result: <strong>{e(verdict)}</strong>.</p>"
-        f"<table>{''.join(head)}</table>"
-        + "".join(_column(c, _linker(base)) for c in report.columns)
-        + measured
-        + '<p class="tc-date">A static check knows only what the tables measured: the operators in the dtypes and '
+        "<title>torchclaims check {}</title><style>{}</style></head><body>"
+        "<h1>torchclaims check <code>{}</code></h1>"
+        "<p>{} ATen operator × dtype pairs recorded on the CPU{}. Result: <strong>{}</strong>.</p>"
+        "<table>{}</table>{}{}"
+        '<p class="tc-date">A static check knows only what the tables measured: the operators in the dtypes and '
         "releases listed, on the devices named (XLA on the CPU is not a TPU). Kernels, numerics and speed on hardware "
         "no table covers are not known.</p></body></html>\n"
+    ).format(
+        report.target,
+        Markup(css),  # trusted: the site's own stylesheet, from the package
+        report.target,
+        len(report.used),
+        architecture,
+        verdict,
+        head,
+        Markup("").join(_column(c, link) for c in report.columns),
+        measured,
     )

@@ -14,7 +14,6 @@ stand in for it: a file that repeats a digest proves nothing, so a note under
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -27,6 +26,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InvalidFileError, Problem, UsageError
+from ..fileio import file_sha256
 from ..limits import KIB, RecordName
 from .provenance import WORKFLOW, Provenance
 from .records import now
@@ -61,10 +61,6 @@ class Attestation(BaseModel):
     @property
     def url(self) -> str:
         return f"https://github.com/{self.repository}/attestations"
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def verify_with_gh(path: Path, repository: str) -> Attestation:

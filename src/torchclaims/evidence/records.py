@@ -19,7 +19,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 
 from .. import limits
 from ..errors import InvalidFileError, Problem, problems_from_validation
-from ..fileio import read_json
+from ..fileio import file_sha256, read_json
 from ..limits import BackendName, ClaimId, RecordName, RecordText
 from .coverage_table import SweepTable
 
@@ -153,6 +153,14 @@ class ScriptInfo(BaseModel):
 
     path: RecordName  # relative to the project root
     sha256: Annotated[str, Field(pattern=r"^([0-9a-f]{64})?$")]  # empty when the script could not be read
+
+    @classmethod
+    def of(cls, script: Path, path: str) -> ScriptInfo:
+        """The script at ``script``, named ``path`` in the record."""
+        try:
+            return cls(path=path, sha256=file_sha256(script))
+        except OSError:
+            return cls(path=path, sha256="")
 
 
 class ResultRecord(BaseModel):

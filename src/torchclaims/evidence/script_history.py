@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..fileio import leaves
+from ..fileio import file_sha256, leaves
 
 
 class ScriptHistory:
@@ -39,9 +39,7 @@ class ScriptHistory:
         if script not in self._current:  # every record of a script asks: the file is read once
             path = self.root / script
             try:
-                self._current[script] = (
-                    None if leaves(path, self.root) else hashlib.sha256(path.read_bytes()).hexdigest()
-                )
+                self._current[script] = None if leaves(path, self.root) else file_sha256(path)
             except OSError:
                 self._current[script] = None
         if self._current[script] is not None:

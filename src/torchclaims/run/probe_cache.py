@@ -27,7 +27,7 @@ from ..errors import InvalidFileError
 from ..evidence.fingerprint import COMMON_ENV_PREFIXES
 from ..evidence.memo import PACKAGE_DIR
 from ..evidence.records import Environment, write_if_changed
-from ..fileio import read_json
+from ..fileio import file_sha256, read_json
 from .runner import Probe
 
 # The code whose answer is remembered: resolving, checking and fingerprinting a
@@ -102,7 +102,7 @@ def _hardware() -> str:
 
 
 def _code() -> str:
-    return _digest(*(hashlib.sha256((PACKAGE_DIR / name).read_bytes()).hexdigest() for name in PROBE_CODE))
+    return _digest(*(file_sha256(PACKAGE_DIR / name) for name in PROBE_CODE))
 
 
 def key_parts(backend: str) -> dict[str, str]:

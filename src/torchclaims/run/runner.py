@@ -21,7 +21,6 @@ writes every record file, and moves the script's figures and page into place.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -284,7 +283,7 @@ def _stamp(
 ) -> ResultRecord:
     # The parent knows the script's project path and content for sure (in the
     # child, sphinx-gallery changes the working directory).
-    script = ScriptInfo(path=item.job.script_rel, sha256=_sha256(item.job.script))
+    script = ScriptInfo.of(item.job.script, item.job.script_rel)
     # The duration is the child's wall time, imports included: what the claim costs a build.
     # The environment is the one the child was started in (the cache key's), not
     # one the script may have changed (inductor sets its own variables, say).
@@ -407,7 +406,7 @@ def error_record(
         reason=cause,
         started_at=started_at,
         duration_s=duration,
-        script=ScriptInfo(path=job.script_rel, sha256=_sha256(job.script)),
+        script=ScriptInfo.of(job.script, job.script_rel),
         cache_key=job.cache_key,
         inputs=job.inputs,
         environment=environment,
@@ -418,10 +417,3 @@ def error_record(
 def unverified_record(job: Job, environment: Environment, reason: str) -> ResultRecord:
     """A record for a claim that could not be run here at all (backend absent)."""
     return error_record(job, environment, reason, now(), 0.0).model_copy(update={"verdict": Verdict.UNVERIFIED})
-
-
-def _sha256(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return ""

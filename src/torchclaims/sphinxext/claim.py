@@ -18,7 +18,7 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from ..claims import Claim, Relation
+from ..claims import Claim, Relation, Source
 from ..evidence.scope import about_text, and_words, claimant_scopes
 from ..evidence.store import THIS_BUILD, Entry
 from ..topics import TOPICS
@@ -86,6 +86,12 @@ def verdict_lines(state: BuildState, claim: Claim) -> nodes.Node:
     return out
 
 
+def quoted(source: Source) -> list:
+    """“quote” — publisher (date), marked when the quote is unconfirmed."""
+    parts = [nodes.emphasis("", f"“{source.quote}”"), " — ", link(source.publisher, source.url), f" ({source.date})"]
+    return parts + ([badge("unconfirmed", "unconfirmed")] if not source.confirmed else [])
+
+
 def claimant_line(claim: Claim) -> nodes.paragraph:
     """'Claimed by AWS about AWS Trainium (TorchNeuron): “…” — … (2026); by PyTorch about the CPU: “…” — …':
     each claimant with what its own sources are about and its first quote, marked when unconfirmed."""
@@ -97,14 +103,7 @@ def claimant_line(claim: Claim) -> nodes.paragraph:
             nodes.strong("", f"{'by' if index else 'Claimed by'} {claimant}"),
             f" about {scope}: ",
         ]
-        parts += [
-            nodes.emphasis("", f"“{source.quote}”"),
-            " — ",
-            link(source.publisher, source.url),
-            f" ({source.date})",
-        ]
-        if not source.confirmed:
-            parts.append(badge("unconfirmed", "unconfirmed"))
+        parts += quoted(source)
     more = len(claim.sources) - len(claim.claimants)
     if more:
         parts.append(f" (and {more} more source{'s' if more > 1 else ''} below)")
@@ -140,14 +139,7 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
     )
     sources = []
     for source in claim.sources:
-        parts = [
-            nodes.emphasis("", f"“{source.quote}”"),
-            " — ",
-            link(source.publisher, source.url),
-            f" ({source.date})",
-        ]
-        if not source.confirmed:
-            parts.append(badge("unconfirmed", "unconfirmed"))
+        parts = quoted(source)
         if source.note:
             parts.append(f" {source.note}")
         sources.append(paragraph(*parts))

@@ -37,8 +37,9 @@ from ..evidence.store import Entry
 from .coverage_index import CoverageDomain
 from .downloads import download_for, table_csv
 from .links import claim_ref, evidence_anchor, slug
-from .markup import esc, table
+from .markup import table
 from .page_data import write_data_script
+from .safe_html import Html
 from .state import get_state, warn
 from .tracking import note_shown
 
@@ -116,35 +117,36 @@ def _add_script(app, pagename: str, templatename: str, context: dict, doctree) -
         app.add_js_file(SCRIPT)
 
 
-def _bar_svg(sweep: SweepTable) -> str:
+def _bar_svg(sweep: SweepTable) -> Html:
     """One stacked bar per column, shares of its listed cells, and a legend; titles name each part."""
     width, height, label_w = 560, 22, 110
-    parts, shown = [], {}
+    parts, shown = Html(""), {}
     for row, column in enumerate(sweep.columns):
         y = row * (height + 6)
-        parts.append(f'<text x="0" y="{y + 15}" class="tc-svg-label">{esc(column.name)} ({column.listed})</text>')
+        parts += Html('<text x="0" y="{}" class="tc-svg-label">{} ({})</text>').format(
+            y + 15, column.name, column.listed
+        )
         x, listed = float(label_w), max(column.listed, 1)
         for code, count in column.count().most_common():
             w = (width - label_w) * count / listed
             outcome = column.legend[code]
             shown.setdefault(outcome, None)
-            parts.append(
-                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{height}" class="tc-o tc-o-{slug(outcome)}">'
-                f"<title>{esc(outcome)}: {count} of {column.listed} ({100 * count / listed:.1f}%)</title></rect>"
-            )
+            parts += Html(
+                '<rect x="{:.1f}" y="{}" width="{:.1f}" height="{}" class="tc-o tc-o-{}">'
+                "<title>{}: {} of {} ({:.1f}%)</title></rect>"
+            ).format(x, y, w, height, slug(outcome), outcome, count, column.listed, 100 * count / listed)
             x += w
     y = len(sweep.columns) * (height + 6) + 4
     for index, outcome in enumerate(shown):  # the legend: three entries a line, so it fits a phone
         lx, ly = (index % 3) * (width // 3), y + (index // 3) * 18
-        parts.append(
-            f'<rect x="{lx}" y="{ly}" width="12" height="12" class="tc-o tc-o-{slug(outcome)}"/>'
-            f'<text x="{lx + 16}" y="{ly + 11}" class="tc-svg-label">{esc(outcome)}</text>'
-        )
+        parts += Html(
+            '<rect x="{}" y="{}" width="12" height="12" class="tc-o tc-o-{}"/>'
+            '<text x="{}" y="{}" class="tc-svg-label">{}</text>'
+        ).format(lx, ly, slug(outcome), lx + 16, ly + 11, outcome)
     total = y + ((len(shown) + 2) // 3) * 18
-    return (
-        f'<svg class="tc-sweep-plot" viewBox="0 0 {width} {total}" role="img" '
-        f'aria-label="outcome shares per column">{"".join(parts)}</svg>'
-    )
+    return Html(
+        '<svg class="tc-sweep-plot" viewBox="0 0 {} {}" role="img" aria-label="outcome shares per column">{}</svg>'
+    ).format(width, total, parts)
 
 
 def _summary(sweep: SweepTable) -> nodes.table:
@@ -200,12 +202,11 @@ class CoverageTableDirective(SphinxDirective):
             }
             for e, _ in runs
         ]
-        markup = (
-            f'<div class="tc-sweep" data-item="{esc(item)}" '
-            f"data-runs='{esc(json.dumps(options))}'>"
+        markup = Html(
+            '<div class="tc-sweep" data-item="{}" data-runs="{}">'
             "<noscript>The searchable table needs JavaScript; the CSV downloads below hold every cell.</noscript>"
             "</div>"
-        )
+        ).format(item, json.dumps(options))
         out: list[nodes.Node] = [nodes.raw("", markup, format="html")]
         newest: dict[str, tuple[Entry, SweepTable]] = {}
         for entry, sweep in runs:

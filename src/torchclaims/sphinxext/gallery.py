@@ -25,25 +25,28 @@ from sphinx.application import Sphinx
 
 from ..claims import Claim
 from .links import claim_ref, matrix_ref, raw_html
-from .markup import esc, paragraph
+from .markup import paragraph
 from .matrix import WORDS
+from .safe_html import Html
 from .state import BuildState, get_state
 from .tracking import ALL_CLAIMS, note_shown
 
 
-def _verdicts(state: BuildState, claim: Claim) -> str:
+def _verdicts(state: BuildState, claim: Claim) -> Html:
     runs = state.grid.runs(claim)
     if not runs:
-        return '<span class="tc-badge tc-notrun">∅ not run</span>'
-    items = []
-    for cell in runs:
-        symbol, word = WORDS[cell.kind]
-        scope = "" if cell.target else ' <span class="tc-scope">outside its scope</span>'
-        items.append(
-            f'<li><span class="tc-badge tc-{cell.kind}">{symbol} {esc(word)}</span> '
-            f"{esc(cell.backend)} · {esc(cell.version)}{scope}</li>"
+        return Html('<span class="tc-badge tc-notrun">∅ not run</span>')
+    items = Html("").join(
+        Html('<li><span class="tc-badge tc-{}">{} {}</span> {} · {}{}</li>').format(
+            cell.kind,
+            *WORDS[cell.kind],
+            cell.backend,
+            cell.version,
+            "" if cell.target else Html(' <span class="tc-scope">outside its scope</span>'),
         )
-    return '<ul class="tc-card-verdicts">' + "".join(items) + "</ul>"
+        for cell in runs
+    )
+    return Html('<ul class="tc-card-verdicts">{}</ul>').format(items)
 
 
 def _has_figure(app: Sphinx, state: BuildState, stem: str) -> bool:
@@ -63,13 +66,14 @@ def _cards(app: Sphinx, state: BuildState, doctree: nodes.document) -> None:
         claim = by_stem.get(stem)
         if claim is None or not isinstance(closing, nodes.raw):
             continue
-        card: list[nodes.Node] = [raw_html('<div class="tc-card">')]
+        card: list[nodes.Node] = [raw_html(Html('<div class="tc-card">'))]
         if _has_figure(app, state, stem):
             card.extend(image.deepcopy() for image in body.findall(nodes.image))
         card.append(
             raw_html(
-                f'<a class="tc-card-title" href="{esc(stem)}.html">{esc(claim.title)}</a>'
-                f"{_verdicts(state, claim)}</div>"
+                Html('<a class="tc-card-title" href="{}.html">{}</a>{}</div>').format(
+                    stem, claim.title, _verdicts(state, claim)
+                )
             )
         )
         for node in (opening, body, closing):

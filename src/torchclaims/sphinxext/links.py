@@ -17,10 +17,10 @@ import re
 from docutils import nodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from .safe_html import LINK_MARK, Html
 from .state import warn
 
-_MARK = "\ue000"  # a private-use character: esc() drops it from anything a record or claim says (docutils eats NUL)
-_MARKER = re.compile(f"{_MARK}label:([a-z0-9-]+)(#[A-Za-z0-9_.-]*)?{_MARK}")
+_MARKER = re.compile(f"{LINK_MARK}label:([a-z0-9-]+)(#[A-Za-z0-9_.-]*)?{LINK_MARK}")
 
 
 def slug(text: str) -> str:
@@ -57,9 +57,10 @@ def matrix_ref(claim_id: str, child: nodes.Node) -> claim_link:
     return claim_link("", child, label=matrix_anchor(claim_id), anchor="")
 
 
-def href_marker(claim_id: str, anchor: str = "") -> str:
+def href_marker(claim_id: str, anchor: str = "") -> Html:
     """Stands for the URL of a claim's page (plus ``#anchor``) in raw HTML until resolved."""
-    return f"{_MARK}label:{claim_anchor(claim_id)}{'#' + anchor if anchor else ''}{_MARK}"
+    # \ue000 is LINK_MARK, in the literal markup: escaping drops it from every value
+    return Html("\ue000label:{}{}\ue000").format(claim_anchor(claim_id), "#" + anchor if anchor else "")
 
 
 def raw_html(markup: str) -> nodes.raw:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-
 from docutils import nodes
 from sphinx import addnodes
 
@@ -153,8 +151,3 @@ def setup_markup(app) -> None:
     app.add_node(details, html=(_visit_details, lambda self, node: self.body.append("</details>\n")), **others)
     app.add_node(summary, html=(_visit_summary, lambda self, node: self.body.append("</summary>\n")), **others)
     app.add_node(value, html=(_visit_value, None), **others)
-
-
-def esc(text) -> str:
-    """Text from a record, a claim or a file, made safe for raw HTML (link markers can never be forged)."""
-    return html.escape(str(text).replace("\ue000", ""), quote=True)

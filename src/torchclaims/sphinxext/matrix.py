@@ -18,7 +18,7 @@ Filters (topic, the backend a claim is about, verdict, text) and the version
 choice live in the URL (static/torchclaims.js); a legend, a "built on … with …" stamp and the
 downloads of every results file sit beside the grid. The markup is written here
 rather than as a docutils table so that cells can carry scopes and data
-attributes; all text in it is escaped.
+attributes, from safe_html.Html, which escapes every value in it.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from .downloads import download_for
 from .evidence import SYMBOLS, UNCONFINED, origin_text
 from .grid import ATTRIBUTED, KINDS, NOT_RUN, Cell, Column, Grid, device_words
 from .links import evidence_anchor, href_marker, matrix_anchor, raw_html, register_label
-from .markup import esc
 from .page_data import data_name, data_src, later_data
+from .safe_html import Html, attributes
 from .state import BuildState, get_state
 from .tracking import ALL_CLAIMS, note_shown
 from .versions import RangeView, range_views
@@ -64,81 +64,92 @@ def shared_marks(grid: Grid, column: Column) -> dict[str, str]:
     return out
 
 
-def _run(cell: Cell, shown: bool, shared_mark: str) -> str:
+def _run(cell: Cell, shown: bool, shared_mark: str) -> Html:
     symbol, word = WORDS[cell.kind]
     note = f", {cell.entry.record.note}" if cell.entry and cell.entry.record.note else ""
-    inner = f'<span class="tc-badge tc-{cell.kind}">{symbol} {esc(word + note)}</span>'
+    inner = Html('<span class="tc-badge tc-{}">{} {}</span>').format(cell.kind, symbol, word + note)
     if cell.entry is not None:
-        inner += f' <span class="tc-date">{esc(cell.entry.record.date)}</span>'
+        inner += Html(' <span class="tc-date">{}</span>').format(cell.entry.record.date)
         if cell.entry.source.mark != shared_mark:
-            inner += f' <span class="tc-badge tc-source">{esc(cell.entry.source.mark)}</span>'
-        inner += f' <span class="tc-badge tc-unconfined">{UNCONFINED}</span>' if cell.entry.record.unconfined else ""
-        inner += ' <span class="tc-badge tc-stale">stale</span>' if cell.stale else ""
-        inner += "" if cell.target else ' <span class="tc-scope">outside its scope</span>'
-    attributes = f'data-version="{esc(cell.version)}" data-verdict="{cell.kind}"' + ("" if shown else " hidden")
+            inner += Html(' <span class="tc-badge tc-source">{}</span>').format(cell.entry.source.mark)
+        if cell.entry.record.unconfined:
+            inner += Html(' <span class="tc-badge tc-unconfined">{}</span>').format(UNCONFINED)
+        inner += Html(' <span class="tc-badge tc-stale">stale</span>') if cell.stale else ""
+        inner += "" if cell.target else Html(' <span class="tc-scope">outside its scope</span>')
+    data = attributes(data_version=cell.version, data_verdict=cell.kind, hidden=not shown)
     if cell.entry is None:
-        return f'<span class="tc-run" {attributes}>{inner}</span>'
+        return Html('<span class="tc-run"{}>{}</span>').format(data, inner)
     href = href_marker(cell.claim.id, evidence_anchor(cell.claim.id, cell.backend, cell.version))
-    return f'<a class="tc-run {cell.entry.source.css_class}" href="{href}" {attributes}>{inner}</a>'
+    return Html('<a class="tc-run {}" href="{}"{}>{}</a>').format(cell.entry.source.css_class, href, data, inner)
 
 
-def _cell(grid: Grid, claim: Claim, column: Column, ranges: list[RangeView], marks: dict[str, str]) -> tuple[str, str]:
+def _cell(
+    grid: Grid, claim: Claim, column: Column, ranges: list[RangeView], marks: dict[str, str]
+) -> tuple[Html, Html]:
     """The cell with the version its header shows, and the runs of every other version (loaded when picked)."""
     target = claim.covers(column.backend)
-    mark = '<span class="tc-target-mark">◎ target</span>' if target else ""
+    mark = Html('<span class="tc-target-mark">◎ target</span>') if target else ""
     cells = grid.cells(claim, column.backend)
     shown = _run(cells[0], True, marks.get(cells[0].version, "")) if cells else ""
-    later = "".join(_run(cell, False, marks.get(cell.version, "")) for cell in cells[1:])
-    later += "".join(view.run_html(claim.id) for view in ranges if claim.executable)  # (versions.py)
-    classes = ' class="tc-target"' if target else ""
-    return f'<td data-backend="{esc(column.backend)}"{classes}>{mark}{shown}</td>', later
+    later = Html("").join(_run(cell, False, marks.get(cell.version, "")) for cell in cells[1:])
+    later += Html("").join(view.run_html(claim.id) for view in ranges if claim.executable)  # (versions.py)
+    td = Html("<td{}>{}{}</td>").format(
+        attributes(data_backend=column.backend, class_="tc-target" if target else None), mark, shown
+    )
+    return td, later
 
 
-def _totals(grid: Grid, column: Column) -> str:
-    out = []
+def _totals(grid: Grid, column: Column) -> Html:
+    out = Html("")
     for i, version in enumerate(column.versions or ("",)):
         counts = grid.totals(column.backend, version)
-        items = "".join(
-            f'<span class="tc-total tc-total-{kind}">{WORDS[kind][0]}&#8239;{counts[kind]}'
-            f'<span class="tc-sr"> {WORDS[kind][1]}</span></span>'
+        items = Html("").join(
+            Html('<span class="tc-total tc-total-{}">{}&#8239;{}<span class="tc-sr"> {}</span></span>').format(
+                kind, WORDS[kind][0], counts[kind], WORDS[kind][1]
+            )
             for kind in TOTALED
         )
-        out.append(f'<span class="tc-totals" data-version="{esc(version)}"{"" if i == 0 else " hidden"}>{items}</span>')
-    return "".join(out)
+        out += Html('<span class="tc-totals"{}>{}</span>').format(attributes(data_version=version, hidden=i > 0), items)
+    return out
 
 
-def _header(grid: Grid, column: Column, ranges: list[RangeView], marks: dict[str, str], pages: dict[str, str]) -> str:
-    backend = esc(column.backend)
-    devices = "".join(
-        f'<span class="tc-device" data-version="{esc(v)}"{"" if i == 0 else " hidden"}>'
-        f"{esc(' / '.join(column.devices.get(v, ())))}"
-        + (f'<span class="tc-badge tc-source">{esc(marks[v])}</span>' if v in marks else "")
-        + "</span>"
+def _backend_link(backend: str, pages: dict[str, str]) -> Html:
+    """The backend's name, linking to its accelerator page where it has one."""
+    if backend in pages:
+        return Html('<a href="{}">{}</a>').format(pages[backend], backend)
+    return Html("{}").format(backend)
+
+
+def _header(grid: Grid, column: Column, ranges: list[RangeView], marks: dict[str, str], pages: dict[str, str]) -> Html:
+    devices = Html("").join(
+        Html('<span class="tc-device"{}>{}{}</span>').format(
+            attributes(data_version=v, hidden=i > 0),
+            " / ".join(column.devices.get(v, ())),
+            Html('<span class="tc-badge tc-source">{}</span>').format(marks[v]) if v in marks else "",
+        )
         for i, v in enumerate(column.versions)
     )
     picks = [(v, v) for v in column.versions] + [(view.value, view.label) for view in ranges]
     if len(picks) > 1:
-        options = "".join(f'<option value="{esc(v)}">{esc(label)}</option>' for v, label in picks)
-        version = (
-            f'<label class="tc-version"><span class="tc-sr">version shown for {backend}</span>'
-            f'<select data-tc-version="{backend}">{options}</select></label>'
-        )
+        options = Html("").join(Html('<option value="{}">{}</option>').format(v, label) for v, label in picks)
+        version = Html(
+            '<label class="tc-version"><span class="tc-sr">version shown for {}</span>'
+            '<select data-tc-version="{}">{}</select></label>'
+        ).format(column.backend, column.backend, options)
     else:
-        version = f'<span class="tc-version">{esc(column.shown)}</span>'
-    name = f'<a href="{esc(pages[column.backend])}">{backend}</a>' if column.backend in pages else backend
-    return (
-        f'<th scope="col" data-backend="{backend}"><span class="tc-backend">{name}</span>'
-        f"{devices}{version}{_totals(grid, column)}</th>"
+        version = Html('<span class="tc-version">{}</span>').format(column.shown)
+    return Html('<th scope="col" data-backend="{}"><span class="tc-backend">{}</span>{}{}{}</th>').format(
+        column.backend, _backend_link(column.backend, pages), devices, version, _totals(grid, column)
     )
 
 
-def _attributed(claim: Claim, span: int) -> str:
+def _attributed(claim: Claim, span: int) -> Html:
     """One cell across the row of a claim that has no verdict anywhere."""
     words = f"❝ {and_words(claim.claimed_by)}'s word, no public method: no verdict on any backend"
-    return (
-        f'<td class="tc-attributed-row" colspan="{span}"><span class="tc-run" data-verdict="{ATTRIBUTED}">'
-        f'<span class="tc-badge tc-attributed">{esc(words)}</span></span></td>'
-    )
+    return Html(
+        '<td class="tc-attributed-row" colspan="{}"><span class="tc-run" data-verdict="{}">'
+        '<span class="tc-badge tc-attributed">{}</span></span></td>'
+    ).format(span, ATTRIBUTED, words)
 
 
 def _row(
@@ -147,7 +158,7 @@ def _row(
     columns: list[Column],
     ranges: dict[str, list[RangeView]],
     marks: dict[str, dict[str, str]],
-) -> tuple[str, dict[str, str]]:
+) -> tuple[Html, dict[str, Html]]:
     """The row, and backend -> the runs of its other versions."""
     words = [
         claim.title,
@@ -158,11 +169,12 @@ def _row(
         TOPICS[claim.topic],
         claim.proposition,
     ]
-    about = f'<span class="tc-about">{esc("about " + and_words(claim.about))}</span>'
-    head = f'<th scope="row"><a href="{href_marker(claim.id)}">{esc(claim.title)}</a>{about}</th>'
-    later: dict[str, str] = {}
+    head = Html('<th scope="row"><a href="{}">{}</a><span class="tc-about">{}</span></th>').format(
+        href_marker(claim.id), claim.title, "about " + and_words(claim.about)
+    )
+    later: dict[str, Html] = {}
     if claim.executable:
-        cells = ""
+        cells = Html("")
         for column in columns:
             cell, later[column.backend] = _cell(
                 grid, claim, column, ranges.get(column.backend, []), marks[column.backend]
@@ -170,36 +182,30 @@ def _row(
             cells += cell
     else:
         cells = _attributed(claim, len(columns))
-    row = (
-        f'<tr class="tc-claim-row" id="{matrix_anchor(claim.id)}" data-topic="{esc(claim.topic)}" '
-        f'data-about="{esc(" ".join(claim.about))}" '
-        f'data-text="{esc(" ".join(words).lower())}">{head}{cells}</tr>'
+    row = Html('<tr class="tc-claim-row" id="{}" data-topic="{}" data-about="{}" data-text="{}">{}{}</tr>').format(
+        matrix_anchor(claim.id), claim.topic, " ".join(claim.about), " ".join(words).lower(), head, cells
     )
     return row, {backend: runs for backend, runs in later.items() if runs}
 
 
-def _no_record(grid: Grid, empty: list[Column], pages: dict[str, str]) -> str:
+def _no_record(grid: Grid, empty: list[Column], pages: dict[str, str]) -> Html:
     """The backends with no record at all, named once instead of a column of empty cells each."""
     if not empty:
-        return ""
-    names = [
-        (f'<a href="{esc(pages[c.backend])}">{esc(c.backend)}</a>' if c.backend in pages else esc(c.backend))
-        + f" ({esc(c.reader_name)})"
-        for c in empty
-    ]
+        return Html("")
+    names = Html(", ").join(Html("{} ({})").format(_backend_link(c.backend, pages), c.reader_name) for c in empty)
     about = {c.backend: sum(1 for claim in grid.claims.claims.values() if claim.covers(c.backend)) for c in empty}
-    counts = ", ".join(f"{n} about {esc(b)}" for b, n in about.items())
-    return (
-        f'<p class="tc-no-record">No record yet from {", ".join(names)}: no claim ran there, so they have no column. '
-        f"Claims about them: {counts}; each page lists them with what ran on stand-ins.</p>"
-    )
+    counts = ", ".join(f"{n} about {b}" for b, n in about.items())
+    return Html(
+        '<p class="tc-no-record">No record yet from {}: no claim ran there, so they have no column. '
+        "Claims about them: {}; each page lists them with what ran on stand-ins.</p>"
+    ).format(names, counts)
 
 
-def _backend_notes(grid: Grid, pages: dict[str, str]) -> str:
+def _backend_notes(grid: Grid, pages: dict[str, str]) -> Html:
     """Shown when the reader filters by a backend: what the columns beside its claims are."""
-    notes = []
+    notes = Html("")
     for column in grid.columns:
-        name = esc(column.reader_name)
+        name = column.reader_name
         where = (
             "its column shows what ran there, and the other columns what ran on stand-ins"
             if column.versions
@@ -209,58 +215,57 @@ def _backend_notes(grid: Grid, pages: dict[str, str]) -> str:
             )
         )
         page = (
-            f' <a href="{esc(pages[column.backend])}">What is known about {name}</a>.'
+            Html(' <a href="{}">What is known about {}</a>.').format(pages[column.backend], name)
             if column.backend in pages
             else ""
         )
-        notes.append(
-            f'<p class="tc-backend-note" data-backend="{esc(column.backend)}" hidden>'
-            f"Claims about {esc(column.backend)} ({name}): {where}.{page}</p>"
+        notes += Html('<p class="tc-backend-note" data-backend="{}" hidden>Claims about {} ({}): {}.{}</p>').format(
+            column.backend, column.backend, name, where, page
         )
-    return "".join(notes)
+    return notes
 
 
-def _filters(grid: Grid, total: int) -> str:
-    def select(name: str, label: str, values: list[tuple[str, str]]) -> str:
-        options = "".join(f'<option value="{esc(v)}">{esc(text)}</option>' for v, text in values)
-        return f'<label>{label} <select name="{name}">{options}</select></label>'
+def _filters(grid: Grid, total: int) -> Html:
+    def select(name: str, label: str, values: list[tuple[str, str]]) -> Html:
+        options = Html("").join(Html('<option value="{}">{}</option>').format(v, text) for v, text in values)
+        return Html('<label>{} <select name="{}">{}</select></label>').format(label, name, options)
 
     topics = [("", "all topics")] + list(TOPICS.items())
     backends = [("", "any backend")] + [(c.backend, c.backend) for c in grid.columns]
     verdicts = [("", "any verdict")] + [
         (k, f"{WORDS[k][0]} {WORDS[k][1] if k != ATTRIBUTED else 'attributed'}") for k in KINDS
     ]
-    return (
-        '<form class="tc-filters" role="search" aria-label="Filter the claims">'
-        + select("topic", "Topic", topics)
-        + select("backend", "About", backends)
-        + select("verdict", "Verdict", verdicts)
-        + '<label>Text <input type="search" name="q" placeholder="title, id, who claims" autocomplete="off"></label>'
-        + '<button type="reset">Show all</button>'
-        + f'<p class="tc-count" role="status" aria-live="polite">{total} of {total} claims</p>'
-        + "</form>"
+    return Html(
+        '<form class="tc-filters" role="search" aria-label="Filter the claims">{}{}{}'
+        '<label>Text <input type="search" name="q" placeholder="title, id, who claims" autocomplete="off"></label>'
+        '<button type="reset">Show all</button>'
+        '<p class="tc-count" role="status" aria-live="polite">{} of {} claims</p></form>'
+    ).format(
+        select("topic", "Topic", topics),
+        select("backend", "About", backends),
+        select("verdict", "Verdict", verdicts),
+        total,
+        total,
     )
 
 
-def _legend(state: BuildState, root: str) -> str:
-    items = "".join(
-        f'<li><span class="tc-badge tc-{k}">{WORDS[k][0]} {WORDS[k][1]}</span> {esc(MEANING[k])}</li>' for k in KINDS
+def _legend(state: BuildState, root: str) -> Html:
+    items = Html("").join(
+        Html('<li><span class="tc-badge tc-{}">{} {}</span> {}</li>').format(k, WORDS[k][0], WORDS[k][1], MEANING[k])
+        for k in KINDS
     )
-    return (
-        '<aside class="tc-legend" aria-label="Legend"><h2>Legend</h2><ul>'
-        + items
-        + '<li><span class="tc-target-mark">◎ target</span> '
+    return Html(
+        '<aside class="tc-legend" aria-label="Legend"><h2>Legend</h2><ul>{}'
+        '<li><span class="tc-target-mark">◎ target</span> '
         "the claim is about this backend: a verdict here speaks to it</li>"
-        + '<li><span class="tc-scope">outside its scope</span> a verdict on a backend the claim is not about '
+        '<li><span class="tc-scope">outside its scope</span> a verdict on a backend the claim is not about '
         "(the CPU reference, XLA on the CPU): "
         "evidence about what ran there, never about the vendor's hardware</li>"
-        + '<li><span class="tc-badge tc-stale">stale</span> made by an older script, or older than the age limit</li>'
-        + "<li>Dates are UTC. A header's counts are for the version it shows; pick another version in the header. "
+        '<li><span class="tc-badge tc-stale">stale</span> made by an older script, or older than the age limit</li>'
+        "<li>Dates are UTC. A header's counts are for the version it shows; pick another version in the header. "
         "Click a cell for its evidence: the reason, the checks and the environment of that run.</li></ul>"
-        + f'<p class="tc-stamp">{esc(stamp(state))}</p>'
-        + _downloads(state, root)
-        + "</aside>"
-    )
+        '<p class="tc-stamp">{}</p>{}</aside>'
+    ).format(items, stamp(state), _downloads(state, root))
 
 
 MEANING = {
@@ -288,22 +293,22 @@ def stamp(state: BuildState) -> str:
     )
 
 
-def _downloads(state: BuildState, root: str) -> str:
+def _downloads(state: BuildState, root: str) -> Html:
     files: dict[str, list] = {}
     for history in state.store.entries.values():
         for entry in history:
             if entry.origin != EARLIER_BUILD:
                 files.setdefault(entry.origin, []).append(entry)
-    items = []
+    items = Html("")
     for entries in sorted(files.values(), key=lambda entries: entries[0].column):
         download = download_for(entries[0])
         what = (
             f"{entries[0].column}, {len(entries)} record{'s' if len(entries) > 1 else ''} ({origin_text(entries[0])})"
         )
-        items.append(
-            f'<li>{esc(what)}: <a href="{root}{download.json}">JSON</a> · <a href="{root}{download.csv}">CSV</a></li>'
+        items += Html('<li>{}: <a href="{}{}">JSON</a> · <a href="{}{}">CSV</a></li>').format(
+            what, root, download.json, root, download.csv
         )
-    return '<h2>Downloads</h2><ul class="tc-downloads">' + "".join(items) + "</ul>" if items else ""
+    return Html('<h2>Downloads</h2><ul class="tc-downloads">{}</ul>').format(items) if items else Html("")
 
 
 class ClaimsMatrixDirective(SphinxDirective):
@@ -324,18 +329,17 @@ class ClaimsMatrixDirective(SphinxDirective):
             if (d := page_docname(self.env.app, b))
         }
         marks = {column.backend: shared_marks(grid, column) for column in columns}
-        rows, later = [], {}
+        rows, later = Html(""), {}
         for topic, topic_claims in claims.by_topic().items():
             if topic_claims:
-                rows.append(
-                    f'<tr class="tc-topic-row" data-topic="{esc(topic)}">'
-                    f'<th scope="rowgroup" colspan="{len(columns) + 1}">'
-                    f"<span>{esc(TOPICS[topic])}</span></th></tr>"
-                )
+                rows += Html(
+                    '<tr class="tc-topic-row" data-topic="{}">'
+                    '<th scope="rowgroup" colspan="{}"><span>{}</span></th></tr>'
+                ).format(topic, len(columns) + 1, TOPICS[topic])
             for claim in topic_claims:
                 register_label(self.env, matrix_anchor(claim.id), claim.title)
                 row, later[matrix_anchor(claim.id)] = _row(grid, claim, columns, ranges, marks)
-                rows.append(row)
+                rows += row
         total = len(claims.claims)
         caption = (
             f"{total} claims × {len(columns)} backends with records. "
@@ -344,20 +348,28 @@ class ClaimsMatrixDirective(SphinxDirective):
         )
         later = {row: runs for row, runs in later.items() if runs}
         docname = self.env.docname
-        data = f' data-tc-later="{esc(data_name(docname))}" data-tc-src="{esc(data_src(docname))}"' if later else ""
-        heads = "".join(
+        data = attributes(data_tc_later=data_name(docname), data_tc_src=data_src(docname)) if later else ""
+        heads = Html("").join(
             _header(grid, column, ranges.get(column.backend, []), marks[column.backend], pages) for column in columns
         )
-        markup = (
-            f'<div class="tc-matrix-page">{_filters(grid, total)}{_backend_notes(grid, pages)}'
-            f'{_no_record(grid, empty, pages)}<div class="tc-matrix-layout">'
+        markup = Html(
+            '<div class="tc-matrix-page">{}{}{}<div class="tc-matrix-layout">'
             '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends (scrolls inside)">'
-            f'<table class="tc-matrix"{data}><caption>{esc(caption)}</caption>'
-            f'<thead><tr><th scope="col" class="tc-corner">Claim</th>{heads}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>"
+            '<table class="tc-matrix"{}><caption>{}</caption>'
+            '<thead><tr><th scope="col" class="tc-corner">Claim</th>{}</tr></thead>'
+            "<tbody>{}</tbody></table>"
             '<p class="tc-no-matches" hidden>No claim matches these filters. '
             '<button type="button" data-tc-reset>Show all claims</button></p></div>'
-            f"{_legend(state, '../' * self.env.docname.count('/'))}</div></div>"
+            "{}</div></div>"
+        ).format(
+            _filters(grid, total),
+            _backend_notes(grid, pages),
+            _no_record(grid, empty, pages),
+            data,
+            caption,
+            heads,
+            rows,
+            _legend(state, "../" * docname.count("/")),
         )
         return [raw_html(markup)] + ([later_data("matrix", later)] if later else [])
 

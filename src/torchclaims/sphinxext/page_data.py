@@ -29,7 +29,7 @@ from sphinx.application import Sphinx
 
 from ..evidence.records import write_if_changed
 from .links import raw_html, slug
-from .markup import esc
+from .safe_html import Html
 
 GLOBAL = "tcPageData"  # torchclaims.js reads the same name
 DATA_DIR = "_static/data"  # in the html output: a file per page with parts written beside it
@@ -83,11 +83,9 @@ def _depart(self, node: deferred) -> None:
     self.body.append("<!--/tc-later-->")
 
 
-def _placeholder(pagename: str, key: str, note: str) -> str:
-    return (
-        f'<div class="tc-later" data-tc-later="{esc(data_name(pagename))}" data-tc-src="{esc(data_src(pagename))}" '
-        f'data-tc-key="{esc(key)}">'
-        f"<p>{esc(note)}</p></div>"
+def _placeholder(pagename: str, key: str, note: str) -> Html:
+    return Html('<div class="tc-later" data-tc-later="{}" data-tc-src="{}" data-tc-key="{}"><p>{}</p></div>').format(
+        data_name(pagename), data_src(pagename), key, note
     )
 
 

@@ -8,8 +8,8 @@ series that has runs: a badge per release, oldest first, and the inferred
 sentence. The matrix asks
 :func:`range_views` for each backend's ranges: its version picker offers them
 beside the single versions (``?v.cpu=range:torch`` in the URL), and each cell
-holds a hidden slice with the strip and the sentence; every value in that raw
-HTML goes through ``markup.esc``, the HTML sink's one escaper.
+holds a hidden slice with the strip and the sentence, raw HTML from
+``safe_html.Html``, which escapes every value in it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from ..evidence.freshness import stale_reason
 from ..history.releases import CONSTRAINTS_FILE, RELEASES_FILE, Releases, Series, load_releases
 from ..history.version_history import Run, Step, range_sentence, runs, series_runs, strip
 from .evidence import SYMBOLS
-from .markup import badge, esc, paragraph
+from .markup import badge, paragraph
+from .safe_html import Html
 from .state import BuildState, get_state, warn
 from .tracking import shown
 
@@ -163,22 +164,25 @@ class RangeView:
         """The version picker's value (and the URL's): 'range:torch'."""
         return f"range:{self.series.name}"
 
-    def run_html(self, claim_id: str) -> str:
+    def run_html(self, claim_id: str) -> Html:
         """The matrix cell's slice for this range: the strip and its sentence, hidden until picked."""
         steps = steps_for(self.state, self.versions, self.series, claim_id)
-        badges = " ".join(
-            f'<span class="tc-badge tc-{esc(s.kind)} tc-step">{esc(s.version)} '
-            f"{SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL}"
-            f'{" stale" if s.stale else ""}<span class="tc-sr"> {esc(s.kind if s.record else "not run")}</span></span>'
+        badges = Html(" ").join(
+            Html('<span class="tc-badge tc-{} tc-step">{} {}{}<span class="tc-sr"> {}</span></span>').format(
+                s.kind,
+                s.version,
+                SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL,
+                " stale" if s.stale else "",
+                s.kind if s.record else "not run",
+            )
             for s in steps
         )
         newest = [s for s in steps if s.record]
         kind = newest[-1].kind if newest else "notrun"
-        sentence = esc(range_sentence(self.series, steps))
-        return (
-            f'<span class="tc-run tc-range" data-version="{esc(self.value)}" data-verdict="{esc(kind)}" hidden>'
-            f'<span class="tc-strip">{badges}</span><span class="tc-range-sentence">{sentence}</span></span>'
-        )
+        return Html(
+            '<span class="tc-run tc-range" data-version="{}" data-verdict="{}" hidden>'
+            '<span class="tc-strip">{}</span><span class="tc-range-sentence">{}</span></span>'
+        ).format(self.value, kind, badges, range_sentence(self.series, steps))
 
 
 def range_views(app: Sphinx) -> dict[str, list[RangeView]]:

@@ -26,7 +26,6 @@ that imports any other part of the package.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import sys
@@ -268,11 +267,7 @@ def _reason(verdict: Verdict, checks: list[CheckResult]) -> str:
 
 def _script_info() -> ScriptInfo:
     path = os.environ.get(SCRIPT_ENV) or sys.argv[0]
-    try:
-        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        digest = ""
-    return ScriptInfo(path=path, sha256=digest)
+    return ScriptInfo.of(Path(path), path)
 
 
 def _hand_over(record: ResultRecord, claim_id: str, backend: str) -> None:
