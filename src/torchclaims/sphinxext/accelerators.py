@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 
 from docutils import nodes
+from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 
 from ..backends import all_backends
@@ -39,10 +40,10 @@ def accelerator_backends() -> list[str]:
     return [name for name in all_backends() if name != REFERENCE]
 
 
-def page_docname(app, backend: str) -> str | None:
+def page_docname(env: BuildEnvironment, backend: str) -> str | None:
     """The accelerator page of a backend, when the site has one."""
-    docname = f"{app.config.torchclaims_accelerator_pages}/{backend}"
-    return docname if docname in app.env.found_docs else None
+    docname = f"{env.config.torchclaims_accelerator_pages}/{backend}"
+    return docname if docname in env.found_docs else None
 
 
 def _plural(n: int, word: str, many: str = "") -> str:
@@ -147,7 +148,7 @@ def tally(summary: Summary, name: str) -> nodes.bullet_list:
     return out
 
 
-def fill_the_column(app, backend: str, name: str, executable: int, about: int) -> nodes.section:
+def fill_the_column(env: BuildEnvironment, backend: str, name: str, executable: int, about: int) -> nodes.section:
     """The one command a hardware owner runs, and what to do with its file."""
     descriptor = all_backends()[backend]
     shared = set(all_backends()[REFERENCE].packages)
@@ -168,14 +169,14 @@ def fill_the_column(app, backend: str, name: str, executable: int, about: int) -
         nodes.literal("", "torchclaims merge FILE"),
         " checks a file made on another machine and copies it into results/.",
     ]
-    if "docs/results-files" in app.env.found_docs:
+    if "docs/results-files" in env.found_docs:
         parts += [
             " ",
             doc_link("Results from your hardware", "docs/results-files"),
             " says what the file holds and how it is checked.",
         ]
     section += paragraph(*parts)
-    if "docs/check" in app.env.found_docs:
+    if "docs/check" in env.found_docs:
         section += paragraph(
             "To apply this knowledge base to your own model: ", doc_link("torchclaims check", "docs/check"), "."
         )
@@ -188,7 +189,7 @@ class AcceleratorDirective(SphinxDirective):
     required_arguments = 1
 
     def run(self) -> list[nodes.Node]:
-        state = get_state(self.env.app)
+        state = get_state(self.env)
         backend = self.arguments[0]
         if backend not in all_backends():
             warn(
@@ -213,7 +214,7 @@ class AcceleratorDirective(SphinxDirective):
             part += nodes.container("", *[standing_line(s) for s in standings], classes=["tc-standings"])
             page += part
         about = len(summary.standings) - summary.count(Group.ATTRIBUTED)
-        page += fill_the_column(self.env.app, backend, name, len(state.claims.executable()), about)
+        page += fill_the_column(self.env, backend, name, len(state.claims.executable()), about)
         return [page]
 
 
@@ -221,10 +222,10 @@ class AcceleratorChoiceDirective(SphinxDirective):
     """``{accelerator-choice}``: a link to every accelerator page, with its tally in one line."""
 
     def run(self) -> list[nodes.Node]:
-        state = get_state(self.env.app)
+        state = get_state(self.env)
         note_shown(self.env, list(state.claims.claims), state.digest(list(state.claims.claims)), key=ALL_CLAIMS)
         items = []
-        summaries = [summarize(state.grid, b) for b in accelerator_backends() if page_docname(self.env.app, b)]
+        summaries = [summarize(state.grid, b) for b in accelerator_backends() if page_docname(self.env, b)]
         for summary in sorted(summaries, key=lambda s: -len(s.standings)):
             ran, only = summary.count(*ON_HARDWARE), summary.count(*ON_STAND_IN)
             facts = (
@@ -233,7 +234,7 @@ class AcceleratorChoiceDirective(SphinxDirective):
                 f"{ran} ran on it · {only} only on a stand-in"
             )
             link = doc_link(
-                f"{summary.backend} · {reader_name(summary.backend)}", page_docname(self.env.app, summary.backend)
+                f"{summary.backend} · {reader_name(summary.backend)}", page_docname(self.env, summary.backend)
             )
             items.append(paragraph(link, nodes.inline("", facts, classes=["tc-choice-facts"])))
         if not items:

@@ -21,7 +21,7 @@ from .tracking import ALL_CLAIMS, note_shown
 
 class ClaimsChangesDirective(SphinxDirective):
     def run(self) -> list[nodes.Node]:
-        state = get_state(self.env.app)
+        state = get_state(self.env)
         ids = list(state.claims.claims)
         note_shown(self.env, ids, state.digest(ids), key=ALL_CLAIMS)
         rows, compared = [], 0

@@ -24,7 +24,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from .links import slug
-from .state import warn
+from .state import get_state, warn
 
 CHECK_CODE = Path(__file__).resolve().parent.parent / "check"
 OUT_DIR = "_static/check"
@@ -61,7 +61,7 @@ class CheckReportDirective(SphinxDirective):
         for path in inputs:
             self.env.note_dependency(str(path))
         name = slug(target)
-        cache = Path(self.env.app.doctreedir) / "check-reports" / _digest(inputs)
+        cache = Path(self.env.doctreedir) / "check-reports" / _digest(inputs)
         text, page = cache / "summary.txt", cache / f"{name}.html"
         if not (text.is_file() and page.is_file()):
             problem = self._make(root, example, target, text, page)
@@ -72,7 +72,7 @@ class CheckReportDirective(SphinxDirective):
                     location=self.get_location(),
                 )
                 return [nodes.paragraph("", f"The report could not be made in this build: {problem}")]
-        published = Path(self.env.app.outdir, OUT_DIR, f"{name}.html")
+        published = Path(get_state(self.env).outdir, OUT_DIR, f"{name}.html")
         published.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(page, published)
         href = posixpath.relpath(f"{OUT_DIR}/{name}.html", posixpath.dirname(self.env.docname))

@@ -185,7 +185,7 @@ class ClaimDirective(SphinxDirective):
     required_arguments = 1
 
     def run(self) -> list[nodes.Node]:
-        state = get_state(self.env.app)
+        state = get_state(self.env)
         claim_id = self.arguments[0]
         note_shown(self.env, [claim_id], state.digest([claim_id]))  # also when unknown: re-read once it exists
         claim = state.claims.claims.get(claim_id)
@@ -203,7 +203,7 @@ class TopicClaimsDirective(SphinxDirective):
     required_arguments = 1
 
     def run(self) -> list[nodes.Node]:
-        state = get_state(self.env.app)
+        state = get_state(self.env)
         topic = self.arguments[0]
         if topic not in TOPICS:
             warn(
@@ -232,7 +232,7 @@ class ClaimVerdictRole(SphinxRole):
     ``:claim-verdict:`<id> <backend>```: its newest verdict on that backend."""
 
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
-        state = get_state(self.env.app)
+        state = get_state(self.env)
         claim_id, _, backend = self.text.strip().partition(" ")
         backend = backend.strip()
         note_shown(self.env, [claim_id], state.digest([claim_id]))  # also when unknown: re-read once it exists

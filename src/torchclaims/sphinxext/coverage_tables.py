@@ -84,7 +84,7 @@ def write_data(app, exception) -> None:
     """build-finished: the data script and CSV of every run shown; files of runs no longer shown go."""
     if exception is not None or app.builder.format != "html":
         return
-    state = get_state(app)
+    state = get_state(app.env)
     out = Path(app.outdir, DATA_DIR)
     with_tables = [c for c in state.claims.claims if runs_with_tables(state.store, c)]
     # What the files are made of: the runs shown and the code writing them. A
@@ -173,7 +173,7 @@ class CoverageTableDirective(SphinxDirective):
     required_arguments = 1
 
     def run(self) -> list[nodes.Node]:
-        state = get_state(self.env.app)
+        state = get_state(self.env)
         claim_id = self.arguments[0]
         if claim_id not in state.claims.claims:
             warn(f"unknown claim id {claim_id!r}", "directive", location=self.get_location())

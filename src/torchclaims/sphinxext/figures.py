@@ -87,7 +87,7 @@ class LimitsDirective(SphinxDirective):
 
 
 def _load(directive: SphinxDirective, name: str) -> dict | None:
-    path = Path(directive.env.app.confdir) / name
+    path = Path(directive.env.srcdir) / name  # the project's root, where conf.py is
     directive.env.note_dependency(str(path))
     try:
         data = read_json(path, MAX_BYTES, "figures file")

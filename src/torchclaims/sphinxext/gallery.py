@@ -101,7 +101,7 @@ def _backlinks(state: BuildState, claim: Claim, doctree: nodes.document) -> None
 
 
 def read_gallery_page(app: Sphinx, doctree: nodes.document) -> None:
-    state = get_state(app)
+    state = get_state(app.env)
     docname = app.env.docname
     if not docname.startswith(state.gallery_dir + "/"):
         return

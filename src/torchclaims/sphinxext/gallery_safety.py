@@ -61,7 +61,7 @@ def neutralise_page(source: str, script: Path) -> tuple[str, list[str]]:
 
 def example_script(app: Sphinx, docname: str) -> Path | None:
     """The script whose generated example page ``docname`` is (None: not an example page)."""
-    if not docname.startswith(f"{get_state(app).gallery_dir}/"):
+    if not docname.startswith(f"{get_state(app.env).gallery_dir}/"):
         return None
     script = Path(app.confdir, "gallery", f"{Path(docname).name}.py")
     return script if script.is_file() else None
@@ -85,7 +85,7 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
         if _SCRIPT_URI.match(reference.get("refuri", "")):
             warn(f"a link to {reference['refuri'][:40]!r} is shown as text", "markup", location=reference)
             reference.replace_self(nodes.Text(reference.astext()))
-    if not docname.startswith(f"{get_state(app).gallery_dir}/"):
+    if not docname.startswith(f"{get_state(app.env).gallery_dir}/"):
         return
     for raw in list(doctree.findall(nodes.raw)):
         if _ACTIVE_HTML.search(raw.astext()):

@@ -18,7 +18,7 @@ from docutils import nodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from .safe_html import LINK_MARK, Html
-from .state import warn
+from .state import get_state, warn
 
 _MARKER = re.compile(f"{LINK_MARK}label:([a-z0-9-]+)(#[A-Za-z0-9_.-]*)?{LINK_MARK}")
 
@@ -99,7 +99,7 @@ class ResolveClaimLinks(SphinxPostTransform):
             )
             return None
         docname = target[0]
-        return self.app.builder.get_relative_uri(self.env.docname, docname) + "#" + (anchor or target[1])
+        return get_state(self.env).relative_uri(self.env.docname, docname) + "#" + (anchor or target[1])
 
 
 def register_label(env, label: str, title: str) -> None:

@@ -315,18 +315,18 @@ class ClaimsMatrixDirective(SphinxDirective):
     """``{claims-matrix}``: every claim against every backend with a record."""
 
     def run(self) -> list[nodes.Node]:
-        state = get_state(self.env.app)
+        state = get_state(self.env)
         grid, claims = state.grid, state.claims
-        ranges = range_views(self.env.app)  # backend -> its series' whole ranges, picked like a version
+        ranges = range_views(self.env)  # backend -> its series' whole ranges, picked like a version
         note_shown(self.env, list(claims.claims), state.digest(list(claims.claims)), key=ALL_CLAIMS)
         if not claims.claims:
             return [nodes.paragraph("", "There are no claims yet.")]
         columns = [column for column in grid.columns if column.versions]
         empty = [column for column in grid.columns if not column.versions]
         pages = {
-            b: self.env.app.builder.get_relative_uri(self.env.docname, d)
+            b: state.relative_uri(self.env.docname, d)
             for b in accelerator_backends()
-            if (d := page_docname(self.env.app, b))
+            if (d := page_docname(self.env, b))
         }
         marks = {column.backend: shared_marks(grid, column) for column in columns}
         rows, later = Html(""), {}

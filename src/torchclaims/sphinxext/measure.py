@@ -55,7 +55,7 @@ def figure_text(measurement: Measurement) -> str:
 
 class ClaimMeasureRole(SphinxRole):
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
-        state = get_state(self.env.app)
+        state = get_state(self.env)
         parsed = parse(self.text)
         if parsed is None:
             return self._missing(f"expected '<claim-id> <backend> <measurement name>', got {self.text!r}")

@@ -88,7 +88,7 @@ def finish(app: Sphinx, exception) -> None:
     """build-finished: downloads and search data, then the published copy."""
     if exception is not None or app.builder.format != "html":
         return
-    state = get_state(app)
+    state = get_state(app.env)
     outdir = Path(app.outdir)
     key, key_file = _outputs_key(app, state), Path(app.doctreedir) / OUTPUTS_KEY
     if not made_from(key_file, key, [outdir / "_static" / SEARCH_DATA]):  # what they are made of changed

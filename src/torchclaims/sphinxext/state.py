@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
 from .. import config as settings_text
@@ -64,6 +66,8 @@ class BuildState:
     results_uri: str = ""  # the same folder as an image path for Sphinx ("/results")
     built_at: datetime = field(default_factory=now)
     versions: VersionsState | None = None  # the release list and its runs (torchclaims.sphinxext.versions)
+    outdir: Path | None = None  # where the builder writes (a directive copies a file there)
+    relative_uri: Callable[[str, str], str] | None = None  # the builder's: docname -> docname, as a link
     _stale_reasons: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def digest(self, claim_ids: list[str]) -> str:
@@ -92,15 +96,16 @@ class BuildState:
         return f"{self.gallery_dir}/{Path(claim.script).stem}"
 
 
-# Each application's state, beside it rather than on it or in its environment:
-# the state is made anew by every build, and the environment is pickled after
-# the build and after each chunk of a parallel read (the store would ride along).
-# Forked readers see it as their parent left it; it goes with its application.
-_STATES: WeakKeyDictionary[Sphinx, BuildState] = WeakKeyDictionary()
+# Each environment's state, beside it rather than in it: the state is made anew
+# by every build, and the environment is pickled after the build and after each
+# chunk of a parallel read (the store would ride along). Directives and
+# transforms reach it through their environment; forked readers and writers see
+# it as their parent left it; it goes with its environment.
+_STATES: WeakKeyDictionary[BuildEnvironment, BuildState] = WeakKeyDictionary()
 
 
-def get_state(app: Sphinx) -> BuildState:
-    return _STATES[app]
+def get_state(env: BuildEnvironment) -> BuildState:
+    return _STATES[env]
 
 
 def _gallery_target(app: Sphinx, root: Path, gallery_dir: str):
@@ -270,9 +275,18 @@ def prepare(app: Sphinx) -> None:
         warn(f"results file rejected: {problem}", "results", location=str(problem.path))
     results_uri = "/" + results_dir.relative_to(Path(app.srcdir)).as_posix() if results_dir else ""
     state = BuildState(
-        claims, store, gallery_dir, checked["max_age_days"], outcome, script_sha, results_dir, results_uri
+        claims,
+        store,
+        gallery_dir,
+        checked["max_age_days"],
+        outcome,
+        script_sha,
+        results_dir,
+        results_uri,
+        outdir=Path(app.outdir),
+        relative_uri=app.builder.get_relative_uri,
     )
-    _STATES[app] = state
+    _STATES[app.env] = state
 
 
 def setup_state(app: Sphinx) -> None:

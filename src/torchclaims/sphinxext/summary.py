@@ -54,7 +54,7 @@ def _epilog(app: Sphinx) -> None:
 def _finish(app: Sphinx, exception) -> None:
     if exception is not None:
         return
-    line = verdict_line(get_state(app))
+    line = verdict_line(get_state(app.env))
     logger.info(f"torchclaims: {line}")
     write_if_changed(Path(app.doctreedir) / VERDICTS_FILE, line + "\n")
 

@@ -51,7 +51,7 @@ class ShownClaimsCollector(EnvironmentCollector):
 
 
 def outdated_pages(app: Sphinx, env: BuildEnvironment, added, changed, removed) -> list[str]:
-    state = get_state(app)
+    state = get_state(app.env)
     stale = []
     for docname, keys in shown(env).items():
         if docname in changed or docname in removed:

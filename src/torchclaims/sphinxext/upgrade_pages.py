@@ -114,7 +114,7 @@ class UpgradeIndexDirective(SphinxDirective):
     their counts and the releases without a run, then a section for each upgrade."""
 
     def run(self) -> list[nodes.Node]:
-        state, versions = get_state(self.env.app), get_versions(self.env.app)
+        state, versions = get_state(self.env), get_versions(self.env)
         ids = list(state.claims.claims)
         note_shown(self.env, ids, state.digest(ids), key=ALL_CLAIMS)
         out: list[nodes.Node] = []
@@ -159,7 +159,7 @@ class BuildAgainstHistoryDirective(SphinxDirective):
     """``{build-against-history}``: which claims moved in this build against the committed run of its release."""
 
     def run(self) -> list[nodes.Node]:
-        state, versions = get_state(self.env.app), get_versions(self.env.app)
+        state, versions = get_state(self.env), get_versions(self.env)
         ids = list(state.claims.claims)
         note_shown(self.env, ids, state.digest(ids), key=ALL_CLAIMS)
         build = next((run for run in versions.runs if run.origin == THIS_BUILD), None)

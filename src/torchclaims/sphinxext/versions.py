@@ -20,6 +20,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from ..errors import InvalidFileError
@@ -54,8 +55,8 @@ class VersionsState:
         return [s for s in self.series() if self.committed[s.name] or (s.default and self.shown[s.name])]
 
 
-def get_versions(app: Sphinx) -> VersionsState:
-    return get_state(app).versions
+def get_versions(env: BuildEnvironment) -> VersionsState:
+    return get_state(env).versions
 
 
 def prepare_versions(app: Sphinx) -> None:
@@ -69,7 +70,7 @@ def prepare_versions(app: Sphinx) -> None:
     except InvalidFileError as exc:
         for problem in exc.problems:
             warn(f"release list ignored: {problem}", "releases", location=str(problem.path))
-    all_runs = runs(get_state(app).store)
+    all_runs = runs(get_state(app.env).store)
     state = VersionsState(releases, all_runs)
     for series in state.series():
         state.shown[series.name] = series_runs(all_runs, series)
@@ -79,12 +80,12 @@ def prepare_versions(app: Sphinx) -> None:
         path = root / name
         digest.update(path.read_bytes() if path.is_file() else b"")
     state.digest = digest.hexdigest()
-    get_state(app).versions = state
+    get_state(app.env).versions = state
 
 
 def outdated_by_releases(app: Sphinx, env, added, changed, removed) -> list[str]:
     """A new release list or new held versions change every strip: re-read the pages that show claims."""
-    state = get_versions(app)
+    state = get_versions(app.env)
     if getattr(env, "torchclaims_releases_digest", None) == state.digest:
         return []
     env.torchclaims_releases_digest = state.digest
@@ -132,7 +133,7 @@ class RenderVersionStrips(SphinxPostTransform):
     default_priority = 10
 
     def run(self, **kwargs) -> None:
-        state, versions = get_state(self.app), get_versions(self.app)
+        state, versions = get_state(self.env), get_versions(self.env)
         for node in list(self.document.findall(version_strip)):
             lines = []
             for series in versions.shown_series():
@@ -185,9 +186,9 @@ class RangeView:
         ).format(self.value, kind, badges, range_sentence(self.series, steps))
 
 
-def range_views(app: Sphinx) -> dict[str, list[RangeView]]:
+def range_views(env: BuildEnvironment) -> dict[str, list[RangeView]]:
     """backend -> one range per series with runs there (the matrix's hook)."""
-    state, versions = get_state(app), get_versions(app)
+    state, versions = get_state(env), get_versions(env)
     out: dict[str, list[RangeView]] = {}
     for series in versions.shown_series():
         chosen = list(versions.shown[series.name])
