@@ -42,7 +42,7 @@ def test_each_backend_gets_counts_with_their_denominator_and_a_plot(site):
 
 
 def data_runs(raw: str) -> list[dict]:
-    return json.loads(html.unescape(raw.split("data-runs='")[1].split("'")[0]))
+    return json.loads(html.unescape(re.search(r'data-runs="([^"]*)"', raw).group(1)))
 
 
 def data_of(script: str, name: str) -> dict:
