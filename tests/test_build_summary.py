@@ -16,7 +16,15 @@ def test_the_verdict_line_counts_this_builds_verdicts_and_names_what_did_not_run
     store.add(Entry(make_record("a", "holds"), "this build"))
     store.add(Entry(make_record("b", "refuted"), "this build"))
     store.add(Entry(make_record("c", "holds"), "cpu-torch2.13.0-1.json"))  # a committed file is not this build
-    state = BuildState(load_claims(tmp_path / "claims"), store, "docs/auto_gallery", 90)
+    state = BuildState(
+        load_claims(tmp_path / "claims"),
+        store,
+        "docs/auto_gallery",
+        90,
+        root=tmp_path,
+        outdir=tmp_path / "_build",
+        relative_uri=lambda here, there: there,
+    )
     assert (
         verdict_line(state)
         == "4 executable claims, this build on cpu: 1 holds, 1 refuted, 2 not run; 1 attributed (no verdict)"

@@ -22,7 +22,7 @@ from ..evidence.memo import MAX_FILE_BYTES as MEMO_BYTES
 from ..fileio import read_json
 from ..run.probe_cache import MAX_FILE_BYTES as PROBE_BYTES
 from .markup import paragraph, table
-from .state import warn
+from .state import get_state, warn
 
 BUILD_SPEED = "benchmarks/build_speed.json"
 MEASURED = "benchmarks/measured.json"
@@ -87,7 +87,7 @@ class LimitsDirective(SphinxDirective):
 
 
 def _load(directive: SphinxDirective, name: str) -> dict | None:
-    path = Path(directive.env.srcdir) / name  # the project's root, where conf.py is
+    path = get_state(directive.env).root / name
     directive.env.note_dependency(str(path))
     try:
         data = read_json(path, MAX_BYTES, "figures file")

@@ -66,8 +66,10 @@ class BuildState:
     results_uri: str = ""  # the same folder as an image path for Sphinx ("/results")
     built_at: datetime = field(default_factory=now)
     versions: VersionsState | None = None  # the release list and its runs (torchclaims.sphinxext.versions)
-    outdir: Path | None = None  # where the builder writes (a directive copies a file there)
-    relative_uri: Callable[[str, str], str] | None = None  # the builder's: docname -> docname, as a link
+    # What directives and transforms need of the application, taken from it at builder-inited:
+    root: Path = field(kw_only=True)  # the project (conf.py's folder)
+    outdir: Path = field(kw_only=True)  # where the builder writes (a directive copies a file there)
+    relative_uri: Callable[[str, str], str] = field(kw_only=True)  # the builder's: docname -> docname, as a link
     _stale_reasons: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def digest(self, claim_ids: list[str]) -> str:
@@ -283,6 +285,7 @@ def prepare(app: Sphinx) -> None:
         script_sha,
         results_dir,
         results_uri,
+        root=root,
         outdir=Path(app.outdir),
         relative_uri=app.builder.get_relative_uri,
     )
