@@ -91,7 +91,10 @@ def _memory_kb(pid: int) -> tuple[int, int]:
 
 
 class _Sampler(threading.Thread):
-    def __init__(self, root: int, every: float = 0.2):
+    # Reading smaps_rollup walks a process's page tables: about 10 ms for one
+    # with torch imported. Sampled five times a second, the tree of a cold build
+    # cost a third of a core, which the build's time then included.
+    def __init__(self, root: int, every: float = 1.0):
         super().__init__(daemon=True)
         self.root, self.every = root, every
         self.peak_rss = self.peak_pss = 0

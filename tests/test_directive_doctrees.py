@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import traceback
 import warnings
 from io import StringIO
 from pathlib import Path
@@ -246,21 +247,59 @@ def test_the_build_warns_only_where_a_page_asks_for_what_is_missing(built):
     assert len(lines) == 1 and "no example 'examples/missing.py:step'" in lines[0], log
 
 
-@pytest.mark.processes
-def test_a_check_report_is_made_in_its_own_process_and_published(tmp_path):
-    """check-report runs ``torchclaims check`` on an example (a child process that imports torch)."""
+def test_check_report_directives_are_found_as_pages_write_them(tmp_path):
+    from torchclaims.sphinxext.check_report import written_targets
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "skipped").mkdir()
+    (tmp_path / "docs" / "a.md").write_text(
+        "```{check-report} examples/a.py:step\n```\n\n::::{check-report} b.py:f\n::::\n"
+    )
+    (tmp_path / "docs" / "c.rst").write_text("Title\n=====\n\n.. check-report:: examples/c.py:g\n")
+    (tmp_path / "docs" / "d.md").write_text("Say `{check-report} x.py:y` in a sentence: no directive.\n")
+    (tmp_path / "skipped" / "e.md").write_text("```{check-report} e.py:h\n```\n")
+    found = written_targets(tmp_path, ["docs/**"], ["skipped"])
+    assert found == ["b.py:f", "examples/a.py:step", "examples/c.py:g"]
+
+
+@pytest.fixture
+def report_starts(monkeypatch) -> list[str]:
+    """Where each check report's process is started: "early" (builder-inited) or "directive"."""
+    from torchclaims.sphinxext import check_report
+
+    starts: list[str] = []
+    real_start = check_report._start
+
+    def noted_start(root, report):
+        callers = [frame.name for frame in traceback.extract_stack()]
+        starts.append("early" if "start_early" in callers else "directive")
+        return real_start(root, report)
+
+    monkeypatch.setattr(check_report, "_start", noted_start)
+    return starts
+
+
+def check_report_project(tmp_path: Path, target: str) -> Path:
     root = tmp_path / "project"
     root.mkdir()
     example = Path(__file__).resolve().parents[1] / "examples" / "check" / "native_mlp.py"
     (root / "examples").mkdir()
     (root / "examples" / "native_mlp.py").write_bytes(example.read_bytes())
-    write_project(root, {"check-report": "```{check-report} examples/native_mlp.py:mlp\n```\n"})
-    app, log = sphinx_build(root)
+    write_project(root, {"check-report": f"```{{check-report}} {target}\n```\n"})
+    return root
+
+
+@pytest.mark.processes
+def test_a_check_report_is_made_in_its_own_process_and_published(tmp_path, report_starts):
+    """check-report runs ``torchclaims check`` on an example (a child process that imports torch),
+    started before the claims run; the directive then finds it made and starts nothing."""
+    app, log = sphinx_build(check_report_project(tmp_path, "examples/native_mlp.py:mlp"))
     try:
         doctree = app.env.get_and_resolve_doctree("docs/check-report", app.builder, tags=app.tags)
     finally:
         app.cleanup()
     assert "[torchclaims.check-report]" not in log, log  # the other pages are not there: links to them warn
+    assert report_starts == ["early"]
     (summary,) = doctree.findall(nodes.literal_block)
     assert summary.astext().startswith("torchclaims check native_mlp.py:mlp: ")
     (link,) = doctree.findall(nodes.reference)
@@ -268,3 +307,16 @@ def test_a_check_report_is_made_in_its_own_process_and_published(tmp_path):
         link["refuri"].startswith("../_static/check/")
         and (Path(app.outdir) / link["refuri"].removeprefix("../")).is_file()
     )
+
+
+@pytest.mark.processes
+def test_a_check_report_that_fails_early_is_reported_by_its_page_and_not_made_again(tmp_path, report_starts):
+    app, log = sphinx_build(check_report_project(tmp_path, "examples/native_mlp.py:no_such_step"))
+    try:
+        doctree = app.env.get_and_resolve_doctree("docs/check-report", app.builder, tags=app.tags)
+    finally:
+        app.cleanup()
+    assert report_starts == ["early"]
+    warned = [line for line in log.splitlines() if "could not be made" in line]
+    assert len(warned) == 1 and "examples/native_mlp.py:no_such_step" in warned[0], log
+    assert "could not be made in this build" in doctree.astext()

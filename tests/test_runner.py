@@ -34,7 +34,7 @@ def run(root: Path, **settings):
     messages: list[str] = []
     outcome = verify(
         claims.executable(),
-        Settings(root=root, timeout=6, parallel=2, **settings),
+        Settings(**{"root": root, "timeout": 6, "parallel": 2, **settings}),
         log=messages.append,
         warn=messages.append,
     )
@@ -74,6 +74,18 @@ def test_a_holding_claim_records_its_checks_and_conditions(isolated):
     assert [c.name for c in record.checks] == ["addition on the device"]
     assert record.checks[0].measurements[0].name == "sum: max abs error"
     assert record.conditions == {"model": "a tensor of three ones"}
+
+
+def test_a_freed_worker_starts_the_next_claim_before_the_last_record_is_written(tmp_path):
+    for claim_id in ("kb-first", "kb-second"):
+        write_claim(tmp_path, claim_id, "holds")
+    outcome, messages = run(tmp_path, parallel=1)
+    started = [m.split()[2] for m in messages if m.startswith("torchclaims: running ")]
+    assert len(started) == 2 and all(r.verdict is Verdict.HOLDS for r in outcome.records.values())
+    filed = next(i for i, m in enumerate(messages) if m.startswith(f"torchclaims: {started[0]} -> "))
+    second = next(i for i, m in enumerate(messages) if m.startswith(f"torchclaims: running {started[1]} "))
+    assert second < filed, messages
+    assert outcome.records[started[0]].duration_s < 5  # its time ends when it exits, not when it is filed
 
 
 def test_second_run_with_nothing_changed_reruns_nothing(tmp_path):

@@ -169,15 +169,28 @@ class Runner:
         """Run every job; always return one record per job."""
         pending = deque(jobs)
         running: dict[int, _Running] = {}
+        ended: list[_Running] = []  # exited, their records not filed yet
         results: dict[str, ResultRecord] = {}
+
+        def file(item: _Running, timed_out: bool) -> None:
+            record = self._finish(item, environment, timed_out)
+            results[item.job.claim_id] = record
+            on_done(item.job, record)
+
         with tempfile.TemporaryDirectory(prefix="torchclaims-") as scratch:
             try:
-                while pending or running:
+                while pending or running or ended:
                     while pending and len(running) < self.parallel:
                         job = pending.popleft()
                         on_start(job)
                         started = self._start(job, Path(scratch))
                         running[started.process.sentinel] = started
+                    # A freed worker has started its next claim before the last one's
+                    # record is judged and written: a short claim's filing costs no worker time.
+                    while ended:
+                        file(ended.pop(0), timed_out=False)
+                    if not running:
+                        continue
                     deadline = min(r.deadline for r in running.values())
                     multiprocessing.connection.wait(list(running), timeout=max(0.0, deadline - time.monotonic()))
                     for sentinel, item in list(running.items()):
@@ -185,9 +198,11 @@ class Runner:
                         if item.process.is_alive() and not timed_out:
                             continue
                         del running[sentinel]
-                        record = self._finish(item, environment, timed_out)
-                        results[item.job.claim_id] = record
-                        on_done(item.job, record)
+                        item.ended = time.monotonic()
+                        if timed_out:
+                            file(item, timed_out=True)  # ends its processes before another claim starts
+                        else:
+                            ended.append(item)
             except KeyboardInterrupt:
                 end_claim_processes([item.process for item in running.values()])
                 stopped = sorted(item.job.claim_id for item in running.values())
@@ -242,7 +257,7 @@ class Runner:
         if timed_out:
             end_claim_processes([process])
         process.join(GRACE_S)
-        duration = round(time.monotonic() - item.started, 3)
+        duration = round(item.ended - item.started, 3)
         status = _status(Path(child.status_path))
         cause = _failure_cause(process.exitcode, timed_out, item.job.timeout, status)
         record = None
@@ -310,6 +325,7 @@ class _Running:
     deadline: float
     started_at: object
     cold: bool  # empty compiler caches
+    ended: float = 0.0  # time.monotonic() when it was seen to have exited (or to be out of time)
 
 
 def _plain_files(folder: Path) -> list[Path]:
