@@ -86,6 +86,11 @@ class _Report:
     def kept(self) -> bool:
         return self.text.is_file() and self.page.is_file()
 
+    @property
+    def log(self) -> Path:
+        """The process's error output: a file, so a long one never blocks the process on a full pipe."""
+        return self.text.parent / "stderr.txt"
+
 
 def _start(root: Path, report: _Report) -> subprocess.Popen:
     report.text.parent.mkdir(parents=True, exist_ok=True)
@@ -103,19 +108,21 @@ def _start(root: Path, report: _Report) -> subprocess.Popen:
         str(report.page),
         "../../",
     ]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    with report.log.open("wb") as log:
+        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
 
 
-def _finish(process: subprocess.Popen) -> str:
+def _finish(report: _Report, process: subprocess.Popen) -> str:
     """Wait for a report's process; what went wrong, or ""."""
     try:
-        _, stderr = process.communicate(timeout=TIMEOUT_S)
+        process.wait(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         process.kill()
-        process.communicate()
+        process.wait()
         return f"it took longer than {TIMEOUT_S} s"
     if process.returncode != 0:
-        return (stderr.strip().splitlines() or [f"exit code {process.returncode}"])[-1][:300]
+        lines = report.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        return (lines or [f"exit code {process.returncode}"])[-1][:300]
     return ""
 
 
@@ -132,7 +139,7 @@ class CheckReportDirective(SphinxDirective):
         for path in report.inputs:
             self.env.note_dependency(str(path))
         if not report.kept():
-            problem = _FAILED.get(self.env, {}).get(target) or _finish(_start(root, report))
+            problem = _FAILED.get(self.env, {}).get(target) or _finish(report, _start(root, report))
             if problem:
                 warn(
                     f"the check report of {target} could not be made: {problem}",
@@ -150,7 +157,9 @@ class CheckReportDirective(SphinxDirective):
         return [nodes.literal_block("", report.text.read_text(encoding="utf-8")), link]
 
 
-_EARLY: weakref.WeakKeyDictionary[BuildEnvironment, list[tuple[str, subprocess.Popen]]] = weakref.WeakKeyDictionary()
+_EARLY: weakref.WeakKeyDictionary[BuildEnvironment, list[tuple[_Report, subprocess.Popen]]] = (
+    weakref.WeakKeyDictionary()
+)
 _FAILED: weakref.WeakKeyDictionary[BuildEnvironment, dict[str, str]] = weakref.WeakKeyDictionary()  # target -> why
 
 
@@ -171,12 +180,14 @@ def start_early(app: Sphinx) -> None:
         _Report.of(root, Path(app.doctreedir), target)
         for target in written_targets(root, app.config.include_patterns, app.config.exclude_patterns)
     ]
-    _EARLY[app.env] = [(r.target, _start(root, r)) for r in reports if r is not None and not r.kept()]
+    _EARLY[app.env] = [(r, _start(root, r)) for r in reports if r is not None and not r.kept()]
 
 
 def wait_early(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
     """env-before-read-docs: the reports started early are done; the directive reports any that failed."""
-    failed = {target: problem for target, process in _EARLY.pop(env, []) if (problem := _finish(process))}
+    failed = {
+        report.target: problem for report, process in _EARLY.pop(env, []) if (problem := _finish(report, process))
+    }
     _FAILED[env] = failed
 
 
@@ -184,7 +195,7 @@ def stop_early(app: Sphinx, exception: BaseException | None) -> None:
     """build-finished: a build that stopped before reading leaves no report running."""
     for _, process in _EARLY.pop(app.env, []):
         process.kill()
-        process.communicate()
+        process.wait()
     _FAILED.pop(app.env, None)
 
 
