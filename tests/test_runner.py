@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from torchclaims.evidence.records import Environment, Verdict, read_record
 from torchclaims.run.cache import cache_key
 from torchclaims.run.execution import Settings, history_dir, verify
 
+FILING_S = 4.0  # longer than a trivial claim's whole run
 pytestmark = pytest.mark.processes  # claim processes, each way a script can end
 
 CASES = {
@@ -76,7 +78,16 @@ def test_a_holding_claim_records_its_checks_and_conditions(isolated):
     assert record.conditions == {"model": "a tensor of three ones"}
 
 
-def test_a_freed_worker_starts_the_next_claim_before_the_last_record_is_written(tmp_path):
+def test_a_freed_worker_starts_the_next_claim_before_the_last_record_is_written(tmp_path, monkeypatch):
+    from torchclaims.run.runner import Runner
+
+    real_finish = Runner._finish
+
+    def slow_finish(self, item, environment, timed_out):
+        time.sleep(FILING_S)  # filing a record takes long: the claim's duration must not include it
+        return real_finish(self, item, environment, timed_out)
+
+    monkeypatch.setattr(Runner, "_finish", slow_finish)
     for claim_id in ("kb-first", "kb-second"):
         write_claim(tmp_path, claim_id, "holds")
     outcome, messages = run(tmp_path, parallel=1)
@@ -85,7 +96,29 @@ def test_a_freed_worker_starts_the_next_claim_before_the_last_record_is_written(
     filed = next(i for i, m in enumerate(messages) if m.startswith(f"torchclaims: {started[0]} -> "))
     second = next(i for i, m in enumerate(messages) if m.startswith(f"torchclaims: running {started[1]} "))
     assert second < filed, messages
-    assert outcome.records[started[0]].duration_s < 5  # its time ends when it exits, not when it is filed
+    # The first claim's time ends when its process exited, not when its record was filed. (The
+    # second's exit is seen only once that filing is done, as an exit always is at the next wait.)
+    assert outcome.records[started[0]].duration_s < FILING_S
+
+
+def test_ctrl_c_while_the_next_claim_starts_keeps_the_record_of_the_one_that_ended(tmp_path, monkeypatch):
+    from torchclaims.run.runner import Interrupted, Runner
+
+    real_start, starts = Runner._start, []
+
+    def start(self, job, scratch):
+        starts.append(job.claim_id)
+        if len(starts) == 2:  # the first claim has ended; its record is not filed yet
+            raise KeyboardInterrupt
+        return real_start(self, job, scratch)
+
+    monkeypatch.setattr(Runner, "_start", start)
+    for claim_id in ("kb-first", "kb-second"):
+        write_claim(tmp_path, claim_id, "holds")
+    with pytest.raises(Interrupted, match="1 of 2 claims finished"):
+        run(tmp_path, parallel=1)
+    kept = read_record(tmp_path / "_build" / "records" / "cpu" / f"{starts[0]}.json")
+    assert kept.verdict is Verdict.HOLDS
 
 
 def test_second_run_with_nothing_changed_reruns_nothing(tmp_path):

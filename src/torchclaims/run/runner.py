@@ -205,6 +205,8 @@ class Runner:
                             ended.append(item)
             except KeyboardInterrupt:
                 end_claim_processes([item.process for item in running.values()])
+                while ended:  # they finished before the interruption: their records are kept
+                    file(ended.pop(0), timed_out=False)
                 stopped = sorted(item.job.claim_id for item in running.values())
                 raise Interrupted(
                     f"interrupted: {len(results)} of {len(jobs)} claims finished; "
