@@ -39,9 +39,12 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU builds of torch: a
 CONSTRAINTS = ("-c", "sweep/constraints.txt")
 INSTALL_INPUTS = ("pyproject.toml", "sweep/constraints.txt")  # what an install reads besides its arguments
 STAMP = "torchclaims-install.json"
-# -j auto: Sphinx reads and writes the pages in parallel once the claims have run (they run first, on
-# TORCHCLAIMS_JOBS workers); benchmarks/build_speed.py times this very command
-SPHINX_BUILD = ("-q", "-j", "auto", "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx")
+# Sphinx reads and writes the pages in parallel once the claims have run (they run first, on
+# TORCHCLAIMS_JOBS workers). It writes on one process fewer than -j, the main one resolving
+# the pages meanwhile, and writing is most of its time: one more than the cores keeps them all busy.
+SPHINX_JOBS = str((os.cpu_count() or 1) + 1)
+# benchmarks/build_speed.py times this very command
+SPHINX_BUILD = ("-q", "-j", SPHINX_JOBS, "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx")
 RUFF = "ruff==0.17.6"  # pinned: another release may format or flag the same code differently
 # The code ruff formats and checks (gallery/ too: its text is hashed into results, so a refresh follows a change).
 RUFF_PATHS = ("src", "tests", "benchmarks", "gallery", "noxfile.py", "conf.py")

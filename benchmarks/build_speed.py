@@ -53,7 +53,7 @@ SCRIPT_ENV = {
     "TORCHCLAIMS_BACKEND": "cpu",
 }
 # The site's sphinx-build arguments: noxfile.SPHINX_BUILD, which tests/test_noxfile.py holds them to
-SITE_BUILD = ("-q", "-j", "auto", "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx")
+SITE_BUILD = ("-q", "-j", str((os.cpu_count() or 1) + 1), "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx")
 PLAIN_BUILD = ("-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx")
 TOUCHED = "device_switch_parity.py"  # the script changed for (d)
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import runpy
+import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,12 +22,15 @@ from torchclaims.authoring.lint import cross_check
 from torchclaims.claims import load_claims
 from torchclaims.evidence.memo import ContentMemo
 from torchclaims.evidence.records import Verdict
+from torchclaims.run import _child
+from torchclaims.run._child import ChildJob, GalleryTarget
 from torchclaims.run.cache import InputScanner
 from torchclaims.run.compiler_caches import CONDITION_NAME
 from torchclaims.run.probe_cache import cache_path, key_parts, recall, remember
 from torchclaims.run.runner import Job, Probe, Runner
 from torchclaims.run.scheduling import longest_first
 
+ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.processes  # verify runs with and without the fork server's shortcuts
 
 
@@ -125,6 +132,53 @@ def test_a_group_is_preloaded_only_when_more_claims_use_it_than_there_are_worker
     assert runner.preload_for([hugs, hugs, frozenset({"accelerate"})]) == ["torchclaims.run.preload.huggingface"]
     assert runner.preload_for([frozenset({"torch.compiler_x", "transformersx"})] * 5) == []
     assert Runner("cpu", parallel=2, shortcuts=False).preload_for([compiles] * 5) == []
+
+
+def in_a_server_like_process(code: str, tmp_path: Path, stdin: bytes = b"") -> list:
+    """Run ``code`` in a fresh interpreter that imported what the fork server imports
+    first (torchclaims.run.preload), with its own empty temporary folder; its last line, as JSON."""
+    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(ROOT / "src"))
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    out = subprocess.run(
+        [sys.executable, "-c", "import torchclaims.run.preload\n" + code],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    return json.loads(out.stdout.decode().strip().splitlines()[-1])
+
+
+def test_a_claims_process_imports_nothing_to_read_its_job(tmp_path):
+    """The job a claim's process receives carries the build's sphinx-gallery configuration,
+    objects of sphinx-gallery's classes: reading it imports nothing the server has not."""
+    from sphinx_gallery.gen_gallery import fill_gallery_conf_defaults
+
+    config = SimpleNamespace(
+        sphinx_gallery_conf=runpy.run_path(str(ROOT / "conf.py"))["sphinx_gallery_conf"],
+        html_static_path=[],
+        templates_path=[],
+    )
+    fill_gallery_conf_defaults(None, config)
+    target = GalleryTarget("x.py", str(tmp_path), str(tmp_path / "out"), dict(config.sphinx_gallery_conf))
+    child = ChildJob("x", "x.py", ".", ".", ".", {}, str(tmp_path), {}, (), 1, 100, 10, 1000, gallery=target)
+    code = "import pickle, sys, json\nbefore = set(sys.modules)\npickle.loads(sys.stdin.buffer.read())\n"
+    code += "print(json.dumps(sorted(set(sys.modules) - before)))"
+    assert in_a_server_like_process(code, tmp_path, pickle.dumps((_child.run, child))) == []
+
+
+def test_the_servers_background_work_is_done_before_any_claim_forks(tmp_path):
+    """The vector-instruction search runs in a thread while the next group imports; the
+    last preload step waits for it, so a claim's process inherits its answer and no thread."""
+    code = (
+        "import json, os, threading\n"
+        "import torchclaims.run.preload.compiler, torchclaims.run.preload.huggingface, torchclaims.run.preload.ready\n"
+        "from torch._inductor import cpu_vec_isa\n"
+        "print(json.dumps([threading.active_count(), cpu_vec_isa.valid_vec_isa_list.cache_info().currsize,"
+        " 'TORCHINDUCTOR_CACHE_DIR' in os.environ]))"
+    )
+    assert in_a_server_like_process(code, tmp_path) == [1, 1, False]
 
 
 def job(claim_id: str) -> Job:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import re
 from pathlib import Path
 
@@ -74,6 +75,20 @@ PNG = bytes.fromhex(
 
 def html(root: Path, page: str) -> str:
     return page_text(root / "_build" / "html" / f"{page}.html")
+
+
+def test_script_pages_are_reached_from_the_gallery_not_listed_in_the_navigation(site):
+    """The gallery's index stays in the site's toctree; its script pages are orphans, in no
+    toctree (a theme lists every toctree entry on every page), and Sphinx says nothing of it."""
+    root, first, _ = site
+    env = pickle.loads((root / "_build" / "html" / ".doctrees" / "environment.pickle").read_bytes())
+    scripts = {d for d in env.found_docs if d.startswith("docs/auto_gallery/") and d != "docs/auto_gallery/index"}
+    listed = {d for included in env.toctree_includes.values() for d in included}
+    assert "docs/auto_gallery/kb_holds" in scripts and "docs/auto_gallery/index" in listed
+    assert not scripts & listed
+    assert all(env.metadata[d].get("orphan") for d in scripts)
+    assert "toctree" not in first.stderr
+    assert 'href="kb_holds.html"' in html(root, "docs/auto_gallery/index")  # its card
 
 
 def test_topic_page_shows_each_verdict_with_evidence_and_environment(site):

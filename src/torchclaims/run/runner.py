@@ -48,6 +48,7 @@ from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resour
 # What the fork server imports (torchclaims.run.preload), and the groups it may add: a
 # group's module, and the module names (as scripts import them) that mean a claim uses it.
 PRELOAD = "torchclaims.run.preload"
+PRELOAD_READY = "torchclaims.run.preload.ready"  # always last: waits for the groups' background work
 PRELOAD_GROUPS = {
     "torchclaims.run.preload.compiler": ("torch.compile", "torch._dynamo", "torch._inductor"),
     "torchclaims.run.preload.huggingface": ("transformers", "accelerate"),
@@ -102,7 +103,7 @@ class Runner:
         self.shortcuts = shortcuts
         self.env = {**_child.SCRIPT_ENVIRONMENT, "TORCHCLAIMS_BACKEND": backend}
         self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload([PRELOAD])
+        self._ctx.set_forkserver_preload([PRELOAD, PRELOAD_READY])
         self.threads = max(1, (os.cpu_count() or 1) // self.parallel)
         self.unconfined, self.sandbox_required = sandbox.turned_off(), sandbox.required()
         # Helpers already running belong to someone else in this process.
@@ -127,7 +128,7 @@ class Runner:
             if sum(any(used == n or used.startswith(n + ".") for used in claim for n in names) for claim in uses)
             > self.parallel
         ]
-        self._ctx.set_forkserver_preload([PRELOAD, *groups])
+        self._ctx.set_forkserver_preload([PRELOAD, *groups, PRELOAD_READY])
         return groups
 
     def close(self) -> None:

@@ -10,9 +10,15 @@ When those pages are read, this module
   outside the claim's scope), and the script's first figure or no picture;
 - on a script's page, drops the download note (the download buttons stay at
   the end) and adds, under the title, links to the claim's evidence and to its
-  row in the matrix.
+  row in the matrix;
+- keeps the script pages out of the site's navigation: the index's hidden
+  toctree goes and each script page is an orphan. The cards and each claim's
+  evidence lead to them; listed in the sidebar, they were most of every
+  page's bytes and most of the time the theme spends building the sidebar
+  of each page, which walks the whole navigation tree.
 
-It runs before Sphinx collects images, so a dropped placeholder is never copied.
+It runs before Sphinx collects images and the table of contents, so a dropped
+placeholder is never copied and the removed toctree never counted.
 """
 
 from __future__ import annotations
@@ -109,11 +115,14 @@ def read_gallery_page(app: Sphinx, doctree: nodes.document) -> None:
         ids = list(state.claims.claims)
         note_shown(app.env, ids, state.digest(ids), key=ALL_CLAIMS)
         _cards(app, state, doctree)
+        for toctree in list(doctree.findall(addnodes.toctree)):
+            toctree.parent.remove(toctree)
         return
+    app.env.metadata[docname]["orphan"] = True  # in no toctree, on purpose (above)
     claim = next((c for c in state.claims.executable() if state.example_docname(c) == docname), None)
     if claim is not None:
         _backlinks(state, claim, doctree)
 
 
 def setup_gallery(app: Sphinx) -> None:
-    app.connect("doctree-read", read_gallery_page, priority=400)  # before the image collector (500)
+    app.connect("doctree-read", read_gallery_page, priority=400)  # before the image and toctree collectors (500)

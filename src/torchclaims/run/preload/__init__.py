@@ -11,6 +11,11 @@ the Hugging Face libraries). They take seconds to import, during which no
 claim can start, so the runner preloads one only when more claims of the run
 use it than there are workers (torchclaims.run.runner.PRELOAD_GROUPS).
 
+Work a group does mostly in other processes (inductor compiling its test
+programs) runs in a thread while the next group imports, on the core the
+imports leave idle; the last module the server imports (``ready``) waits for
+it, so no claim's process is forked while a thread of the server runs.
+
 A module that fails to import is left to the scripts that need it, which then
 fail with the real error: the server itself must never fail.
 
@@ -28,29 +33,59 @@ import gc
 import importlib
 import os
 import signal
+import threading
 
 from torchclaims.run._child import SCRIPT_ENVIRONMENT
 
-BASE = ("torch", "numpy", "matplotlib.pyplot", "sphinx_gallery.gen_rst", "torchclaims.run._child", "torchclaims.verify")
+# sphinx_gallery.gen_gallery: a build's sphinx_gallery_conf, which each claim's job
+# carries, holds objects of its classes, so unpickling the job imported it anew in
+# every claim's process (a tenth of a second or more each).
+BASE = (
+    "torch",
+    "numpy",
+    "matplotlib.pyplot",
+    "sphinx_gallery.gen_rst",
+    "sphinx_gallery.gen_gallery",
+    "torchclaims.run._child",
+    "torchclaims.verify",
+)
 
 
-def load(modules: tuple[str, ...], then: tuple[str, str] | None = None) -> None:
-    """Import each module, going on past any that fails; ``then`` names a
-    function (module, name) to call once they are imported, for work every
-    claim would otherwise repeat."""
+_HAD_CACHE_DIR = "TORCHINDUCTOR_CACHE_DIR" in os.environ
+_background: list[threading.Thread] = []
+
+
+def load(modules: tuple[str, ...]) -> None:
+    """Import each module, going on past any that fails."""
     os.environ.update(SCRIPT_ENVIRONMENT)
-    had_cache_dir = "TORCHINDUCTOR_CACHE_DIR" in os.environ
     for name in modules:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - the script that needs it reports the error
             continue
-    if then is not None:
+
+
+def in_background(module: str, name: str) -> None:
+    """Call ``module.name()`` in a thread, for work every claim would otherwise
+    repeat; its failure leaves that work to each claim's process."""
+
+    def call() -> None:
         try:
-            getattr(importlib.import_module(then[0]), then[1])()
+            getattr(importlib.import_module(module), name)()
         except Exception:  # noqa: BLE001 - each claim's process then does it itself
             pass
-    if not had_cache_dir:
+
+    thread = threading.Thread(target=call, name=f"preload {module}.{name}", daemon=True)
+    thread.start()
+    _background.append(thread)
+
+
+def settle() -> None:
+    """The server's last preload step: wait for the work started in the
+    background, then make what is imported permanent."""
+    while _background:
+        _background.pop().join()
+    if not _HAD_CACHE_DIR:
         # Importing Dynamo fixes inductor's cache folder in the environment; each
         # script finds it through its own TMPDIR (shared or cold: compiler_caches.py).
         os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)

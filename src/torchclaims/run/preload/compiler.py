@@ -4,9 +4,11 @@ Inductor also works out once per process which vector instructions the CPU
 has, by compiling and running small test programs (seconds; more with a cold
 cache). That answers a question about the hardware, not about any claim's
 graphs, so it is done here once and inherited by every claim's process:
-torch's own fresh_cache() keeps it too.
+torch's own fresh_cache() keeps it too. The compilers it runs are processes of
+their own, so it runs in the background while the server imports what follows.
 """
 
-from torchclaims.run.preload import load
+from torchclaims.run.preload import in_background, load
 
-load(("torch._dynamo", "torch._inductor.compile_fx"), then=("torch._inductor.cpu_vec_isa", "pick_vec_isa"))
+load(("torch._dynamo", "torch._inductor.compile_fx"))
+in_background("torch._inductor.cpu_vec_isa", "pick_vec_isa")
