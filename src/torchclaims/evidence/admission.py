@@ -26,7 +26,7 @@ from ..backends import all_backends
 from ..claims import Claim
 from ..errors import Problem
 from ..fileio import leaves
-from .judging import CLOCK_SKEW, judgement_problems
+from .judging import CLOCK_SKEW, in_future, judgement_problems
 from .records import Environment, ResultRecord
 from .results import ResultsFile
 from .script_history import ScriptHistory
@@ -162,7 +162,7 @@ class Admission:
         """The records that pass, and one problem per failure."""
         problems = [Problem(path, name, message) for name, message in environment_problems(results.environment)]
         if results.created > self.now + CLOCK_SKEW:
-            problems.append(Problem(path, "created", f"{results.created:%Y-%m-%d %H:%M} UTC lies in the future"))
+            problems.append(Problem(path, "created", in_future(results.created)))
         if problems:  # the file as a whole cannot be right: none of its records is shown
             return Admitted([], problems, {record.claim_id: problems for record in results.records})
         admitted = Admitted([], [], {})
@@ -188,7 +188,7 @@ class Admission:
             moved = ", ".join(record.environment.differences(results.environment))
             found.append(("environment", f"differs from the file's environment ({moved})"))
         if record.started_at > self.now + CLOCK_SKEW:
-            found.append(("started_at", f"{record.started_at:%Y-%m-%d %H:%M} UTC lies in the future"))
+            found.append(("started_at", in_future(record.started_at)))
         elif record.started_at > results.created + CLOCK_SKEW:
             found.append(("started_at", f"{record.started_at:%Y-%m-%d %H:%M} UTC is after the file was created"))
         if self.claims is not None:

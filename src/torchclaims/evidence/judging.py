@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import operator
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..errors import InvalidFileError, Problem
@@ -24,6 +24,18 @@ from .records import Measurement, ResultRecord, Verdict, combine, now, read_reco
 
 # Clocks of the machines that ran a record may be a little ahead of ours.
 CLOCK_SKEW = timedelta(minutes=15)
+FUTURE = "UTC lies in the future"  # ends every problem of a date refused for lying beyond now
+
+
+def in_future(moment: datetime) -> str:
+    """What is wrong with a date beyond now (and the clock skew allowed)."""
+    return f"{moment:%Y-%m-%d %H:%M} {FUTURE}"
+
+
+def dated_in_future(problems: list[Problem]) -> bool:
+    """Whether any of ``problems`` refused a date for lying in the future: the same input passes later."""
+    return any(problem.message.endswith(FUTURE) for problem in problems)
+
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _COMPARISON = re.compile(rf"^(<=|>=|<|>|==|!=)\s*({_NUMBER})$")
@@ -116,7 +128,7 @@ def read_own_record(path: Path) -> ResultRecord:
             Problem(
                 path,
                 "started_at",
-                f"claim {record.claim_id}: {record.started_at:%Y-%m-%d %H:%M} UTC lies in the future",
+                f"claim {record.claim_id}: {in_future(record.started_at)}",
             )
         )
     if problems:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from ..backends import all_backends, vendor_packages_without_device
@@ -86,19 +87,24 @@ class Store:
     build_environment: Environment | None = None
     _claim_digests: dict[str, str] = field(default_factory=dict, repr=False)  # claim id -> digest of its entries
     _texts: set[str] = field(default_factory=set, repr=False)  # each record added (as JSON), once
-    _text_of: dict[int, str] = field(default_factory=dict, repr=False)  # id(entry) -> its record as JSON
+    # claim id -> each entry's record as JSON, in the order of its entries (the store is pickled: no id() keys)
+    _entry_texts: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def add(self, entry: Entry) -> None:
         text = record_key(entry.record)  # the same run seen twice (this build and its own exported file) is added once
         if text not in self._texts:
             self._texts.add(text)
-            self._text_of[id(entry)] = text
             self.entries.setdefault(entry.record.claim_id, []).append(entry)
+            self._entry_texts.setdefault(entry.record.claim_id, []).append(text)
             self._claim_digests.pop(entry.record.claim_id, None)
 
     def history(self, claim_id: str) -> list[Entry]:
         """Every entry for a claim, newest first."""
-        return sorted(self.entries.get(claim_id, []), key=lambda e: e.record.started_at, reverse=True)
+        return [entry for entry, _ in self._newest_first(claim_id)]
+
+    def _newest_first(self, claim_id: str) -> list[tuple[Entry, str]]:
+        pairs = zip(self.entries.get(claim_id, []), self._entry_texts.get(claim_id, []), strict=True)
+        return sorted(pairs, key=lambda pair: pair[0].record.started_at, reverse=True)
 
     def ranked(self, claim_id: str) -> list[Entry]:
         """Every entry for a claim, the most trusted source first (this build, then
@@ -124,19 +130,22 @@ class Store:
         h = hashlib.sha256()
         for claim_id in sorted(claim_ids):
             h.update(self._claim_digest(claim_id).encode())
-        if self.build_environment is not None:
-            h.update(json.dumps(self.build_environment.model_dump(mode="json"), sort_keys=True).encode())
+        h.update(self._environment_text)
         return h.hexdigest()
+
+    @cached_property
+    def _environment_text(self) -> bytes:
+        environment = self.build_environment
+        return json.dumps(environment.model_dump(mode="json"), sort_keys=True).encode() if environment else b""
 
     def _claim_digest(self, claim_id: str) -> str:
         """Every page showing a claim asks for this digest: worked out once per build."""
         if claim_id not in self._claim_digests:
             h = hashlib.sha256()
-            for entry in self.history(claim_id):
+            for entry, text in self._newest_first(claim_id):
                 # The source too: a file verified, committed or relabelled reads differently on its page.
                 h.update(
-                    f"{claim_id}|{entry.origin}|{entry.source.mark}|{entry.source.describe()}|".encode()
-                    + self._text_of[id(entry)].encode()
+                    f"{claim_id}|{entry.origin}|{entry.source.mark}|{entry.source.describe()}|".encode() + text.encode()
                 )
             self._claim_digests[claim_id] = h.hexdigest()
         return self._claim_digests[claim_id]

@@ -32,6 +32,7 @@ def setup(app: Sphinx) -> dict:
     from .matrix import setup_matrix
     from .measure import setup_measure
     from .page_data import setup_page_data
+    from .process_exit import setup_process_exit
     from .publishing import setup_publishing
     from .state import setup_state
     from .summary import setup_summary
@@ -62,6 +63,7 @@ def setup(app: Sphinx) -> dict:
     setup_versions(app)  # the release list; version strips on claim sections, range slices in the matrix
     setup_upgrade_pages(app)  # upgrade-index, build-against-history
     setup_summary(app)  # the verdict count at the end; where the site is
+    setup_process_exit(app)  # no last garbage collection of the build's heap when its process ends
     app.connect("builder-inited", _add_static)
     return {
         "version": __version__,

@@ -36,6 +36,7 @@ from ..evidence.judging import read_own_record
 from ..evidence.memo import ContentMemo
 from ..evidence.records import now
 from ..evidence.store import Store, load_store
+from ..evidence.store_memo import STORE_MEMO, remembered_store, store_digest
 from ..fileio import decode_utf8, leaves, read_bytes
 from ..run._child import GalleryTarget
 from ..run.execution import MEMO_FILE, Outcome, Settings, history_dir, verify
@@ -71,6 +72,7 @@ class BuildState:
     outdir: Path = field(kw_only=True)  # where the builder writes (a directive copies a file there)
     relative_uri: Callable[[str, str], str] = field(kw_only=True)  # the builder's: docname -> docname, as a link
     _stale_reasons: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _claim_parts: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def digest(self, claim_ids: list[str]) -> str:
         """Changes when anything a page shows about these claims changes: the
@@ -78,10 +80,19 @@ class BuildState:
         limit passes with the days, not with a build)."""
         h = hashlib.sha256(self.store.digest(claim_ids).encode())
         for claim_id in sorted(claim_ids):
-            claim = self.claims.claims.get(claim_id)
-            h.update(json.dumps(claim.model_dump(mode="json") if claim else None, sort_keys=True).encode())
-            h.update(json.dumps(self._stale(claim_id)).encode())
+            h.update(self._claim_part(claim_id))
         return h.hexdigest()
+
+    def _claim_part(self, claim_id: str) -> bytes:
+        """What a claim adds to every digest that holds it: worked out once per build
+        (each page asks, many of them for every claim)."""
+        if claim_id not in self._claim_parts:
+            claim = self.claims.claims.get(claim_id)
+            self._claim_parts[claim_id] = (
+                json.dumps(claim.model_dump(mode="json") if claim else None, sort_keys=True).encode()
+                + json.dumps(self._stale(claim_id)).encode()
+            )
+        return self._claim_parts[claim_id]
 
     def _stale(self, claim_id: str) -> list[str]:
         if claim_id not in self._stale_reasons:
@@ -221,7 +232,8 @@ def _only_pages_for(app: Sphinx, scripts: list[str]) -> None:
 
 
 def prepare(app: Sphinx) -> None:
-    """builder-inited: load claims, verify the stale ones, load the results store."""
+    """builder-inited: load claims, verify the stale ones, load the results store
+    (remembered from the last build when nothing it is judged from changed)."""
     config = app.config
     checked = _checked_settings(config)
     root = Path(app.confdir)
@@ -264,14 +276,19 @@ def prepare(app: Sphinx) -> None:
     else:
         build_records = _existing_records(Settings(root=root, backend=config.torchclaims_backend))
     history = history_dir(Settings(root=root))
-    admission = Admission.for_project(root, claims.claims)
-    store = load_store(
-        build_records,
-        outcome.probe.environment if outcome else None,
-        results_dir,
-        history,
-        admission,
-        checked["verifier"],
+    environment = outcome.probe.environment if outcome else None
+    store = remembered_store(
+        Path(app.doctreedir) / STORE_MEMO,
+        store_digest(root, claims.claims, build_records, environment, [results_dir, history]),
+        lambda: load_store(
+            build_records,
+            environment,
+            results_dir,
+            history,
+            Admission.for_project(root, claims.claims),
+            checked["verifier"],
+        ),
+        attested=checked["verifier"] is not None,
     )
     for problem in store.problems:
         warn(f"results file rejected: {problem}", "results", location=str(problem.path))
