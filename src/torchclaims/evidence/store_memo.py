@@ -58,7 +58,9 @@ def store_digest(
         part(f"code {path.relative_to(PACKAGE_DIR)}", path.read_bytes())
     part("limits", repr(limits.LIMITS).encode())
     part("backends", repr(registered_backends()).encode())
-    part("git", _git_position(root).encode())
+    # git tells who added and changed a results file and which script versions its records may name
+    results = [folder for folder in folders if folder is not None and any(folder.glob("*.json"))]
+    part("git", _git_position(root).encode() if results else b"")
     for claim_id in sorted(claims):
         part(f"claim {claim_id}", json.dumps(claims[claim_id].model_dump(mode="json"), sort_keys=True).encode())
     for claim_id in sorted(build_records):
