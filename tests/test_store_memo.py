@@ -12,6 +12,7 @@ import pytest
 from factories import make_environment, make_record, write_claim, write_results_file, write_script
 from torchclaims import limits
 from torchclaims.claims import load_claims
+from torchclaims.evidence import memo as content_memo
 from torchclaims.evidence import store_memo
 from torchclaims.evidence.records import now, write_record
 from torchclaims.evidence.store import Store, load_store
@@ -35,7 +36,7 @@ def digest(root, **changed):
         build_environment=make_environment(),
     )
     inputs.update(changed)
-    return store_digest(root, folders=[root / "results", root / "history"], **inputs)
+    return store_digest(root, results_dir=root / "results", history_dir=root / "history", **inputs)
 
 
 def loader(root, calls):
@@ -74,7 +75,8 @@ def _edit_code(root, monkeypatch):
     package = root.parent / "package"
     package.mkdir()
     (package / "judging.py").write_text("# other judging code\n")
-    monkeypatch.setattr(store_memo, "PACKAGE_DIR", package)
+    monkeypatch.setattr(store_memo, "PACKAGE_DIR", package)  # the modules it lists
+    monkeypatch.setattr(content_memo, "PACKAGE_DIR", package)  # where code_digest reads them
 
 
 CHANGES = {

@@ -143,12 +143,12 @@ class FileHistory:
 def file_histories(directory: Path) -> dict[str, FileHistory]:
     """file name -> its git history, for the files git tracks directly in ``directory``
     (one ``git log`` for all of them; empty outside a git checkout)."""
-    log = _git(
+    log = git_output(
         directory, "log", "--no-renames", "--format=%x1e%H%x1f%an%x1f%as", "--name-status", "--relative", "--", "."
     )
     if log is None:
         return {}
-    boundary = _shallow_boundary(directory)
+    boundary = shallow_boundary(directory)
     last: dict[str, Commit] = {}
     added: dict[str, Commit] = {}
     for block in log.split("\x1e")[1:]:  # newest first
@@ -164,11 +164,12 @@ def file_histories(directory: Path) -> dict[str, FileHistory]:
             last.setdefault(name, commit)
             if status == "A":
                 added.setdefault(name, commit)  # a file added twice keeps its last addition
-    dirty = set((_git(directory, "diff", "--name-only", "--relative", "HEAD", "--", ".") or "").splitlines())
+    dirty = set((git_output(directory, "diff", "--name-only", "--relative", "HEAD", "--", ".") or "").splitlines())
     return {name: FileHistory(commit, added.get(name), name in dirty) for name, commit in last.items()}
 
 
-def _git(directory: Path, *args: str) -> str | None:
+def git_output(directory: Path, *args: str) -> str | None:
+    """What ``git args`` prints in ``directory``; None without git, outside a checkout, or on failure."""
     if shutil.which("git") is None or not directory.is_dir():
         return None
     try:
@@ -180,9 +181,9 @@ def _git(directory: Path, *args: str) -> str | None:
     return run.stdout if run.returncode == 0 else None
 
 
-def _shallow_boundary(directory: Path) -> set[str]:
+def shallow_boundary(directory: Path) -> set[str]:
     """The commits where a shallow clone's history is cut (none in a full clone)."""
-    path = _git(directory, "rev-parse", "--path-format=absolute", "--git-path", "shallow")
+    path = git_output(directory, "rev-parse", "--path-format=absolute", "--git-path", "shallow")
     try:
         return set(Path(path.strip()).read_text().split()) if path else set()
     except OSError:

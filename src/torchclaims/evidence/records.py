@@ -231,22 +231,28 @@ def made_from(key_file: Path, key: str, outputs: list[Path]) -> bool:
 
 def write_if_changed(path: Path, text: str) -> bool:
     """Atomically replace ``path`` with ``text`` unless it already holds it."""
+    data = text.encode("utf-8")
     try:
-        if path.read_bytes() == text.encode("utf-8"):
+        if path.read_bytes() == data:
             return False
     except OSError:
         pass  # absent or unreadable: replaced below
+    replace_file(path, data)
+    return True
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Atomically replace ``path`` with ``data``: a reader sees the old file or the new one, never part of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes files private; readers (web servers) need access
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return True
 
 
 def _umask() -> int:

@@ -25,17 +25,16 @@ import hashlib
 import json
 import os
 import pickle
-import subprocess
-import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .. import limits
 from ..backends import registered_backends
 from ..claims import Claim
 from .judging import dated_in_future
-from .memo import PACKAGE_DIR
-from .records import Environment, ResultRecord, record_key
+from .memo import PACKAGE_DIR, code_digest
+from .provenance import git_output, shallow_boundary
+from .records import Environment, ResultRecord, record_key, replace_file
 from .store import Store
 
 STORE_MEMO = "torchclaims-store.pickle"
@@ -46,7 +45,8 @@ def store_digest(
     claims: Mapping[str, Claim],
     build_records: Mapping[str, ResultRecord],
     build_environment: Environment | None,
-    folders: Iterable[Path | None],
+    results_dir: Path | None,
+    history_dir: Path | None,
 ) -> str:
     """A digest of everything ``load_store`` reads for the project at ``root``."""
     h = hashlib.sha256()
@@ -54,20 +54,20 @@ def store_digest(
     def part(label: str, data: bytes) -> None:
         h.update(f"{label}\0{len(data)}\0".encode() + data)
 
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        part(f"code {path.relative_to(PACKAGE_DIR)}", path.read_bytes())
+    modules = sorted(path.relative_to(PACKAGE_DIR).as_posix() for path in PACKAGE_DIR.rglob("*.py"))
+    part("code", code_digest(*modules).encode())
     part("limits", repr(limits.LIMITS).encode())
     part("backends", repr(registered_backends()).encode())
-    # git tells who added and changed a results file and which script versions its records may name
-    results = [folder for folder in folders if folder is not None and any(folder.glob("*.json"))]
-    part("git", _git_position(root).encode() if results else b"")
+    # git tells who added and changed each results file, and which script versions its records may name
+    has_results = results_dir is not None and any(results_dir.glob("*.json"))
+    part("git", _git_position(root).encode() if has_results else b"")
     for claim_id in sorted(claims):
         part(f"claim {claim_id}", json.dumps(claims[claim_id].model_dump(mode="json"), sort_keys=True).encode())
     for claim_id in sorted(build_records):
         part(f"record {claim_id}", record_key(build_records[claim_id]).encode())
     environment = build_environment.model_dump(mode="json") if build_environment else None
     part("environment", json.dumps(environment, sort_keys=True).encode())
-    for folder in [root / "gallery", *folders]:
+    for folder in (root / "gallery", results_dir, history_dir):
         for path in sorted(folder.rglob("*")) if folder is not None and folder.is_dir() else []:
             if path.is_file():
                 part(f"file {path} -> {os.path.realpath(path)}", path.read_bytes())
@@ -76,24 +76,8 @@ def store_digest(
 
 def _git_position(root: Path) -> str:
     """The commit histories are read from, and where a shallow clone cuts them ('' outside git)."""
-    try:
-        run = subprocess.run(
-            ["git", "rev-parse", "HEAD", "--show-prefix", "--path-format=absolute", "--git-path", "shallow"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    if run.returncode != 0:
-        return ""
-    lines = run.stdout.splitlines()
-    try:
-        shallow = Path(lines[-1]).read_text()
-    except (OSError, IndexError):
-        shallow = ""  # no such file: a full clone
-    return run.stdout + shallow
+    head = git_output(root, "rev-parse", "HEAD", "--show-prefix")
+    return "" if head is None else head + " ".join(sorted(shallow_boundary(root)))
 
 
 def remembered_store(path: Path, digest: str, load: Callable[[], Store], attested: bool) -> Store:
@@ -108,21 +92,10 @@ def remembered_store(path: Path, digest: str, load: Callable[[], Store], atteste
         pass
     store = load()
     if not attested and not dated_in_future(store.problems):
-        _write(path, (digest, store))
+        try:
+            replace_file(path, pickle.dumps((digest, store), protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:
+            pass  # a memo that cannot be written only costs the next build time
     else:
         path.unlink(missing_ok=True)
     return store
-
-
-def _write(path: Path, value: object) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError:
-        return  # a memo that cannot be written only costs the next build time
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)

@@ -16,13 +16,10 @@ import gc
 
 from sphinx.application import Sphinx
 
-_registered: list[bool] = []
-
 
 def _freeze_at_exit(app: Sphinx, exception: BaseException | None) -> None:
-    if not _registered:
-        atexit.register(gc.freeze)
-        _registered.append(True)
+    atexit.unregister(gc.freeze)  # once, however many builds the process runs
+    atexit.register(gc.freeze)
 
 
 def setup_process_exit(app: Sphinx) -> None:

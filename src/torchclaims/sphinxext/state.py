@@ -279,7 +279,7 @@ def prepare(app: Sphinx) -> None:
     environment = outcome.probe.environment if outcome else None
     store = remembered_store(
         Path(app.doctreedir) / STORE_MEMO,
-        store_digest(root, claims.claims, build_records, environment, [results_dir, history]),
+        store_digest(root, claims.claims, build_records, environment, results_dir, history),
         lambda: load_store(
             build_records,
             environment,
