@@ -379,13 +379,15 @@ def supervisor_of(tag: str) -> int:
     return _parent(_parent(child))
 
 
-def when_started(tag: str, then) -> threading.Thread:
-    """A thread that waits for the script's three processes, then calls ``then(supervisor pid)``."""
+def when_started(tag: str, then, seen: Sightings) -> threading.Thread:
+    """A thread that waits for the script's three processes, then calls ``then(supervisor pid)``.
+    The processes it waited for count as ``seen``: ``then`` may end them before the sampler looks."""
 
     def wait():
         deadline = time.monotonic() + 300
-        while len(tagged(tag)) < 3 and time.monotonic() < deadline:
+        while len(found := tagged(tag)) < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
+        seen.seen |= found
         then(supervisor_of(tag))
 
     thread = threading.Thread(target=wait, daemon=True)
@@ -417,7 +419,7 @@ with v.check("its supervisor cannot be killed") as check:
     write_claim(tmp_path, "kb-killer", body)
     try:
         with Sightings(tag) as seen:
-            when_started(tag, lambda supervisor: pidfile.write_text(str(supervisor)))
+            when_started(tag, lambda supervisor: pidfile.write_text(str(supervisor)), seen)
             (record,) = run_claims(tmp_path, timeout=300).records.values()
         assert record.verdict is Verdict.HOLDS, (record.reason, record.checks)
         assert record.checks[0].measurements[0].value in ("ProcessLookupError", "PermissionError")
@@ -440,7 +442,7 @@ def test_killing_a_claims_supervisor_frees_none_of_its_processes(tmp_path):
 
     try:
         with Sightings(tag) as seen:
-            when_started(tag, kill)
+            when_started(tag, kill, seen)
             (record,) = run_claims(tmp_path, timeout=600).records.values()
         assert killed, "the supervisor was found and killed"
         assert len(seen.seen) == 3 and wait_until_gone(seen.seen, 30) == []

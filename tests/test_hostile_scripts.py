@@ -85,6 +85,19 @@ def new_tag() -> str:
     return f"tc-left-{uuid.uuid4().hex[:12]}"
 
 
+def command_lines(pids: set[int]) -> dict[int, str]:
+    """What each process runs, and its state, so a failure says which process was left."""
+    found = {}
+    for pid in pids:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            command, state = "(gone)", "-"
+        found[pid] = f"[{state}] {command[:200]}"
+    return found
+
+
 def test_nothing_a_script_starts_outlives_its_run_however_it_ends(tmp_path):
     tag = new_tag()
     for ending in ("finish", "raise", "os_exit", "segfault", "hang"):
@@ -98,8 +111,11 @@ def test_nothing_a_script_starts_outlives_its_run_however_it_ends(tmp_path):
         assert len(seen.seen) == 15, "each script started three processes"
         assert wait_until_gone(seen.seen, 60) == []
         assert tagged(tag) == set()
-        assert descendants(os.getpid()) - before == set(), (
-            "the fork server, the resource tracker and every claim process have ended"
+        # A browser an earlier test keeps open (a session fixture) may start a helper meanwhile: not this run's.
+        earlier = before.union(*(descendants(pid) for pid in before))
+        left = descendants(os.getpid()) - earlier
+        assert left == set(), (
+            f"the fork server, the resource tracker and every claim process have ended: {command_lines(left)}"
         )
     finally:
         end(tagged(tag))
