@@ -106,11 +106,11 @@ def test_ctrl_c_while_the_next_claim_starts_keeps_the_record_of_the_one_that_end
 
     real_start, starts = Runner._start, []
 
-    def start(self, job, scratch):
+    def start(self, job, *rest):
         starts.append(job.claim_id)
         if len(starts) == 2:  # the first claim has ended; its record is not filed yet
             raise KeyboardInterrupt
-        return real_start(self, job, scratch)
+        return real_start(self, job, *rest)
 
     monkeypatch.setattr(Runner, "_start", start)
     for claim_id in ("kb-first", "kb-second"):
@@ -192,3 +192,32 @@ v.finish()
     outcome, _ = run(tmp_path)
     (seconds,) = [m.value for m in outcome.records["kb-time"].checks[0].measurements]
     assert 0 < seconds <= 6  # the runner's timeout in run()
+
+
+CPU_SHARE = """
+import os
+
+import torch
+
+with v.check("cpu share") as check:
+    check.measure("cpus", int(os.environ["TORCHCLAIMS_CPUS"]))
+    check.measure("threads", torch.get_num_threads())
+    check.expect(True, "")
+v.finish()
+"""
+
+
+def test_a_claim_that_runs_alone_gets_every_cpu_and_one_among_others_its_share(tmp_path):
+    import os
+
+    def shares(root: Path) -> set[tuple[float, ...]]:
+        outcome, _ = run(root)
+        return {tuple(m.value for m in record.checks[0].measurements) for record in outcome.records.values()}
+
+    alone, among = tmp_path / "alone", tmp_path / "among"
+    write_claim(alone, "kb-share", CPU_SHARE)
+    for n in range(3):
+        write_claim(among, f"kb-share-{n}", CPU_SHARE)
+    cpus = os.cpu_count() or 1
+    assert shares(alone) == {(cpus, cpus)}
+    assert shares(among) == {(max(1, cpus // 2),) * 2}  # run() starts 2 at a time

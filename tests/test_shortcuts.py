@@ -4,6 +4,7 @@ caches for claims that measure compiling, the memo of what files hold."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pickle
@@ -163,7 +164,8 @@ def test_a_claims_process_imports_nothing_to_read_its_job(tmp_path):
     fill_gallery_conf_defaults(None, config)
     target = GalleryTarget("x.py", str(tmp_path), str(tmp_path / "out"), dict(config.sphinx_gallery_conf))
     child = ChildJob("x", "x.py", ".", ".", ".", {}, str(tmp_path), {}, (), 1, 100, 10, 1000, gallery=target)
-    code = "import pickle, sys, json\nbefore = set(sys.modules)\npickle.loads(sys.stdin.buffer.read())\n"
+    code = "import pickle, sys, json\nimport torchclaims.run.preload.ready  # the server's last preload, always\n"
+    code += "before = set(sys.modules)\npickle.loads(sys.stdin.buffer.read())\n"
     code += "print(json.dumps(sorted(set(sys.modules) - before)))"
     assert in_a_server_like_process(code, tmp_path, pickle.dumps((_child.run, child))) == []
 
@@ -179,6 +181,37 @@ def test_the_servers_background_work_is_done_before_any_claim_forks(tmp_path):
         " 'TORCHINDUCTOR_CACHE_DIR' in os.environ]))"
     )
     assert in_a_server_like_process(code, tmp_path) == [1, 1, False]
+
+
+def test_the_vector_instruction_search_imports_nothing_in_its_thread(tmp_path):
+    """What it would import lazily is imported before it starts: two threads importing
+    the same modules at once could deadlock the server's imports."""
+    module = ast.parse((ROOT / "src" / "torchclaims" / "run" / "preload" / "compiler.py").read_text())
+    (imports,) = [  # read, not imported: importing the module starts the search
+        ast.literal_eval(node.value)
+        for node in module.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SEARCH_IMPORTS"
+    ]
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {imports!r}: importlib.import_module(name)\n"
+        "from torch._inductor import cpu_vec_isa\n"
+        "cpu_vec_isa.valid_vec_isa_list.cache_clear()\n"
+        "before = set(sys.modules)\n"
+        "cpu_vec_isa.pick_vec_isa()\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))"
+    )
+    assert in_a_server_like_process(code, tmp_path) == []
+
+
+def test_the_last_preload_step_imports_what_every_claim_needs(tmp_path):
+    code = (
+        "import json, sys\n"
+        "import torchclaims.run.preload.ready\n"
+        "from torchclaims.run.preload import LATE\n"
+        "print(json.dumps([name for name in LATE if name not in sys.modules]))"
+    )
+    assert in_a_server_like_process(code, tmp_path) == []
 
 
 def job(claim_id: str) -> Job:

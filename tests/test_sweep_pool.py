@@ -8,6 +8,7 @@ import pytest
 
 from sweep_workers import echo, never_ready
 from torchclaims.coverage.pool import Failure, WorkerPool, WorkerUnavailable, machine_workers
+from torchclaims.run._child import CPUS_ENV
 
 pytestmark = pytest.mark.processes  # worker processes that crash and hang
 
@@ -55,3 +56,13 @@ def test_a_worker_that_cannot_start_breaks_the_run_loudly():
 def test_machine_workers_is_at_least_one():
     assert machine_workers(1e9) == 1
     assert machine_workers(0.001) >= 1
+
+
+def test_a_sweep_starts_no_more_workers_than_the_cpus_the_run_gives_its_claim(monkeypatch):
+    monkeypatch.delenv(CPUS_ENV, raising=False)
+    every = machine_workers(0.001)
+    monkeypatch.setenv(CPUS_ENV, "1")
+    assert machine_workers(0.001) == 1
+    for unusable in ("0", "two", "-1", ""):
+        monkeypatch.setenv(CPUS_ENV, unusable)
+        assert machine_workers(0.001) == every

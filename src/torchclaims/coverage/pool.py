@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
+from ..run._child import CPUS_ENV
 from ..verify.spawning import main_module_hidden
 
 
@@ -45,8 +46,16 @@ class WorkerUnavailable(RuntimeError):
 
 
 def machine_workers(memory_per_worker_gb: float) -> int:
-    """Workers the machine can hold: one per usable CPU, fewer if memory is short."""
+    """Workers the machine can hold: one per CPU the claim may use, fewer if memory is short.
+
+    That is every usable CPU, or the claim's share where the runner runs others
+    beside it (CPUS_ENV): a second worker on a CPU another claim keeps busy only
+    adds its own imports to the build.
+    """
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    share = os.environ.get(CPUS_ENV, "")
+    if share.isdigit() and int(share) > 0:
+        cpus = min(cpus, int(share))
     try:
         with open("/proc/meminfo") as handle:
             fields = dict(line.split(":", 1) for line in handle)

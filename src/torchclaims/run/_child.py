@@ -39,6 +39,7 @@ from . import processes, sandbox
 # outlive the script's hard exit and leak its semaphores.
 SCRIPT_ENVIRONMENT = {"MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
 RECORD_FD_ENV = "TORCHCLAIMS_RECORD_FD"  # the pipe on which the verification API hands the record to the supervisor
+CPUS_ENV = "TORCHCLAIMS_CPUS"  # the CPUs the run gives the script: its torch threads, and a sweep's workers
 TEXT_REPRS = ("__repr__", "__str__")  # the capture_repr methods a page may show a value by
 
 

@@ -104,7 +104,6 @@ class Runner:
         self.env = {**_child.SCRIPT_ENVIRONMENT, "TORCHCLAIMS_BACKEND": backend}
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload([PRELOAD, PRELOAD_READY])
-        self.threads = max(1, (os.cpu_count() or 1) // self.parallel)
         self.unconfined, self.sandbox_required = sandbox.turned_off(), sandbox.required()
         # Helpers already running belong to someone else in this process.
         self._own_forkserver = forkserver._forkserver._forkserver_pid is None
@@ -169,6 +168,9 @@ class Runner:
     ) -> dict[str, ResultRecord]:
         """Run every job; always return one record per job."""
         pending = deque(jobs)
+        # Each claim's share of the CPUs (its torch threads, the workers a sweep starts):
+        # all of them for a claim that runs alone.
+        threads = max(1, (os.cpu_count() or 1) // min(self.parallel, max(1, len(jobs))))
         running: dict[int, _Running] = {}
         ended: list[_Running] = []  # exited, their records not filed yet
         results: dict[str, ResultRecord] = {}
@@ -184,7 +186,7 @@ class Runner:
                     while pending and len(running) < self.parallel:
                         job = pending.popleft()
                         on_start(job)
-                        started = self._start(job, Path(scratch))
+                        started = self._start(job, Path(scratch), threads)
                         running[started.process.sentinel] = started
                     # A freed worker has started its next claim before the last one's
                     # record is judged and written: a short claim's filing costs no worker time.
@@ -218,7 +220,7 @@ class Runner:
                 raise
         return results
 
-    def _start(self, job: Job, scratch: Path) -> _Running:
+    def _start(self, job: Job, scratch: Path, threads: int) -> _Running:
         run_dir = scratch / job.claim_id
         run_dir.mkdir()
         cold = job.cold_caches or not self.shortcuts
@@ -233,7 +235,7 @@ class Runner:
             run_dir=str(run_dir),
             tmp_links=links,
             shared_dirs=tuple(kept_when_cold() if cold else links.values()),
-            threads=self.threads,
+            threads=threads,
             log_bytes=limits.LIMITS.log_tail_bytes,
             log_lines=limits.LIMITS.log_tail_lines,
             record_bytes=limits.LIMITS.record_file_bytes,
@@ -248,6 +250,7 @@ class Runner:
                 **self.env,
                 **(cold_cache_env(child_job.tmp_dir) if cold else {}),
                 "TORCHCLAIMS_DEADLINE": f"{time.time() + job.timeout:.3f}",  # long sweeps size their guard from it
+                _child.CPUS_ENV: str(threads),
                 "TORCHCLAIMS_SCRIPT": job.script_rel,
             },
         )

@@ -27,12 +27,12 @@ def setup(app: Sphinx) -> dict:
     from .gallery_output import setup_gallery_output
     from .gallery_process import setup_gallery_process
     from .gallery_safety import setup_gallery_safety
+    from .heap import setup_heap
     from .links import setup_links
     from .markup import setup_markup
     from .matrix import setup_matrix
     from .measure import setup_measure
     from .page_data import setup_page_data
-    from .process_exit import setup_process_exit
     from .publishing import setup_publishing
     from .state import setup_state
     from .summary import setup_summary
@@ -63,7 +63,7 @@ def setup(app: Sphinx) -> dict:
     setup_versions(app)  # the release list; version strips on claim sections, range slices in the matrix
     setup_upgrade_pages(app)  # upgrade-index, build-against-history
     setup_summary(app)  # the verdict count at the end; where the site is
-    setup_process_exit(app)  # no last garbage collection of the build's heap when its process ends
+    setup_heap(app)  # what lives as long as the build is left out of garbage collection
     app.connect("builder-inited", _add_static)
     return {
         "version": __version__,

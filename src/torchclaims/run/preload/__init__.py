@@ -12,9 +12,11 @@ claim can start, so the runner preloads one only when more claims of the run
 use it than there are workers (torchclaims.run.runner.PRELOAD_GROUPS).
 
 Work a group does mostly in other processes (inductor compiling its test
-programs) runs in a thread while the next group imports, on the core the
-imports leave idle; the last module the server imports (``ready``) waits for
-it, so no claim's process is forked while a thread of the server runs.
+programs) runs in a thread while the server goes on importing, on the core the
+imports leave idle; the last module the server imports (``ready``) first
+imports the rest of what every claim needs (LATE: it starts nothing, so it
+comes after the groups and overlaps their background work), then waits for
+that work, so no claim's process is forked while a thread of the server runs.
 
 A module that fails to import is left to the scripts that need it, which then
 fail with the real error: the server itself must never fail.
@@ -37,13 +39,13 @@ import threading
 
 from torchclaims.run._child import SCRIPT_ENVIRONMENT
 
+BASE = ("torch", "numpy")
 # sphinx_gallery.gen_gallery: a build's sphinx_gallery_conf, which each claim's job
 # carries, holds objects of its classes, so unpickling the job imported it anew in
 # every claim's process (a tenth of a second or more each).
-BASE = (
-    "torch",
-    "numpy",
+LATE = (
     "matplotlib.pyplot",
+    "matplotlib.backends.backend_agg",  # the backend every script draws with (MPLBACKEND), imported on a first figure
     "sphinx_gallery.gen_rst",
     "sphinx_gallery.gen_gallery",
     "torchclaims.run._child",

@@ -10,5 +10,10 @@ their own, so it runs in the background while the server imports what follows.
 
 from torchclaims.run.preload import in_background, load
 
-load(("torch._dynamo", "torch._inductor.compile_fx"))
+# The search starts as soon as what it imports is imported, here: importing that
+# in its thread while this one imports the same modules could deadlock. The rest follows.
+SEARCH_IMPORTS = ("torch._dynamo", "torch._inductor.codecache", "torch.utils.cpp_extension")
+
+load(SEARCH_IMPORTS)
 in_background("torch._inductor.cpu_vec_isa", "pick_vec_isa")
+load(("torch._inductor.compile_fx",))

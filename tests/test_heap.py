@@ -1,0 +1,55 @@
+"""The build's heap: frozen while the build runs, unfrozen after it, frozen again when its process ends."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from kb import SRC
+
+PROGRAM = """\
+import atexit, gc, sys
+atexit.register(lambda: print("at exit, frozen:", gc.get_freeze_count() > 0))  # runs after the build's own
+from sphinx.cmd.build import build_main
+code = build_main(["-q", "-b", "html", sys.argv[1], sys.argv[1] + "/_build/html"])
+print("built:", code, "frozen:", gc.get_freeze_count() > 0)
+"""
+
+
+def test_the_heap_is_frozen_when_the_process_ends_not_when_the_build_does(new_site):
+    root = new_site("process-exit", ("exit-holds", "holds"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run(
+        [sys.executable, "-c", PROGRAM, str(root)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert run.stdout.splitlines() == ["built: 0 frozen: False", "at exit, frozen: True"], run.stderr[-2000:]
+
+
+DURING = """\
+import gc, sys
+import torchclaims.sphinxext.check_report as check_report, torchclaims.sphinxext.state as state
+seen = {}
+prepare, wait_early = state.prepare, check_report.wait_early
+def before_prepare(app):
+    seen["before the store"] = gc.get_freeze_count()
+    prepare(app)
+def before_reading(app, *args):
+    seen["before reading"] = gc.get_freeze_count()
+    return wait_early(app, *args)
+state.prepare, check_report.wait_early = before_prepare, before_reading  # connected by name at setup
+from sphinx.cmd.build import build_main
+code = build_main(["-q", "-b", "html", sys.argv[1], sys.argv[1] + "/_build/html"])
+print(code, seen["before the store"] > 0, seen["before reading"] > seen["before the store"], gc.get_freeze_count())
+"""
+
+
+def test_what_lives_as_long_as_the_build_is_frozen_while_it_runs_and_unfrozen_after(new_site):
+    """Frozen: the modules and Sphinx's environment before the build state is prepared, the
+    results store once it is; a collection during the build then leaves them alone."""
+    root = new_site("heap-during", ("heap-holds", "holds"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run(
+        [sys.executable, "-c", DURING, str(root)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert run.stdout.splitlines()[-1:] == ["0 True True 0"], run.stderr[-2000:]
