@@ -154,10 +154,23 @@ def settled(driver, element_id: str) -> dict:
     return wait_for(still, f"#{element_id} to stop moving")
 
 
+UNFOLD = """document.querySelectorAll('details:not([open])').forEach(d => d.open = true);
+return Array.from(document.querySelectorAll('.tc-later'), h => h.textContent.trim().slice(0, 200));"""
+
+
 def unfold(driver) -> None:
-    """Every folded block open, with the parts a page loads when they open (page_data.py) in place."""
-    driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
-    wait_for(lambda: not driver.find_elements("css selector", ".tc-later"), "the folded parts to load")
+    """Every folded block open, with the parts a page loads when they open (page_data.py) in
+    place; blocks a loaded part brings are opened in turn. A part still missing is named."""
+    waiting = []
+
+    def loaded() -> bool:
+        waiting[:] = driver.execute_script(UNFOLD)
+        return not waiting
+
+    try:
+        wait_for(loaded, "the folded parts to load")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; still waiting: {waiting[:5]}") from None
 
 
 def count_text(driver) -> str:
