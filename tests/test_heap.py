@@ -17,13 +17,19 @@ print("built:", code, "frozen:", gc.get_freeze_count() > 0)
 """
 
 
-def test_the_heap_is_frozen_when_the_process_ends_not_when_the_build_does(new_site):
-    root = new_site("process-exit", ("exit-holds", "holds"))
+def build_in_a_process(program: str, root) -> list[str]:
+    """Run ``program`` (a build of ``root``) in a fresh interpreter; the lines it printed."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
     run = subprocess.run(
-        [sys.executable, "-c", PROGRAM, str(root)], capture_output=True, text=True, env=env, timeout=600
+        [sys.executable, "-c", program, str(root)], capture_output=True, text=True, env=env, timeout=600
     )
-    assert run.stdout.splitlines() == ["built: 0 frozen: False", "at exit, frozen: True"], run.stderr[-2000:]
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout.splitlines()
+
+
+def test_the_heap_is_frozen_when_the_process_ends_not_when_the_build_does(new_site):
+    root = new_site("process-exit", ("exit-holds", "holds"))
+    assert build_in_a_process(PROGRAM, root) == ["built: 0 frozen: False", "at exit, frozen: True"]
 
 
 DURING = """\
@@ -48,8 +54,4 @@ def test_what_lives_as_long_as_the_build_is_frozen_while_it_runs_and_unfrozen_af
     """Frozen: the modules and Sphinx's environment before the build state is prepared, the
     results store once it is; a collection during the build then leaves them alone."""
     root = new_site("heap-during", ("heap-holds", "holds"))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.run(
-        [sys.executable, "-c", DURING, str(root)], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert run.stdout.splitlines()[-1:] == ["0 True True 0"], run.stderr[-2000:]
+    assert build_in_a_process(DURING, root)[-1:] == ["0 True True 0"]

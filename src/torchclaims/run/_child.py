@@ -319,6 +319,7 @@ def _script(job: ChildJob, output_fd: int, record_fd: int, state_fd: int, unconf
         import torch
 
         torch.set_num_threads(job.threads)
+        os.environ[CPUS_ENV] = str(job.threads)  # for what the script starts itself (a sweep's workers)
         code = 0
         try:
             if job.gallery is not None:

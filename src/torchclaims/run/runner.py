@@ -250,7 +250,6 @@ class Runner:
                 **self.env,
                 **(cold_cache_env(child_job.tmp_dir) if cold else {}),
                 "TORCHCLAIMS_DEADLINE": f"{time.time() + job.timeout:.3f}",  # long sweeps size their guard from it
-                _child.CPUS_ENV: str(threads),
                 "TORCHCLAIMS_SCRIPT": job.script_rel,
             },
         )
