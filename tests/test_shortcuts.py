@@ -135,13 +135,13 @@ def test_a_group_is_preloaded_only_when_more_claims_use_it_than_there_are_worker
     assert Runner("cpu", parallel=2, shortcuts=False).preload_for([compiles] * 5) == []
 
 
-def in_a_server_like_process(code: str, tmp_path: Path, stdin: bytes = b"") -> list:
+def in_a_server_like_process(code: str, tmp_path: Path, stdin: bytes = b"", args: list[str] = ()) -> list:
     """Run ``code`` in a fresh interpreter that imported what the fork server imports
     first (torchclaims.run.preload), with its own empty temporary folder; its last line, as JSON."""
     env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(ROOT / "src"))
     env.pop("TORCHINDUCTOR_CACHE_DIR", None)
     out = subprocess.run(
-        [sys.executable, "-c", "import torchclaims.run.preload\n" + code],
+        [sys.executable, "-c", "import torchclaims.run.preload\n" + code, *args],
         input=stdin,
         capture_output=True,
         env=env,
@@ -183,25 +183,68 @@ def test_the_servers_background_work_is_done_before_any_claim_forks(tmp_path):
     assert in_a_server_like_process(code, tmp_path) == [1, 1, False]
 
 
-def test_the_vector_instruction_search_imports_nothing_in_its_thread(tmp_path):
-    """What it would import lazily is imported before it starts: two threads importing
-    the same modules at once could deadlock the server's imports."""
+# The compiler group's module, imported with its background work captured instead of
+# started: the search, as the server's thread would run it.
+CAPTURED_SEARCH = """
+import importlib, json, platform, sys, threading
+import torchclaims.run.preload as preload
+from torch._inductor import cpu_vec_isa
+for name in __import__("ast").literal_eval(sys.argv[1]): importlib.import_module(name)
+captured = []
+preload.in_background, preload.load = captured.append, lambda names: None
+import torchclaims.run.preload.compiler
+(search,) = captured
+"""
+
+
+def search_imports() -> tuple[str, ...]:
     module = ast.parse((ROOT / "src" / "torchclaims" / "run" / "preload" / "compiler.py").read_text())
     (imports,) = [  # read, not imported: importing the module starts the search
         ast.literal_eval(node.value)
         for node in module.body
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SEARCH_IMPORTS"
     ]
-    code = (
-        "import importlib, json, sys\n"
-        f"for name in {imports!r}: importlib.import_module(name)\n"
-        "from torch._inductor import cpu_vec_isa\n"
+    return imports
+
+
+def test_the_vector_instruction_search_imports_nothing_in_its_thread(tmp_path):
+    """What it would import lazily is imported before it starts: two threads importing
+    the same modules at once could deadlock the server's imports."""
+    code = CAPTURED_SEARCH + (
         "cpu_vec_isa.valid_vec_isa_list.cache_clear()\n"
         "before = set(sys.modules)\n"
-        "cpu_vec_isa.pick_vec_isa()\n"
-        "print(json.dumps(sorted(set(sys.modules) - before)))"
+        "search()\n"
+        "print(json.dumps([sorted(set(sys.modules) - before), str(cpu_vec_isa.pick_vec_isa())]))"
     )
-    assert in_a_server_like_process(code, tmp_path) == []
+    imported, picked = in_a_server_like_process(code, tmp_path, args=[repr(search_imports())])
+    assert imported == []
+    assert picked  # it found the instruction sets, not nothing
+
+
+def test_every_candidate_instruction_set_is_tested_at_once(tmp_path):
+    """Each test runs a compiler: one after the other they cost the server seconds each.
+    Each stand-in candidate's test waits until all of them have started."""
+    code = CAPTURED_SEARCH + (
+        "gate = threading.Barrier(3, timeout=20)\n"
+        "class Candidate:\n"
+        "    def __init__(self, name): self.name, self.tested = name, False\n"
+        "    def __str__(self): return self.name\n"
+        "    def __bool__(self):\n"
+        "        gate.wait()\n"
+        "        self.tested = True\n"
+        "        return True\n"
+        "candidates = [Candidate('avx512_vnni'), Candidate('avx512'), Candidate('avx2'), Candidate('amx_tile')]\n"
+        "cpu_vec_isa.supported_vec_isa_list = candidates\n"
+        "cpu_vec_isa.x86_isa_checker = lambda: ['avx2', 'avx512', 'avx512_vnni']\n"
+        "picked = []\n"
+        "cpu_vec_isa.pick_vec_isa = lambda: picked.append(True)\n"
+        "platform.machine = lambda: 'x86_64'\n"
+        "search()\n"
+        "print(json.dumps([[c.tested for c in candidates], picked]))"
+    )
+    tested, picked = in_a_server_like_process(code, tmp_path, args=[repr(search_imports())])
+    assert tested == [True, True, True, False]  # not one after the other; not a set the CPU lacks
+    assert picked == [True]  # then inductor's own choice, from the answers it cached
 
 
 def test_the_last_preload_step_imports_what_every_claim_needs(tmp_path):
@@ -300,10 +343,12 @@ def test_only_an_executable_claim_can_ask_for_cold_caches(tmp_path):
 def test_remembered_imports_and_lint_findings_equal_fresh_ones_and_a_broken_memo_is_ignored(tmp_path):
     write_claim(tmp_path, "kb-holds", "holds")
     write_claim(tmp_path, "kb-device", 'x = torch.ones(1).to("cuda")\nv.finish()\n')
+    (tmp_path / "gallery" / "_helper.py").write_text("from torchclaims.verify import Check\nCheck.expect = print\n")
     claims = load_claims(tmp_path / "claims")
     script = tmp_path / "gallery" / "kb_holds.py"
     fresh = (InputScanner(tmp_path).inputs(script), [str(p) for p in cross_check(tmp_path, claims)])
     assert any("literal device 'cuda'" in p for p in fresh[1])
+    assert any("_helper.py" in p and "changes the verification API" in p for p in fresh[1])
     path = tmp_path / "memo.json"
     memo = ContentMemo(path)
     InputScanner(tmp_path, memo).inputs(script)

@@ -55,13 +55,14 @@ _PURE_METHODS = {
 }
 
 
-def fixed_judgements(tree: ast.Module) -> list[tuple[str, int]]:
-    """(message, line) for each check.equal/close/expect whose operands are all fixed."""
-    verifiers = _names_bound_to_call(tree, "verification")
-    checks = _check_names(tree)
-    fixed = _fixed_names(tree, verifiers, checks)
+def fixed_judgements(nodes: list[ast.AST]) -> list[tuple[str, int]]:
+    """(message, line) for each check.equal/close/expect whose operands are all fixed
+    (``nodes``: every node of the script, as ast.walk gives them)."""
+    verifiers = _names_bound_to_call(nodes, "verification")
+    checks = _check_names(nodes)
+    fixed = _fixed_names(nodes, verifiers, checks)
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in JUDGEMENTS):
             continue
         receiver = node.func.value
@@ -87,9 +88,9 @@ def fixed_judgements(tree: ast.Module) -> list[tuple[str, int]]:
     return found
 
 
-def _names_bound_to_call(tree: ast.Module, function: str) -> set[str]:
+def _names_bound_to_call(nodes: list[ast.AST], function: str) -> set[str]:
     names = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             func = node.value.func
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
@@ -98,10 +99,10 @@ def _names_bound_to_call(tree: ast.Module, function: str) -> set[str]:
     return names
 
 
-def _check_names(tree: ast.Module) -> set[str]:
+def _check_names(nodes: list[ast.AST]) -> set[str]:
     """Names bound by ``with v.check(...) as <name>``."""
     names = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 call = item.context_expr
@@ -115,7 +116,7 @@ def _check_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _bindings(tree: ast.Module, api: set[str]) -> dict[str, list[ast.expr | None]]:
+def _bindings(nodes: list[ast.AST], api: set[str]) -> dict[str, list[ast.expr | None]]:
     """Every way each name is bound; None stands for a binding that is not ``name = value``
     (loops, with, imports, parameters, unpacking, mutation through a method or an item)."""
     bindings: dict[str, list[ast.expr | None]] = {}
@@ -123,7 +124,7 @@ def _bindings(tree: ast.Module, api: set[str]) -> dict[str, list[ast.expr | None
     def bind(name: str, value: ast.expr | None) -> None:
         bindings.setdefault(name, []).append(value)
 
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -177,13 +178,13 @@ _PASSED = ast.Constant(value=Ellipsis)  # marks "passed to a function": harmless
 _MUTABLE = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
 
 
-def _fixed_names(tree: ast.Module, verifiers: set[str], checks: set[str]) -> set[str]:
+def _fixed_names(nodes: list[ast.AST], verifiers: set[str], checks: set[str]) -> set[str]:
     """Names bound to one fixed value (least fixed point: no name justifies itself).
 
     A name bound to different values in different places (``parses = True`` in
     one branch, ``False`` in another) records which way the script went: not fixed.
     """
-    bindings = _bindings(tree, verifiers | checks)
+    bindings = _bindings(nodes, verifiers | checks)
     single = {}
     for name, values in bindings.items():
         assigned = [v for v in values if v is not _PASSED]

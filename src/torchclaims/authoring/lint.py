@@ -27,10 +27,10 @@ UNDER_TEST = "# device under test"  # marks a line whose device literal is what 
 _DEVICE_LITERAL = re.compile(rf"^({'|'.join(DEVICE_TYPES)})(:\d+)?$")
 
 
-def _verification_ids(tree: ast.AST) -> list[tuple[str | None, int]]:
+def _verification_ids(nodes: list[ast.AST]) -> list[tuple[str | None, int]]:
     """(claim id or None when not a literal, line) of each verification(...) call."""
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
             if name == "verification":
@@ -40,17 +40,16 @@ def _verification_ids(tree: ast.AST) -> list[tuple[str | None, int]]:
     return found
 
 
-def _calls_method(tree: ast.AST, name: str) -> bool:
+def _calls_method(nodes: list[ast.AST], name: str) -> bool:
     return any(
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name
-        for node in ast.walk(tree)
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name for node in nodes
     )
 
 
-def _device_literals(tree: ast.AST) -> list[tuple[str, int]]:
+def _device_literals(nodes: list[ast.AST]) -> list[tuple[str, int]]:
     """Device strings written into code: .to("cuda"), device="cpu", torch.device("xla")."""
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, ast.Call):
             continue
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
@@ -115,13 +114,13 @@ def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
 SCRIPT_INTERFACE = ("torchclaims.verify", "torchclaims.coverage")  # what scripts may import, with submodules
 
 
-def outside_interface(tree: ast.AST) -> list[tuple[str, int]]:
+def outside_interface(nodes: list[ast.AST]) -> list[tuple[str, int]]:
     """(message, line) for each import of a torchclaims module outside the scripts' interface.
 
     The engine's other modules change with the engine; a script that imports
     them breaks, or changes its hashed text, with every reorganisation."""
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.level == 0:
             modules = [node.module or ""]
         elif isinstance(node, ast.Import):
@@ -141,14 +140,14 @@ def outside_interface(tree: ast.AST) -> list[tuple[str, int]]:
     return found
 
 
-def api_patches(tree: ast.AST) -> list[tuple[str, int]]:
+def api_patches(nodes: list[ast.AST]) -> list[tuple[str, int]]:
     """(message, line) for each change a script or helper makes to the verification
     API: assigning or deleting its attributes (``Check.expect = ...``, ``v.finish =
     ...``), setattr or mock.patch on it, reaching into its private state. The runner
     judges every record again from its measurements (torchclaims.evidence.judging), but code
     that changes how checks judge must not get past review."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == _API:
             names |= {alias.asname or alias.name for alias in node.names}
         elif isinstance(node, ast.Import):
@@ -158,13 +157,13 @@ def api_patches(tree: ast.AST) -> list[tuple[str, int]]:
     grew = True
     while grew:  # what the API returns: v = verification(...), with v.check(...) as check
         before = len(names)
-        for node in ast.walk(tree):
+        for node in nodes:
             for target, value in _bindings(node):
                 if isinstance(target, ast.Name) and _reaches_api(value, names):
                     names.add(target.id)
         grew = len(names) > before
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         targets = (
             node.targets
             if isinstance(node, (ast.Assign, ast.Delete))
@@ -218,7 +217,8 @@ def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], li
         Problem(Path(rel), "", f"{why}; write it as plain text (the site shows this block as text)", line)
         for line, why in script_markup_problems(source)
     ]
-    calls = _verification_ids(tree)
+    nodes = list(ast.walk(tree))  # walked once: each check below goes through every node
+    calls = _verification_ids(nodes)
     if not calls:
         problems.append(
             Problem(
@@ -260,12 +260,12 @@ def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], li
                         1,
                     )
                 )
-    if calls and not _calls_method(tree, "finish"):
+    if calls and not _calls_method(nodes, "finish"):
         problems.append(
             Problem(Path(rel), "", "never calls v.finish(), so no result record is written; end the script with it")
         )
     source_lines = source.splitlines()
-    for literal, line in _device_literals(tree):
+    for literal, line in _device_literals(nodes):
         if UNDER_TEST in source_lines[line - 1]:
             continue  # a claim about code written for one device names that device on purpose
         problems.append(
@@ -278,9 +278,9 @@ def check_script(path: Path, rel: str) -> tuple[list[tuple[str | None, int]], li
                 line,
             )
         )
-    problems.extend(Problem(Path(rel), "", message, line) for message, line in fixed_judgements(tree))
-    problems.extend(Problem(Path(rel), "", message, line) for message, line in api_patches(tree))
-    problems.extend(Problem(Path(rel), "", message, line) for message, line in outside_interface(tree))
+    problems.extend(Problem(Path(rel), "", message, line) for message, line in fixed_judgements(nodes))
+    problems.extend(Problem(Path(rel), "", message, line) for message, line in api_patches(nodes))
+    problems.extend(Problem(Path(rel), "", message, line) for message, line in outside_interface(nodes))
     return calls, problems
 
 
@@ -294,7 +294,8 @@ def check_helper(path: Path, rel: str) -> list[Problem]:
         return [Problem(Path(rel), p.field, p.message, p.line) for p in exc.problems]
     except SyntaxError as exc:
         return [Problem(Path(rel), "", f"syntax error: {exc.msg}", exc.lineno)]
-    return [Problem(Path(rel), "", message, line) for message, line in api_patches(tree) + outside_interface(tree)]
+    nodes = list(ast.walk(tree))
+    return [Problem(Path(rel), "", message, line) for message, line in api_patches(nodes) + outside_interface(nodes)]
 
 
 def _placeholders(path: Path, claim) -> list[Problem]:
@@ -370,18 +371,34 @@ def _script_facts(
     return [(claim_id, line) for claim_id, line in facts["calls"]], problems, facts["title"]
 
 
+def _helper_problems(path: Path, rel: str, memo: ContentMemo) -> list[Problem]:
+    """check_helper, remembered by the helper's text."""
+    try:
+        data = read_bytes(path, limits.LIMITS.script_bytes, "script")
+    except InvalidFileError:
+        return check_helper(path, rel)
+    found = memo.recall(
+        "lint helper",
+        _LINT_CODE,
+        rel.encode() + b"\0" + data,
+        lambda: [[p.field, p.message, p.line] for p in check_helper(path, rel)],
+        _valid_problems,
+    )
+    return [Problem(Path(rel), field, message, line) for field, message, line in found]
+
+
+def _valid_problems(value: object) -> bool:
+    return isinstance(value, list) and all(_shaped(problem, str, str, (int, type(None))) for problem in value)
+
+
 def _valid_facts(value: object) -> bool:
     """Whether a remembered answer has the shape work_out gives (the memo file is untrusted)."""
-    if (
-        not isinstance(value, dict)
-        or not isinstance(value.get("calls"), list)
-        or not isinstance(value.get("problems"), list)
-    ):
+    if not isinstance(value, dict) or not isinstance(value.get("calls"), list):
         return False
     nothing = type(None)
     return (
         all(_shaped(call, (str, nothing), int) for call in value["calls"])
-        and all(_shaped(problem, str, str, (int, nothing)) for problem in value["problems"])
+        and _valid_problems(value["problems"])
         and isinstance(value.get("title"), (str, nothing))
     )
 
@@ -432,7 +449,7 @@ def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -
     for script in sorted(gallery.glob("*.py")) if gallery.is_dir() else []:
         rel = script.relative_to(root).as_posix()
         if script.name.startswith("_"):  # a helper module shared by scripts
-            problems.extend(check_helper(script, rel))
+            problems.extend(_helper_problems(script, rel, memo))
             continue
         ids, script_problems, title = _script_facts(script, rel, memo)
         problems.extend(script_problems)

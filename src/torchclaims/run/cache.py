@@ -35,13 +35,15 @@ class InputScanner:
     """What scripts import from the project, for the scripts of one run: each
     file is read and parsed once (its imports recalled from ``memo`` when an
     earlier run parsed the same text), the project files each file imports are
-    looked up once, and the harness's own closure once per script folder."""
+    looked up once (and each module name once), and the harness's own closure
+    once per script folder."""
 
     def __init__(self, root: Path, memo: ContentMemo | None = None):
         self.root = root
         self.memo = memo or ContentMemo()
         self._files: dict[Path, tuple[str, frozenset[str]]] = {}
         self._deps: dict[tuple[Path, Path], list[Path]] = {}  # (file, script folder) -> project files it imports
+        self._modules: dict[tuple[str, Path], Path | None] = {}  # (module, script folder) -> its project file
         self._harness: dict[Path, tuple[dict[Path, str], frozenset[str]]] = {}  # script folder -> HARNESS closure
         self._labels: dict[Path, str] = {}
         self.uses: dict[Path, frozenset[str]] = {}  # script -> every module it or its project files import
@@ -93,9 +95,14 @@ class InputScanner:
     def _project_files(self, path: Path, search_dir: Path) -> list[Path]:
         """The project files ``path`` imports: torchclaims modules and helpers beside the script."""
         if (path, search_dir) not in self._deps:
-            found = (_module_file(name, search_dir) for name in sorted(self._scan(path)[1]))
+            found = (self._module_file(name, search_dir) for name in sorted(self._scan(path)[1]))
             self._deps[path, search_dir] = [module for module in found if module is not None]
         return self._deps[path, search_dir]
+
+    def _module_file(self, name: str, search_dir: Path) -> Path | None:
+        if (name, search_dir) not in self._modules:  # scripts import the same modules: each looked up once
+            self._modules[name, search_dir] = _module_file(name, search_dir)
+        return self._modules[name, search_dir]
 
     def _label(self, path: Path) -> str:
         if path not in self._labels:

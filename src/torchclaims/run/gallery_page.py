@@ -50,6 +50,10 @@ def write_page(fname: str, src_dir: str, target_dir: Path, gallery_conf: dict, s
     conf = dict(gallery_conf, src_dir=str(scratch), plot_gallery=False, min_reported_time=math.inf)
     generate_file_rst(fname, str(own_dir), src_dir, conf)
     stem = Path(fname).stem
+    # The names sphinx-gallery found in the code, to link each to its documentation:
+    # the site documents no Python object and loads no inventory (it builds offline),
+    # and with the file there every code block is tokenized again in Sphinx's main process.
+    (own_dir / f"{stem}.codeobj.json").unlink(missing_ok=True)
     page = own_dir / fname
     staged_rst = staged_dir / Path(fname).with_suffix(".rst").name
     figures = _figures(staged_dir, stem)

@@ -36,6 +36,7 @@ import importlib
 import os
 import signal
 import threading
+from collections.abc import Callable
 
 from torchclaims.run._child import SCRIPT_ENVIRONMENT
 
@@ -67,17 +68,17 @@ def load(modules: tuple[str, ...]) -> None:
             continue
 
 
-def in_background(module: str, name: str) -> None:
-    """Call ``module.name()`` in a thread, for work every claim would otherwise
-    repeat; its failure leaves that work to each claim's process."""
+def in_background(work: Callable[[], object]) -> None:
+    """Call ``work()`` in a thread, for work every claim would otherwise repeat;
+    its failure leaves that work to each claim's process."""
 
     def call() -> None:
         try:
-            getattr(importlib.import_module(module), name)()
+            work()
         except Exception:  # noqa: BLE001 - each claim's process then does it itself
             pass
 
-    thread = threading.Thread(target=call, name=f"preload {module}.{name}", daemon=True)
+    thread = threading.Thread(target=call, name=f"preload {work.__qualname__}", daemon=True)
     thread.start()
     _background.append(thread)
 
