@@ -55,3 +55,27 @@ def test_what_lives_as_long_as_the_build_is_frozen_while_it_runs_and_unfrozen_af
     results store once it is; a collection during the build then leaves them alone."""
     root = new_site("heap-during", ("heap-holds", "holds"))
     assert build_in_a_process(DURING, root)[-1:] == ["0 True True 0"]
+
+
+WRITING = """\
+import gc, sys
+import torchclaims.sphinxext.publishing as publishing
+seen = []
+search_page = publishing._search_page
+def on_a_page_written(app, *args):
+    seen.append(gc.get_threshold())
+    return search_page(app, *args)
+publishing._search_page = on_a_page_written  # connected by name at setup
+gc.set_threshold(500, 7, 9)  # the process's own, kept outside the build
+from sphinx.cmd.build import build_main
+code = build_main(["-q", "-b", "html", sys.argv[1], sys.argv[1] + "/_build/html"])
+print(code, sorted(set(seen)), gc.get_threshold())
+"""
+
+
+def test_while_pages_are_written_the_whole_heap_is_collected_rarely(new_site):
+    """A full collection walks every page the main process holds for its writer: while
+    writing, one every hundredth middle collection, not every tenth; the process's own
+    thresholds are back when the build finishes."""
+    root = new_site("heap-writing", ("writing-holds", "holds"))
+    assert build_in_a_process(WRITING, root)[-1:] == ["0 [(500, 7, 100)] (500, 7, 9)"]
