@@ -24,24 +24,33 @@ from ..errors import UsageError
 LEFTOVERS = (".buildinfo", ".buildinfo.bak", ".doctrees", "_sources")
 
 
-def _pages(built: Path) -> dict[str, Path]:
-    """Every file of the built site but the leftovers, by its path relative to the site."""
-    found = {}
-    for folder, subfolders, files in os.walk(built):
-        subfolders[:] = sorted(d for d in subfolders if d not in LEFTOVERS)
-        for name in files:
-            if name not in LEFTOVERS:
-                path = Path(folder, name)
-                found[path.relative_to(built).as_posix()] = path
-    return found
+def _tree(root: Path, skip: tuple[str, ...] = ()) -> tuple[dict[str, os.DirEntry], set[str]]:
+    """The files (and links) and the folders under ``root`` by their paths relative
+    to it, links not followed, leaving out names in ``skip``: one directory read
+    per folder, for a site of hundreds of files every build publishes."""
+    files: dict[str, os.DirEntry] = {}
+    folders: set[str] = set()
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        with os.scandir(root / rel) as entries:
+            for entry in entries:
+                if entry.name in skip:
+                    continue
+                path = f"{rel}/{entry.name}" if rel else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    folders.add(path)
+                    pending.append(path)
+                else:
+                    files[path] = entry
+    return files, folders
 
 
-def _same(source: Path, copy: Path) -> bool:
-    try:
-        a, b = source.stat(), copy.lstat()
-    except OSError:
+def _same(source: os.DirEntry, copy: os.DirEntry | None) -> bool:
+    if copy is None or not copy.is_file(follow_symlinks=False):
         return False
-    return copy.is_file() and not copy.is_symlink() and a.st_size == b.st_size and a.st_mtime_ns == b.st_mtime_ns
+    a, b = source.stat(), copy.stat(follow_symlinks=False)
+    return a.st_size == b.st_size and a.st_mtime_ns == b.st_mtime_ns
 
 
 def _remove(path: Path) -> None:
@@ -59,26 +68,21 @@ def publish(built: Path, destination: Path) -> None:
         )
     if destination.exists() and not destination.is_dir():
         destination.unlink()
-    pages = _pages(built)
-    folders = {parent.as_posix() for rel in pages for parent in Path(rel).parents}
-    for folder, subfolders, files in os.walk(destination, topdown=False):
-        here = Path(folder)
-        for name in files:
-            if (here / name).relative_to(destination).as_posix() not in pages:
-                (here / name).unlink()
-        for name in subfolders:
-            path = here / name
-            if path.is_symlink() or path.relative_to(destination).as_posix() not in folders:
-                _remove(path)
+    pages, folders = _tree(built, LEFTOVERS)
+    copies, copy_folders = _tree(destination) if destination.is_dir() else ({}, set())
+    for rel in sorted(set(copies) - set(pages)):  # files and links the build does not have
+        (destination / rel).unlink()
+    for rel in sorted(copy_folders - folders):  # parents first: a removed folder takes its own along
+        _remove(destination / rel)
     for rel, source in pages.items():
         copy = destination / rel
-        if _same(source, copy):
+        if _same(source, copies.get(rel)):
             continue
         if copy.is_dir() and not copy.is_symlink():
             shutil.rmtree(copy)
         copy.parent.mkdir(parents=True, exist_ok=True)
         staging = copy.with_name(f".{copy.name}.partial")
-        shutil.copy2(source, staging)
+        shutil.copy2(source.path, staging)
         os.replace(staging, copy)
 
 
