@@ -53,13 +53,6 @@ def _same(source: os.DirEntry, copy: os.DirEntry | None) -> bool:
     return a.st_size == b.st_size and a.st_mtime_ns == b.st_mtime_ns
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
 def publish(built: Path, destination: Path) -> None:
     built, destination = built.resolve(), destination.resolve()
     if built == destination or built in destination.parents or destination in built.parents:
@@ -73,13 +66,12 @@ def publish(built: Path, destination: Path) -> None:
     for rel in sorted(set(copies) - set(pages)):  # files and links the build does not have
         (destination / rel).unlink()
     for rel in sorted(copy_folders - folders):  # parents first: a removed folder takes its own along
-        _remove(destination / rel)
-    for rel, source in pages.items():
+        if (destination / rel).is_dir():
+            shutil.rmtree(destination / rel)
+    for rel, source in pages.items():  # a folder where the build has a file is gone by now
         copy = destination / rel
         if _same(source, copies.get(rel)):
             continue
-        if copy.is_dir() and not copy.is_symlink():
-            shutil.rmtree(copy)
         copy.parent.mkdir(parents=True, exist_ok=True)
         staging = copy.with_name(f".{copy.name}.partial")
         shutil.copy2(source.path, staging)
