@@ -1,13 +1,25 @@
-"""A script's output on its gallery page is bounded (torchclaims.sphinxext.gallery_output), and a
-staged page too large to parse is not read (torchclaims.run.gallery_page)."""
+"""A script's output on its gallery page is bounded (torchclaims.sphinxext.gallery_output), a
+staged page too large to parse is not read, and the staged thumbnail is taken only as a PNG file
+(torchclaims.run.gallery_page)."""
 
 from __future__ import annotations
 
+import os
+import runpy
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import sphinx_gallery.gen_rst
 from docutils import nodes
 from docutils.core import publish_doctree
+from sphinx_gallery.gen_gallery import fill_gallery_conf_defaults
 
-from torchclaims.run.gallery_page import _read
+from torchclaims.run.gallery_page import _read, write_page
 from torchclaims.sphinxext.gallery_output import OUTPUT_CLASS, bound_output, cut_mark
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def page(*children: nodes.Node) -> nodes.document:
@@ -74,3 +86,79 @@ v.finish()
     text = page_text(tmp_path / "_build" / "html" / "docs" / "auto_gallery" / "kb_filler.html")
     assert f"passes {limits.LIMITS.staged_page_bytes:,} bytes (its output), so its output is not shown" in text
     assert "xxxx" not in text and (tmp_path / "docs" / "auto_gallery" / "kb_filler.rst").stat().st_size < 100_000
+
+
+def _page_folders(tmp_path: Path) -> tuple[dict, Path, Path, Path]:
+    """The site's sphinx-gallery configuration for a source folder with one script
+    (gallery/kb_thumb.py), its gallery folder, an empty staged folder and a scratch folder."""
+    config = SimpleNamespace(
+        sphinx_gallery_conf=runpy.run_path(str(ROOT / "conf.py"))["sphinx_gallery_conf"],
+        html_static_path=[],
+        templates_path=[],
+    )
+    fill_gallery_conf_defaults(None, config)
+    conf = dict(config.sphinx_gallery_conf, src_dir=str(tmp_path))
+    (tmp_path / "gallery").mkdir()
+    (tmp_path / "gallery" / "kb_thumb.py").write_text('"""\nThumb\n=====\n"""\nprint(1)\n')
+    staged = tmp_path / "staged"
+    (staged / "images" / "thumb").mkdir(parents=True)
+    return conf, tmp_path / "docs" / "auto_gallery", staged, tmp_path / "scratch"
+
+
+THUMB = Path("images", "thumb", "sphx_glr_kb_thumb_thumb.png")
+SCRIPT_THUMB = b"\x89PNG\r\n\x1a\n the script's own thumbnail"
+
+
+def _write_page(conf: dict, target: Path, staged: Path, scratch: Path) -> None:
+    write_page("kb_thumb.py", str(Path(conf["src_dir"]) / "gallery"), target, conf, staged, scratch)
+
+
+def test_the_scripts_thumbnail_is_kept_and_no_other_is_made(tmp_path, monkeypatch):
+    """sphinx-gallery keeps a thumbnail it finds where it would write one; scaling its
+    default image again for every page cost the build's main process ~20 ms a page."""
+    conf, target, staged, scratch = _page_folders(tmp_path)
+    (staged / THUMB).write_bytes(SCRIPT_THUMB)
+    scaled = []
+    monkeypatch.setattr(sphinx_gallery.gen_rst, "scale_image", lambda *args, **kwargs: scaled.append(args))
+    _write_page(conf, target, staged, scratch)
+    assert (target / THUMB).read_bytes() == SCRIPT_THUMB
+    assert scaled == []
+
+
+def _written_in_time(conf: dict, target: Path, staged: Path, scratch: Path, fifos: list[Path]) -> bool:
+    writer = threading.Thread(target=_write_page, args=(conf, target, staged, scratch), daemon=True)
+    writer.start()
+    writer.join(60)
+    stuck = writer.is_alive()
+    for fifo in fifos if stuck else []:  # a writer's end for the FIFO it waits on, so the test process can end
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass  # nothing reads this one
+    return not stuck
+
+
+@pytest.mark.parametrize("staged_as", ["missing", "not a PNG", "a link to a PNG"])
+def test_without_a_staged_png_file_the_page_gets_sphinx_gallerys_default_thumbnail(tmp_path, staged_as):
+    conf, target, staged, scratch = _page_folders(tmp_path)
+    if staged_as == "not a PNG":
+        (staged / THUMB).write_bytes(b"GIF89a")
+    elif staged_as == "a link to a PNG":
+        (tmp_path / "elsewhere.png").write_bytes(SCRIPT_THUMB)
+        os.symlink(tmp_path / "elsewhere.png", staged / THUMB)
+    _write_page(conf, target, staged, scratch)
+    made = (target / THUMB).read_bytes()
+    assert made.startswith(b"\x89PNG\r\n\x1a\n") and made != SCRIPT_THUMB and not (target / THUMB).is_symlink()
+
+
+def test_staged_fifos_are_never_opened(tmp_path):
+    """Once the script has ended nothing writes to a FIFO it left, so opening one
+    would keep the build's main process waiting forever."""
+    conf, target, staged, scratch = _page_folders(tmp_path)
+    fifos = [staged / name for name in ("kb_thumb.rst", "kb_thumb.cost.json", "images/sphx_glr_kb_thumb_001.png")]
+    fifos.append(staged / THUMB)
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    assert _written_in_time(conf, target, staged, scratch, fifos), "writing the page waited on a staged FIFO"
+    assert (target / THUMB).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert "Thumb" in (target / "kb_thumb.rst").read_text()

@@ -145,6 +145,21 @@ os.write(fd, record_json(forged).encode())
     assert record.verdict is Verdict.ERROR and "invalid record" in record.reason, record.reason
 
 
+def test_a_script_that_leaves_a_fifo_for_its_last_words_does_not_hold_its_claim_to_the_timeout(tmp_path):
+    """How the script's process ended is a file in its own folder, which the script can
+    replace: its supervisor never opens a FIFO there (nothing would ever write to it)."""
+    body = """
+import os
+os.mkfifo(os.path.join(os.path.dirname(os.environ["TMPDIR"]), "ended.json"))
+os._exit(0)
+"""
+    write_claim(tmp_path, "kb-fifo", body)
+    started = time.monotonic()
+    (record,) = run_claims(tmp_path, timeout=90).records.values()
+    assert record.verdict is Verdict.ERROR and "finish()" in record.reason, record.reason
+    assert time.monotonic() - started < 60
+
+
 def test_a_record_that_says_holds_above_a_refuted_check_is_an_error_naming_the_field(tmp_path):
     """The script skips finish() and hands over a record of its own making."""
     body = """

@@ -25,6 +25,7 @@ import os
 import runpy
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import traceback
@@ -225,13 +226,7 @@ def run(job: ChildJob) -> None:
         if record.data:
             Path(job.record_path).write_bytes(record.data)
         shutil.rmtree(job.tmp_dir, ignore_errors=True)
-        try:
-            with open(
-                job.ended_path, "rb"
-            ) as handle:  # the script's own words: bounded, and only ever a cause of error
-                said = json.loads(handle.read(8192))
-        except (OSError, ValueError):
-            said = {}
+        said = _script_said(job.ended_path)
         status = {
             "ended": str(said.get("ended", "") if isinstance(said, dict) else "")[:2000],
             "exit_code": ended.exit_code,
@@ -248,6 +243,21 @@ def run(job: ChildJob) -> None:
         processes.end_tree(os.getpid())
     finally:
         os._exit(code)
+
+
+def _script_said(path: str) -> object:
+    """How the script's process said it ended: the script's own words, so bounded,
+    only ever a cause of error, and read only from a regular file (not through a
+    link, and never a FIFO, which would keep this process waiting for a writer)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            return json.loads(handle.read(8192)) if stat.S_ISREG(os.fstat(fd).st_mode) else {}
+        except (OSError, ValueError):
+            return {}
 
 
 def _sandbox_state(state_fd: int, unconfined: str | None) -> str:

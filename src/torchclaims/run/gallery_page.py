@@ -47,9 +47,15 @@ def write_page(fname: str, src_dir: str, target_dir: Path, gallery_conf: dict, s
     relative = target_dir.relative_to(gallery_conf["src_dir"])
     own_dir = scratch / relative
     own_dir.mkdir(parents=True, exist_ok=True)
+    stem = Path(fname).stem
+    thumb = Path("images", "thumb", f"sphx_glr_{stem}_thumb.png")
+    if _is_png(staged_dir / thumb):
+        # The script's own thumbnail, in place before sphinx-gallery writes the page:
+        # it keeps a thumbnail it finds, instead of scaling its default image again.
+        (own_dir / thumb).parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(staged_dir / thumb, own_dir / thumb)
     conf = dict(gallery_conf, src_dir=str(scratch), plot_gallery=False, min_reported_time=math.inf)
     generate_file_rst(fname, str(own_dir), src_dir, conf)
-    stem = Path(fname).stem
     # The names sphinx-gallery found in the code, to link each to its documentation:
     # the site documents no Python object and loads no inventory (it builds offline),
     # and with the file there every code block is tokenized again in Sphinx's main process.
@@ -74,9 +80,6 @@ def write_page(fname: str, src_dir: str, target_dir: Path, gallery_conf: dict, s
         shutil.move(path, destination)
     for name in figures:
         shutil.move(staged_dir / "images" / name, target_dir / "images" / name)
-    thumb = staged_dir / "images" / "thumb" / f"sphx_glr_{stem}_thumb.png"
-    if _is_png(thumb):
-        shutil.move(thumb, target_dir / "images" / "thumb" / thumb.name)
 
 
 def merged(own: str, staged: str, stem: str, figures: list[str], image_dir: Path, sources_dir: Path) -> str:
@@ -165,10 +168,18 @@ def _figures(staged_dir: Path, stem: str) -> list[str]:
     return [n for n in names if re.fullmatch(rf"sphx_glr_{re.escape(stem)}_\d{{3}}\.png", n) and _is_png(folder / n)]
 
 
+def _regular_file(path: Path) -> bool:
+    """A staged file is read only when it is a regular file, not a link: checked before
+    it is opened, as opening a FIFO the script left there would wait for a writer forever."""
+    return not path.is_symlink() and path.is_file()
+
+
 def _is_png(path: Path) -> bool:
     try:
+        if not _regular_file(path):
+            return False
         with path.open("rb") as handle:
-            return not path.is_symlink() and path.is_file() and handle.read(len(_PNG)) == _PNG
+            return handle.read(len(_PNG)) == _PNG
     except OSError:
         return False
 
@@ -176,7 +187,10 @@ def _is_png(path: Path) -> bool:
 def _cost(path: Path) -> tuple[float, float] | None:
     """The running time and memory sphinx-gallery measured, when they are two finite numbers."""
     try:
-        cost = json.loads(path.read_text(encoding="utf-8")[:1000])
+        if not _regular_file(path):
+            return None
+        with path.open("rb") as handle:
+            cost = json.loads(handle.read(1000).decode("utf-8"))
         values = (float(cost["time"]), float(cost["memory"]))
     except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError):
         return None
@@ -186,7 +200,7 @@ def _cost(path: Path) -> tuple[float, float] | None:
 def _read(path: Path, limit: int) -> str | None:
     """The staged file's text ("" when there is none); None when it passes ``limit`` bytes."""
     try:
-        if not path.is_file() or path.is_symlink():
+        if not _regular_file(path):
             return ""
         with path.open("rb") as handle:
             data = handle.read(limit + 1)
