@@ -3,13 +3,18 @@
 One run times, each on a fresh copy in a temporary folder and with fresh
 compiler caches (``TMPDIR``):
 
-(a) a cold build of this site (``TORCHCLAIMS_JOBS=2``);
-(b) plain sphinx-gallery executing the same gallery scripts one after the
-    other in its own process (a minimal ``conf.py``, the same interpreter);
-(c) a rebuild with nothing changed, of both (the median of three);
+(a) cold builds of this site (``TORCHCLAIMS_JOBS=2``);
+(b) cold builds of plain sphinx-gallery executing the same gallery scripts one
+    after the other in its own process (a minimal ``conf.py``, the same
+    interpreter), alternating with (a): site, plain, plain, site, ... so that
+    a machine slowing down or speeding up meanwhile weighs on both alike;
+(c) rebuilds with nothing changed, of both, alternating;
 (d) a rebuild after one script changed, of both;
 (e) synthetic knowledge bases of 20 and of 200 tiny claims: cold, and rebuilt
     with nothing changed.
+
+Each ratio of (a)-(c) is of the two sides' medians: a single build's time on
+a small machine varies by a tenth or more from one build to the next.
 
 For each it prints the wall time, the peak memory of the whole process tree,
 how many claims ran, whether any process imported torch, and whether any
@@ -17,7 +22,7 @@ process outlived the build; then each ratio beside its target. The verdicts
 of (a) and (b) are compared claim by claim. It asserts nothing. Usage (in an
 environment with the docs and claims extras, which ``nox -s benchmark`` makes)::
 
-    python benchmarks/build_speed.py [--skip-kb] [--skip-site] [--keep DIR] [--json FILE]
+    python benchmarks/build_speed.py [--skip-kb] [--skip-site] [--cold-runs N] [--keep DIR] [--json FILE]
 
 ``--json benchmarks/build_speed.json`` replaces the committed figures that
 docs/speed.md shows; commit them only from a run on an otherwise idle machine.
@@ -36,6 +41,7 @@ import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -117,10 +123,17 @@ def plain_project(site: Path, destination: Path) -> Path:
     return destination
 
 
+# Settings of the machine the benchmark runs on that a build must not inherit. Python's
+# bytecode caches are among them: without them the site compiles its own package from
+# source in every build (a tenth of a second of each rebuild), where plain sphinx-gallery
+# imports nothing but installed packages, whose caches pip wrote.
+NOT_INHERITED = ("TORCHCLAIMS_", "TORCHINDUCTOR_", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
+
+
 def environment(tmp: Path, **extra: str) -> dict[str, str]:
     """The build's environment: fresh compiler caches under ``tmp`` and no inherited settings."""
     tmp.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHCLAIMS_", "TORCHINDUCTOR_", "PYTHONPATH"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(NOT_INHERITED)}
     return dict(env, TMPDIR=str(tmp), **extra)
 
 
@@ -175,30 +188,64 @@ def touch(script: Path) -> None:
     script.write_text(script.read_text() + "\n# changed by benchmarks/build_speed.py\n")
 
 
-def site_and_plain(bench: Bench) -> dict:
-    site = copy_project(bench.work / "site")
-    plain = plain_project(site, bench.work / "plain")
-    site_env = environment(bench.work / "tmp-site", TORCHCLAIMS_JOBS=WORKERS, TORCHCLAIMS_PUBLISH_DIR="_build/html")
+class Side(NamedTuple):
+    """One of the two projects of a run, copied afresh for each cold build."""
+
+    label: str
+    root: Path
+    env: dict[str, str]
+
+    @property
+    def records(self) -> Path:
+        return self.root / "_build" / "records" / "cpu"
+
+    def verdicts(self) -> dict[str, str]:
+        return {k: r["verdict"] for k, r in records(self.records).items()}
+
+
+def sides(work: Path, n: int) -> tuple[Side, Side]:
+    """The site and the plain project, the ``n``-th fresh copy of each (own folders, own caches)."""
+    site = copy_project(work / f"site-{n}")
+    plain = plain_project(site, work / f"plain-{n}")
+    site_env = environment(work / f"tmp-site-{n}", TORCHCLAIMS_JOBS=WORKERS, TORCHCLAIMS_PUBLISH_DIR="_build/html")
     plain_env = environment(
-        bench.work / "tmp-plain", **SCRIPT_ENV, TORCHCLAIMS_RECORDS_DIR=str(plain / "_build" / "records")
+        work / f"tmp-plain-{n}", **SCRIPT_ENV, TORCHCLAIMS_RECORDS_DIR=str(plain / "_build" / "records")
     )
     plain_env["PYTHONPATH"] = str(site / "src")
-    site_records, plain_records = site / "_build" / "records" / "cpu", plain / "_build" / "records" / "cpu"
-    out = {"claims": len(claim_scripts(site))}
-    print(f"this site: {out['claims']} executable claims")
-    out["site cold"] = bench.build("(a) torchclaims: cold build", site, site_env, site_records)
-    out["plain cold"] = bench.build("(b) plain sphinx-gallery: cold build", plain, plain_env, plain_records)
-    out["site same"] = bench.rebuilds("(c) torchclaims: nothing changed", site, site_env, site_records)
-    out["plain same"] = bench.rebuilds("(c) plain sphinx-gallery: nothing changed", plain, plain_env, plain_records)
-    touch(site / "gallery" / TOUCHED)
-    touch(plain / "gallery" / TOUCHED)
-    out["site touched"] = bench.build(f"(d) torchclaims: {TOUCHED} changed", site, site_env, site_records)
-    out["plain touched"] = bench.build(f"(d) plain sphinx-gallery: {TOUCHED} changed", plain, plain_env, plain_records)
-    out["verdicts"] = (
-        {k: r["verdict"] for k, r in records(site_records).items()},
-        {k: r["verdict"] for k, r in records(plain_records).items()},
-    )
-    out["compute"] = sum(r["duration_s"] for r in records(site_records).values())
+    return Side("torchclaims", site, site_env), Side("plain sphinx-gallery", plain, plain_env)
+
+
+def alternating(pair: tuple[Side, Side], n: int) -> tuple[Side, ...]:
+    """Site first on even rounds, plain first on odd ones: site, plain, plain, site, ..."""
+    return pair if n % 2 == 0 else pair[::-1]
+
+
+def site_and_plain(bench: Bench, cold_runs: int, same_runs: int) -> dict:
+    out = {"site cold": [], "plain cold": [], "site same": [], "plain same": [], "verdicts": []}
+    for n in range(cold_runs):
+        pair = sides(bench.work, n + 1)
+        if n == 0:
+            kept = pair  # the rebuilds below start from the first cold builds
+            out["claims"] = len(claim_scripts(pair[0].root))
+            print(f"this site: {out['claims']} executable claims")
+        for side in alternating(pair, n):
+            letter = "a" if side is pair[0] else "b"
+            run = bench.build(f"({letter}) {side.label}: cold build #{n + 1}", side.root, side.env, side.records)
+            out["site cold" if side is pair[0] else "plain cold"].append(run)
+        out["verdicts"].append((pair[0].verdicts(), pair[1].verdicts()))
+        if n == 0:
+            out["compute"] = sum(r["duration_s"] for r in records(pair[0].records).values())
+    site, plain = kept
+    for n in range(same_runs):
+        for side in alternating(kept, n):
+            key = "site same" if side is site else "plain same"
+            out[key].append(
+                bench.build(f"(c) {side.label}: nothing changed #{n + 1}", side.root, side.env, side.records)
+            )
+    for side in kept:
+        touch(side.root / "gallery" / TOUCHED)
+        key = "site touched" if side is site else "plain touched"
+        out[key] = bench.build(f"(d) {side.label}: {TOUCHED} changed", side.root, side.env, side.records)
     return out
 
 
@@ -277,17 +324,21 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> dict:
         )
 
     if site:
-        cold = site["site cold"].seconds / site["plain cold"].seconds
-        line("cold build / plain sphinx-gallery cold (2 workers vs serial)", cold, "<= 0.7", cold <= 0.7)
+        runs, same_runs = len(site["site cold"]), len(site["site same"])
+        cold = median(site["site cold"]) / median(site["plain cold"])
+        line(f"cold build / plain sphinx-gallery cold (medians of {runs} each)", cold, "<= 0.7", cold <= 0.7)
+        for n, (ours, theirs) in enumerate(zip(site["site cold"], site["plain cold"], strict=True)):
+            line(f"  cold builds #{n + 1}: 2 workers / serial", ours.seconds / theirs.seconds, "", None)
         same = median(site["site same"]) / median(site["plain same"])
-        line("no-change rebuild / plain no-change rebuild (medians of 3)", same, "<= 1.0", same <= 1.0)
+        line(f"no-change rebuild / plain no-change rebuild (medians of {same_runs})", same, "<= 1.0", same <= 1.0)
         reran = max(r for label, _, r in bench.rows if label.startswith("(c) torchclaims"))
         line("  claims re-run in the no-change rebuilds", reran, "0", reran == 0, unit=" ")
         importers = sum(len(r.torch_imported_by) for r in site["site same"])
         line("  processes that imported torch in the no-change rebuilds", importers, "0", importers == 0, unit=" ")
         touched = site["site touched"].seconds / site["plain touched"].seconds
         line("one script changed / plain, one script changed", touched, "", None)
-        pss, rss = site["site cold"].peak_pss_mb / 1024, site["site cold"].peak_rss_mb / 1024
+        pss = max(r.peak_pss_mb for r in site["site cold"]) / 1024
+        rss = max(r.peak_rss_mb for r in site["site cold"]) / 1024
         line("peak memory of the process tree, cold build, PSS (GB)", pss, "<= 2", pss <= 2, unit=" ")
         line(
             "  the same as RSS summed over processes (a shared page counted in each) (GB)",
@@ -296,23 +347,26 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> dict:
             rss <= 2,
             unit=" ",
         )
-        line("  plain sphinx-gallery, PSS (GB)", site["plain cold"].peak_pss_mb / 1024, "", None, unit=" ")
+        plain_pss = max(r.peak_pss_mb for r in site["plain cold"]) / 1024
+        line("  plain sphinx-gallery, PSS (GB)", plain_pss, "", None, unit=" ")
         line(
-            "claims' own compute (sum of durations) / cold build wall time",
-            site["compute"] / site["site cold"].seconds,
+            "claims' own compute (sum of durations) / cold build wall time (#1)",
+            site["compute"] / site["site cold"][0].seconds,
             "",
             None,
         )
         left = sum(len(r.left_behind) for label, r, _ in bench.rows if "torchclaims" in label)
         line("processes left behind by torchclaims builds", left, "0", left == 0, unit=" ")
-        ours, theirs = site["verdicts"]
-        differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
-        line("claims whose verdict differs from the plain run", len(differ), "0", not differ, unit=" ")
+        builds = [
+            (f"{who} #{n + 1}", verdicts)
+            for n, pair in enumerate(site["verdicts"])
+            for who, verdicts in zip(("torchclaims", "plain"), pair, strict=True)
+        ]
+        claim_ids = sorted(set().union(*(verdicts for _, verdicts in builds)))
+        differ = [c for c in claim_ids if len({verdicts.get(c) for _, verdicts in builds}) > 1]
+        line("claims whose verdict differs between any two cold builds", len(differ), "0", not differ, unit=" ")
         for claim_id in differ:
-            print(
-                f"    {claim_id}: torchclaims {ours.get(claim_id, 'no record')}, "
-                f"plain {theirs.get(claim_id, 'no record')}"
-            )
+            print(f"    {claim_id}: " + ", ".join(f"{who} {v.get(claim_id, 'no record')}" for who, v in builds))
     if 20 in kbs and 200 in kbs:
         small, large = kbs[20], kbs[200]
         same = median(large["same"]) / median(small["same"])
@@ -343,6 +397,12 @@ def main() -> None:
         "--skip-site", action="store_true", help="leave out (a)-(d): only the synthetic knowledge bases"
     )
     parser.add_argument("--skip-kb", action="store_true", help="leave out (e)")
+    parser.add_argument(
+        "--cold-runs", type=int, default=3, help="cold builds of each side for (a) and (b) (default %(default)s)"
+    )
+    parser.add_argument(
+        "--same-runs", type=int, default=5, help="no-change rebuilds of each side for (c) (default %(default)s)"
+    )
     parser.add_argument("--keep", type=Path, help="work in this (new) folder and keep it, instead of a temporary one")
     parser.add_argument(
         "--json",
@@ -354,7 +414,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     bench = Bench(work)
     try:
-        site = None if args.skip_site else site_and_plain(bench)
+        site = None if args.skip_site else site_and_plain(bench, args.cold_runs, args.same_runs)
         kbs = {} if args.skip_kb else {count: knowledge_base(bench, count) for count in (20, 200)}
         figures = report(bench, site, kbs)
         if args.json:

@@ -67,6 +67,38 @@ def test_the_committed_speed_figures_have_the_shape_the_benchmark_writes(monkeyp
     assert all(set(f) == figure_keys for f in committed["figures"]) and committed["figures"]
 
 
+def test_the_benchmark_takes_each_ratio_from_the_medians_and_compares_every_cold_builds_verdicts(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import build_speed
+
+    from build_watch import Run
+
+    def run(seconds: float) -> Run:
+        return Run([], seconds, 0, 100.0, 90.0, [], [], [], "")
+
+    bench = build_speed.Bench(tmp_path)
+    site = {
+        "claims": 2,
+        "site cold": [run(60), run(90), run(66)],  # median 66
+        "plain cold": [run(100), run(80), run(200)],  # median 100
+        "site same": [run(1.0), run(9.0), run(1.2)],
+        "plain same": [run(1.5), run(1.1), run(1.3)],
+        "site touched": run(5),
+        "plain touched": run(4),
+        "verdicts": [({"a": "holds", "b": "refuted"}, {"a": "holds", "b": "refuted"})] * 2
+        + [({"a": "holds", "b": "unverified"}, {"a": "holds", "b": "refuted"})],
+        "compute": 100.0,
+    }
+    bench.rows = [("(c) torchclaims: nothing changed #1", run(1), 0)]
+    figures = {f["figure"]: f for f in build_speed.report(bench, site, {})["figures"]}
+    cold = figures["cold build / plain sphinx-gallery cold (medians of 3 each)"]
+    assert (cold["value"], cold["verdict"]) == (0.66, "met")
+    assert figures["cold builds #2: 2 workers / serial"]["value"] == 1.12
+    assert figures["no-change rebuild / plain no-change rebuild (medians of 3)"]["value"] == round(1.2 / 1.3, 2)
+    differ = figures["claims whose verdict differs between any two cold builds"]
+    assert (differ["value"], differ["verdict"]) == (1, "NOT MET")
+
+
 @pytest.mark.processes
 def test_the_pages_render_the_figures_and_limits_from_their_files(tmp_path):
     write_site(tmp_path)
