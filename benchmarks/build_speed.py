@@ -391,6 +391,12 @@ def report(bench: Bench, site: dict | None, kbs: dict[int, dict]) -> dict:
     return out
 
 
+def at_least_one(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -398,10 +404,16 @@ def main() -> None:
     )
     parser.add_argument("--skip-kb", action="store_true", help="leave out (e)")
     parser.add_argument(
-        "--cold-runs", type=int, default=3, help="cold builds of each side for (a) and (b) (default %(default)s)"
+        "--cold-runs",
+        type=at_least_one,
+        default=3,
+        help="cold builds of each side for (a) and (b) (default %(default)s)",
     )
     parser.add_argument(
-        "--same-runs", type=int, default=5, help="no-change rebuilds of each side for (c) (default %(default)s)"
+        "--same-runs",
+        type=at_least_one,
+        default=5,
+        help="no-change rebuilds of each side for (c) (default %(default)s)",
     )
     parser.add_argument("--keep", type=Path, help="work in this (new) folder and keep it, instead of a temporary one")
     parser.add_argument(
