@@ -5,9 +5,11 @@ and which tests a run holds changes what a test sees. Two such changes broke
 tests only in a full run: importing Dynamo sets TORCHINDUCTOR_CACHE_DIR in the
 environment, which the fingerprint records, and importing
 torch.testing._internal.common_utils (op_db) freezes the torch.backends flags,
-so setting torch.backends.cudnn.benchmark raises. Each test starts and ends
+so setting torch.backends.cudnn.benchmark raises; and running the site's
+conf.py puts src/ first on sys.path, where the fingerprint then counted
+src/torchclaims.egg-info as an installed distribution. Each test starts and ends
 with the environment the run started with (what collection or a module's
-fixture set is undone too); a test that needs op_db runs in its own forked
+fixture set is undone too) and ends with the sys.path it started with; a test that needs op_db runs in its own forked
 process (``@pytest.mark.own_process``), and one that freezes the flags here fails.
 
 It also holds what several test files share: the ``new_site`` fixture and the
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,7 +53,9 @@ def pytest_addoption(parser):
 def the_process_is_left_as_it_was():
     restore_environment()  # autouse: before the test's own fixtures, after the module's
     frozen = torch.backends.flags_frozen()
+    path = list(sys.path)
     yield
+    sys.path[:] = path
     restore_environment()
     if torch.backends.flags_frozen() and not frozen:
         pytest.fail(

@@ -41,6 +41,18 @@ def test_b_finds_it_unset():
     assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ and "TORCHCLAIMS_LEAKED" not in os.environ
 
 
+def test_b1_puts_a_folder_first_on_the_import_path():
+    import sys
+
+    sys.path.insert(0, "/leaked/by/a/test")  # as running the site's conf.py does
+
+
+def test_b2_finds_the_path_as_it_was():
+    import sys
+
+    assert "/leaked/by/a/test" not in sys.path
+
+
 @pytest.mark.own_process
 def test_c_imports_op_db_in_its_own_process(tmp_path):
     from torch.testing._internal.common_methods_invocations import op_db
@@ -60,7 +72,7 @@ def test_e_imports_op_db_here():
 """
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4, failed=1, errors=1)
+    result.assert_outcomes(passed=6, failed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
             "*froze the torch.backends flags*mark it @pytest.mark.own_process*",  # errors come first
