@@ -148,3 +148,10 @@ def test_the_folder_runs_verify_with_the_machines_torch_and_no_index(tmp_path):
     records = json.loads(results.read_text())["records"]
     assert [r["claim_id"] for r in records] == ["privateuse1-named-device"]
     assert records[0]["verdict"] != "error", records[0]["reason"]
+    # The same folder answers the doctor, as the hardware rehearsal (rehearsal.sh) first asks it.
+    doctor = subprocess.run(
+        [packed.path / "run.sh", "doctor", "--backend", "cpu"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert doctor.returncode == 0, doctor.stdout[-2000:] + doctor.stderr[-3000:]
+    assert "in the sandbox:" in doctor.stdout and (packed.path / "rehearsal.sh").stat().st_mode & 0o100
+    assert (packed.path / "examples" / "check" / "native_mlp.py").is_file()  # the model the rehearsal checks

@@ -107,7 +107,8 @@ def test_ctrl_c_while_the_next_claim_starts_keeps_the_record_of_the_one_that_end
     real_start, starts = Runner._start, []
 
     def start(self, job, *rest):
-        starts.append(job.claim_id)
+        if job.claim_id.startswith("kb-"):  # not the device smoke, which runs before any claim
+            starts.append(job.claim_id)
         if len(starts) == 2:  # the first claim has ended; its record is not filed yet
             raise KeyboardInterrupt
         return real_start(self, job, *rest)

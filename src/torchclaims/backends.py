@@ -14,6 +14,7 @@ import importlib.metadata
 import importlib.util
 import os
 import platform
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -67,6 +68,17 @@ class Backend:
         except Exception as exc:  # a broken plugin is "not available", with why
             return f"{type(exc).__name__}: {exc}"
 
+    def smoke(self) -> str | None:
+        """None when the device answers here: available, and a synchronize
+        (which starts the runtime) returns; otherwise why not."""
+        why = self.check_available()
+        if why is None:
+            try:
+                self.synchronize()
+            except Exception as exc:  # noqa: BLE001 - the runtime's own words are the answer
+                why = f"synchronizing the device failed: {type(exc).__name__}: {exc}"
+        return why
+
     def device(self):
         import torch
 
@@ -97,8 +109,12 @@ def _cuda_unavailable(want_hip: bool) -> Callable[[], str | None]:
             return "this torch build is for " + (
                 "ROCm (HIP)" if is_hip else "CUDA" if torch.version.cuda else "CPU only"
             )
-        if not torch.cuda.is_available():
-            return "torch.cuda.is_available() is False"
+        with warnings.catch_warnings(record=True) as said:  # torch warns with the driver's own words
+            warnings.simplefilter("always")
+            available = torch.cuda.is_available()
+        if not available:
+            words = "; ".join(dict.fromkeys(str(w.message).strip() for w in said))[:500]
+            return "torch.cuda.is_available() is False" + (f" ({words})" if words else "")
         return None
 
     return check

@@ -1,4 +1,4 @@
-"""Command line: verify, lint, diff, merge, show, new, schema, sweep, check, bundle.
+"""Command line: verify, lint, diff, merge, show, new, schema, sweep, check, bundle, doctor.
 
 Works in the current environment with no site build. ``verify`` runs the same
 scripts through the same isolated runner as the Sphinx build. Usage errors are
@@ -487,6 +487,12 @@ def cmd_check(args) -> ExitCode:
     return ExitCode.FAILED if run_check(args) else ExitCode.OK
 
 
+def cmd_doctor(args) -> ExitCode:
+    from .run.doctor import run_doctor
+
+    return ExitCode.OK if run_doctor(args.backend or os.environ.get(BACKEND_ENV_VAR)) else ExitCode.FAILED
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="torchclaims", description=__doc__.splitlines()[0])
     common = argparse.ArgumentParser(add_help=False)
@@ -636,6 +642,14 @@ def parser() -> argparse.ArgumentParser:
         "--site-url", default="", help="address of the site the evidence links point to (default: paths from its root)"
     )
     check.set_defaults(run=cmd_check)
+
+    doctor = add(
+        "doctor",
+        "run a device smoke outside the sandbox, inside it, and with each of its parts left out: which part "
+        "keeps the device from working here",
+    )
+    doctor.add_argument("--backend", help=f"the backend to examine (default: ${BACKEND_ENV_VAR})")
+    doctor.set_defaults(run=cmd_doctor)
 
     schema = add("schema", "print the JSON Schema of claim records")
     schema.add_argument("--output")

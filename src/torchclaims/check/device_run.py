@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import TorchclaimsError, UsageError
 from ..evidence.results import build_results, default_name, write_results
 from .links import slug
 from .report import BackendRun
@@ -31,6 +31,13 @@ def absolute(target: str) -> str:
     return f"{Path(spec).resolve()}:{function}" if spec.endswith(".py") else target
 
 
+def read_by_the_step(target: str) -> tuple[str, ...]:
+    """What the step's sandbox must show wherever it lies (under /tmp too): the
+    model file's folder, and the working directory ``package.module`` targets import from."""
+    spec = target.rpartition(":")[0]
+    return (str(Path(spec).resolve().parent), os.getcwd()) if spec.endswith(".py") else (os.getcwd(),)
+
+
 def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeout: float, output: Path) -> BackendRun:
     """Run the step on ``backend``; write the results file under ``output`` (a folder, or a .json file)."""
     from ..run.runner import Job, Runner
@@ -40,6 +47,9 @@ def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeo
         probe = runner.probe()
         if probe.unavailable is not None:
             raise UsageError(f"backend {probe.backend} is not usable here: {probe.unavailable}")
+        stopped = runner.sandbox_stops_device()
+        if stopped is not None:
+            raise TorchclaimsError(stopped)
         runner.env.update(
             {
                 "TORCHCLAIMS_BACKEND": probe.backend,
@@ -59,6 +69,7 @@ def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeo
                 cache_key="",
                 inputs={},
                 timeout=timeout,
+                readable=read_by_the_step(target),
             )
             record = runner.run([job], probe.environment)[claim_id]
     results = build_results([record], probe.environment, label=f"torchclaims check {target}")

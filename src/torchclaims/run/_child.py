@@ -18,6 +18,7 @@ there too, and the runner takes them from there (torchclaims.run.runner).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import multiprocessing
@@ -70,6 +71,8 @@ class ChildJob:
     log_lines: int
     record_bytes: int  # the largest record the supervisor accepts
     loopback: bool = False  # the claim needs the loopback interface (a process group on 127.0.0.1)
+    readable: tuple[str, ...] = ()  # paths the run names that the script reads (a model file's folder)
+    parts: tuple[str, ...] = sandbox.PARTS  # the sandbox's parts applied (all, but in torchclaims doctor)
     unconfined: str | None = None  # why the sandbox is off for this run (None: it is on)
     sandbox_required: bool = False  # CI=true: a script the sandbox cannot confine does not run
     gallery: GalleryTarget | None = None
@@ -203,9 +206,10 @@ def run(job: ChildJob) -> None:
             os.makedirs(folder, exist_ok=True)  # a sandbox rule needs the folder to exist
         for name, target in job.tmp_links.items():
             os.symlink(target, os.path.join(job.tmp_dir, name))
-        unconfined = (
-            job.unconfined or sandbox.isolate_processes()
-        )  # the script's process is init of its own PID namespace
+        # the script's process is init of its own PID namespace
+        unconfined = job.unconfined or (
+            sandbox.isolate_processes() if sandbox.NAMESPACES in job.parts else f"{sandbox.NAMESPACES} left out"
+        )
         read_fd, write_fd = os.pipe()
         record_r, record_w = os.pipe()
         state_r, state_w = os.pipe()
@@ -278,23 +282,20 @@ def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None
     """Confine this process (and all it will start); say how, on a pipe closed
     before the script runs. Where CI=true requires the sandbox, stop without it.
     Without namespaces, Landlock still confines what it can."""
-    if unconfined is None:
-        # What the script reads or writes beneath the hidden socket folders stays visible.
-        visible = [
-            job.root,
-            job.work_dir,
-            *job.shared_dirs,
-            os.path.expanduser("~"),
-            sys.prefix,
-            *filter(None, sys.path),
-        ]
-        unconfined = sandbox.private_mounts(visible, job.build_tmp)
+    proc = False  # the namespace's own /proc, its system-wide entries read-only
+    if unconfined is None and sandbox.MOUNTS in job.parts:
+        unconfined = sandbox.private_mounts(_visible(job), job.build_tmp)
+        proc = unconfined is None and sandbox.PROC_WRITES in job.parts and sandbox.protect_proc() is None
         if job.loopback and unconfined is None:
             unconfined = sandbox.loopback_up()
-    if job.unconfined is None:  # not turned off
-        unconfined = sandbox.confine([job.work_dir, *job.shared_dirs], job.loopback) or unconfined
+    elif unconfined is None:
+        unconfined = f"{sandbox.MOUNTS} left out"
+    if job.unconfined is None and sandbox.LANDLOCK in job.parts:  # not turned off
+        unconfined = sandbox.confine([job.work_dir, *job.shared_dirs], job.loopback, proc) or unconfined
+    elif unconfined is None:
+        unconfined = f"{sandbox.LANDLOCK} left out"
     state = (
-        sandbox.description(sandbox.landlock_abi(), job.loopback)
+        sandbox.description(sandbox.landlock_abi(), job.loopback, proc)
         if unconfined is None
         else f"{sandbox.WITHOUT}: {unconfined}"
     )
@@ -302,6 +303,39 @@ def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None
     os.close(state_fd)
     if unconfined is not None and job.sandbox_required:
         raise SandboxMissing(f"the sandbox is required here ({sandbox.REQUIRED_ENV}=true) but {unconfined}")
+
+
+def _visible(job: ChildJob) -> list[str]:
+    """What the script reads or writes beneath the hidden folders (/tmp above all),
+    bound back in: the project, its own folder, the shared caches, the home folder,
+    the interpreter's and its packages' folders (a venv's, what its .pth files add,
+    and where imported modules really are), and the paths the run names (a model
+    file's folder)."""
+    return [
+        job.root,
+        job.work_dir,
+        *job.shared_dirs,
+        *job.readable,
+        os.path.expanduser("~"),
+        sys.prefix,
+        sys.exec_prefix,
+        sys.base_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        *filter(None, sys.path),
+        *_imported_folders(),
+    ]
+
+
+def _imported_folders() -> set[str]:
+    """Where the modules imported so far really live: a package folder on the
+    path may hold links to them elsewhere (a machine's torch linked into a venv),
+    which a process the script starts must follow too."""
+    files = [getattr(module, "__file__", None) for module in list(sys.modules.values())]
+    if "torch" not in sys.modules:  # a fork server that imports nothing: the script imports it
+        spec = importlib.util.find_spec("torch")
+        files.append(spec.origin if spec is not None else None)
+    return {os.path.dirname(os.path.realpath(file)) for file in files if isinstance(file, str)}
 
 
 class SandboxMissing(Exception):
@@ -380,7 +414,7 @@ def probe(backend_name: str, env: dict[str, str], conn) -> None:
         from ..evidence.fingerprint import collect
 
         backend, why = resolve_backend(backend_name)
-        unavailable = backend.check_available()
+        unavailable = backend.smoke()
         environment = collect(backend, usable=unavailable is None)
         conn.send(
             {

@@ -3,7 +3,9 @@ its vendor's torch but no package index (HPC clusters, air-gapped accounts).
 
 One folder: ``wheels/`` (the project's wheel and every package that
 sweep/constraints.txt pins, for one Python version and platform), ``claims/``,
-``gallery/``, the constraints and ``run.sh``. The script makes a venv that sees
+``gallery/``, ``examples/`` (models for ``check``), the constraints, ``run.sh``
+and ``rehearsal.sh`` (doctor, every claim and a check, into one folder). The
+script makes a venv that sees
 the machine's own packages (its torch above all), installs from ``wheels/``
 alone (``pip --no-index``) and runs ``verify``. torch, its CUDA libraries,
 triton and what torch itself requires are left to the machine: torch cannot be
@@ -43,6 +45,8 @@ LINUX_X86_64 = (
 RUN_SCRIPT = """#!/bin/sh
 # Run the claims with this machine's torch and no package index:
 #   ./run.sh --backend cuda [claim ids] [--label "who ran it, where"]
+#   ./run.sh doctor --backend cuda        (what the sandbox does to the device here)
+#   ./run.sh check examples/check/native_mlp.py:mlp --backend cuda
 # PYTHON names the interpreter that has torch (default: python3).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -62,7 +66,46 @@ fi
 "$venv/bin/python" -m pip install --quiet --no-index --find-links "$here/wheels" \\
     -c "$here/constraints.txt" "torchclaims[claims]"
 cd "$here"
+case "${1:-}" in
+    doctor|check) exec "$venv/bin/python" -m torchclaims "$@" ;;
+esac
 exec "$venv/bin/python" -m torchclaims verify --records-dir "$here/records" "$@"
+"""
+
+# The hardware rehearsal: what a hardware owner runs, in one command, on a machine
+# with an accelerator and no network; everything it makes lands in one folder.
+REHEARSAL_SCRIPT = """#!/bin/sh
+# The hardware rehearsal, in one folder (default ./rehearsal):
+#   ./rehearsal.sh --backend cuda [--label "who ran it, where"] [--out DIR]
+# 1. doctor.txt: the device outside the sandbox, in it, and with each of its parts left out;
+# 2. the results file of every claim on the backend, sandbox on (send it back: torchclaims merge);
+# 3. check/: torchclaims check of an example model on the backend against the CPU (check.json);
+# log.txt: all of it, with each step's exit code.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+backend="" label="" out="$here/rehearsal"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --backend) backend=$2; shift 2 ;;
+        --label) label=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        *) echo "rehearsal.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+[ -n "$backend" ] || { echo "rehearsal.sh: --backend NAME is required" >&2; exit 2; }
+mkdir -p "$out/check"
+label=${label:-"hardware rehearsal, $(hostname)"}
+step() {
+    echo "== $(date -u +%H:%M:%S) $*"
+    "$@"
+    echo "== exit code $?"
+}
+{
+    step "$here/run.sh" doctor --backend "$backend" | tee "$out/doctor.txt"
+    step "$here/run.sh" --backend "$backend" --output "$out" --label "$label"
+    step "$here/run.sh" check "$here/examples/check/native_mlp.py:mlp" --backend "$backend" \
+        --output "$out/check" --json "$out/check/check.json"
+} 2>&1 | tee "$out/log.txt"
 """
 
 
@@ -126,12 +169,13 @@ def bundle(
         str(wheels),
         *(f"{n}=={v}" for n, v in sorted(pins.items())),
     )
-    for folder in ("claims", "gallery"):
+    for folder in ("claims", "gallery", "examples"):
         shutil.copytree(root / folder, output / folder, ignore=shutil.ignore_patterns("__pycache__"))
     (output / "constraints.txt").write_text("".join(f"{n}=={v}\n" for n, v in sorted(pins.items())), encoding="utf-8")
-    script = output / "run.sh"
-    script.write_text(RUN_SCRIPT, encoding="utf-8")
-    script.chmod(0o755)
+    for name, text in (("run.sh", RUN_SCRIPT), ("rehearsal.sh", REHEARSAL_SCRIPT)):
+        script = output / name
+        script.write_text(text, encoding="utf-8")
+        script.chmod(0o755)
     size = folder_size(output)
     if size > MAX_BYTES:
         largest = sorted(wheels.iterdir(), key=lambda p: p.stat().st_size, reverse=True)[:3]

@@ -3,6 +3,11 @@
 Shared by the command line and the Sphinx build, so a record is the same
 whichever way it was produced. Free of Sphinx imports.
 
+Before any claim runs, a device smoke runs where the claims will (forked from
+the fork server, in the sandbox): a device that works for the probe but not
+there stops the run in one line naming the part of the sandbox that stops it,
+instead of one error record per claim.
+
 A run with nothing to do starts no process: the environment probe's answer
 is remembered (torchclaims.run.probe_cache) and the fork server starts with the
 first claim that must run. A run with claims to run probes again, so each new
@@ -19,7 +24,7 @@ from pathlib import Path
 
 from .. import limits
 from ..claims import Claim, CompilerCaches, Network
-from ..errors import InvalidFileError, UsageError
+from ..errors import InvalidFileError, TorchclaimsError, UsageError
 from ..evidence.judging import read_own_record
 from ..evidence.memo import ContentMemo
 from ..evidence.records import ResultRecord, Verdict, now, write_record
@@ -121,7 +126,7 @@ def verify(
     """Bring the records of ``claims`` up to date on the configured backend."""
     # Backend plugins are imported in each child, not in the fork server: importing
     # torch_xla there marks every forked child as a bad fork for torch.cuda calls.
-    with Runner(settings.backend, parallel=settings.parallel, shortcuts=settings.shortcuts) as runner:
+    with Runner(settings.backend, parallel=settings.parallel, shortcuts=settings.shortcuts, log=log) as runner:
         memo = ContentMemo(settings.records_root() / MEMO_FILE)
         scanner = InputScanner(settings.root, memo)
         prober = _Prober(runner, settings, log)
@@ -142,6 +147,10 @@ def verify(
             if fresh != probe:  # something the probe's key does not cover moved: decide again
                 probe, plan = fresh, _plan(claims, settings, fresh, scanner, gallery_target, extra_reasons, warn)
         memo.save()
+        if plan.jobs:  # the device works outside the sandbox (the probe): it must work inside too
+            stopped = runner.sandbox_stops_device()
+            if stopped is not None:
+                raise TorchclaimsError(stopped)
         return _carry_out(runner, plan, probe, settings, log)
 
 

@@ -29,6 +29,7 @@ from ..evidence.memo import PACKAGE_DIR
 from ..evidence.records import Environment, write_if_changed
 from ..fileio import file_sha256, read_json
 from .runner import Probe
+from .runtimes import device_nodes
 
 # The code whose answer is remembered: resolving, checking and fingerprinting a
 # backend, the environment the runner gives a child, and the record model.
@@ -39,13 +40,12 @@ PROBE_CODE = (
     "run/runner.py",
     "run/_child.py",
     "run/preload/__init__.py",
+    "run/runtimes.py",
     "__init__.py",
 )
 # Variables that decide which libraries load and which devices a library sees,
 # beyond those a fingerprint records (every backend's prefixes).
 LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD")
-# Device nodes through which accelerators appear (NVIDIA, AMD, Intel, Trainium, TPU).
-DEVICE_NODES = ("/dev/nvidia*", "/dev/kfd", "/dev/dri/*", "/dev/neuron*", "/dev/accel*", "/dev/vfio/*")
 DISTRIBUTION_SUFFIXES = (".dist-info", ".egg-info", ".egg-link", ".pth")
 MAX_FILE_BYTES = 256 * 1024
 FORMAT = 1
@@ -97,7 +97,8 @@ def _hardware() -> str:
                 parts.extend(line.strip() for line in handle if line.startswith(("model name", "NVRM")))
         except OSError:
             continue
-    parts.extend(sorted(path for pattern in DEVICE_NODES for path in glob.glob(pattern)))
+    for path in device_nodes():  # and what a folder of them holds (/dev/dri/renderD128)
+        parts.extend([path, *sorted(glob.glob(f"{path}/*"))])
     return "\n".join(dict.fromkeys(parts))
 
 

@@ -41,7 +41,7 @@ from ..errors import InvalidFileError, TorchclaimsError
 from ..evidence.judging import judgement_problems
 from ..evidence.records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
 from ..fileio import locked
-from . import _child, sandbox
+from . import _child, runtimes, sandbox
 from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, kept_when_cold, shared_cache_links
 from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resource_tracker
 
@@ -53,6 +53,14 @@ PRELOAD_GROUPS = {
     "torchclaims.run.preload.compiler": ("torch.compile", "torch._dynamo", "torch._inductor"),
     "torchclaims.run.preload.huggingface": ("transformers", "accelerate"),
 }
+SMOKE_SCRIPT = Path(__file__).resolve().with_name("device_smoke.py")
+SMOKE_SCRIPT_REL = "torchclaims/run/device_smoke.py"
+SMOKE_TIMEOUT_S = 120.0  # a runtime's first start can take tens of seconds (CUDA's module loading)
+# The backends whose runtime the fork server never loads, so the groups may be
+# preloaded: the CPU, and XLA (torch_xla is imported in each claim's process
+# only). Elsewhere importing a group can start the device's runtime (inductor
+# asks the GPU for its properties), and every claim forked afterwards fails.
+GROUPS_BACKENDS = frozenset({"cpu", "xla"})
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,7 @@ class Job:
     cold_caches: bool = False  # the claim measures compiling: empty compiler caches (compiler_caches.py)
     uses: frozenset[str] = frozenset()  # modules the script and its project helpers import (cache.InputScanner)
     loopback: bool = False  # the claim's record says it needs the loopback interface
+    readable: tuple[str, ...] = ()  # paths outside the project the script reads (a team's model file)
 
 
 @dataclass(frozen=True)
@@ -97,17 +106,24 @@ class Runner:
     compiler caches: the reference the shortcuts must give the same verdicts as.
     """
 
-    def __init__(self, backend: str, *, parallel: int, shortcuts: bool = True):
+    def __init__(self, backend: str, *, parallel: int, shortcuts: bool = True, log: Callable[[str], None] = print):
         self.backend = backend
         self.parallel = max(1, parallel)
         self.shortcuts = shortcuts
+        self.log = log
         self.env = {**_child.SCRIPT_ENVIRONMENT, "TORCHCLAIMS_BACKEND": backend}
         self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload([PRELOAD, PRELOAD_READY])
+        self._preload = [PRELOAD, PRELOAD_READY]
+        self._ctx.set_forkserver_preload(self._preload)
         self.unconfined, self.sandbox_required = sandbox.turned_off(), sandbox.required()
         # Helpers already running belong to someone else in this process.
         self._own_forkserver = forkserver._forkserver._forkserver_pid is None
         self._own_tracker = getattr(resource_tracker._resource_tracker, "_pid", None) is None
+        # The server started next reads where to say that a preload touched a runtime.
+        self._report = Path(tempfile.mkdtemp(prefix="torchclaims-forkserver-")) / "report.json"
+        self._saved_report_env = os.environ.get(runtimes.REPORT_ENV)
+        if self._own_forkserver:
+            os.environ[runtimes.REPORT_ENV] = str(self._report)
 
     def __enter__(self) -> Runner:
         return self
@@ -119,7 +135,7 @@ class Runner:
         """Before the fork server starts: add each group more claims use than
         there are workers (importing it once in the server then costs less than
         each claim importing it). Returns the groups added."""
-        if not self.shortcuts:
+        if not self.shortcuts or self.backend not in GROUPS_BACKENDS:
             return []
         groups = [
             group
@@ -127,21 +143,54 @@ class Runner:
             if sum(any(used == n or used.startswith(n + ".") for used in claim for n in names) for claim in uses)
             > self.parallel
         ]
-        self._ctx.set_forkserver_preload([PRELOAD, *groups, PRELOAD_READY])
+        self._preload = [PRELOAD, *groups, PRELOAD_READY]
+        self._ctx.set_forkserver_preload(self._preload)
         return groups
 
     def close(self) -> None:
         """Stop the fork server and the resource tracker this runner started."""
         if self._own_forkserver:
             stop_forkserver()
+            if self._saved_report_env is None:
+                os.environ.pop(runtimes.REPORT_ENV, None)
+            else:
+                os.environ[runtimes.REPORT_ENV] = self._saved_report_env
         if self._own_tracker:
             stop_resource_tracker()
+        shutil.rmtree(self._report.parent, ignore_errors=True)
+
+    def _launch(self, process: multiprocessing.Process) -> None:
+        """Start a process forked from the fork server. A server that stopped
+        itself because what it imported started an accelerator runtime is
+        replaced by one that imports less: only torch and the harness, then
+        nothing (each claim imports torch itself, as a plugin that starts its
+        runtime when torch loads it requires)."""
+        while True:
+            try:
+                process.start()
+                return
+            except (EOFError, OSError):
+                why = runtimes.report(str(self._report))
+                if why is None or not self._preload:
+                    raise
+            self._report.unlink(missing_ok=True)
+            stop_forkserver()
+            groups = [g.rsplit(".", 1)[-1] for g in self._preload[1:-1]]
+            if groups:
+                why += f" (the groups preloaded: {', '.join(groups)})"
+            less = [PRELOAD, PRELOAD_READY] if groups else []
+            self.log(
+                f"torchclaims: {why}, and a process forked after that could not use it; the fork server now imports "
+                + ("only torch and the harness" if less else "nothing (each claim imports torch itself)")
+            )
+            self._preload = less
+            self._ctx.set_forkserver_preload(less)
 
     def probe(self, timeout: float = 300.0) -> Probe:
         """Resolve the backend and fingerprint the environment in a child."""
         receiver, sender = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(target=_child.probe, args=(self.backend, self.env, sender), daemon=True)
-        process.start()
+        self._launch(process)
         sender.close()
         try:
             if not receiver.poll(timeout):
@@ -220,7 +269,43 @@ class Runner:
                 raise
         return results
 
-    def _start(self, job: Job, scratch: Path, threads: int) -> _Running:
+    def device_smoke(self, parts: tuple[str, ...] = sandbox.PARTS) -> str | None:
+        """Run the device smoke (torchclaims.run.device_smoke) where a claim runs,
+        with the sandbox's ``parts``: None when the device works there, else why not."""
+        job = Job("device-smoke", SMOKE_SCRIPT, SMOKE_SCRIPT_REL, Path(), "", {}, SMOKE_TIMEOUT_S)
+        with tempfile.TemporaryDirectory(prefix="torchclaims-smoke-") as scratch:
+            item = self._start(job, Path(scratch), 1, parts)
+            item.process.join(job.timeout)
+            timed_out = item.process.is_alive()
+            if timed_out:
+                end_claim_processes([item.process])
+            item.process.join(GRACE_S)
+            cause = _failure_cause(item.process.exitcode, timed_out, job.timeout, _status(Path(item.child.status_path)))
+            try:
+                answer = json.loads(Path(item.child.record_path).read_bytes())
+            except (OSError, ValueError):
+                answer = None
+        if cause is None and isinstance(answer, dict) and "unavailable" in answer:
+            return None if answer["unavailable"] is None else str(answer["unavailable"])[:1000]
+        return cause or "the smoke ended without an answer"
+
+    def sandbox_stops_device(self) -> str | None:
+        """When the device works outside the sandbox (the probe said so) but not
+        in it: one line naming the part of the sandbox that stops it. None when
+        it works, or when the sandbox is off."""
+        if self.unconfined is not None:
+            return None
+        why = self.device_smoke()
+        if why is None:
+            return None
+        culprits = [part for part in sandbox.RESTRICTING if self.device_smoke(_without(part)) is None]
+        found = f"the part that stops it: {', '.join(culprits)}" if culprits else "no one part alone stops it"
+        return (
+            f"backend {self.backend} works outside the sandbox but not inside it ({why}); {found} "
+            f"(torchclaims doctor --backend {self.backend} tries each part)"
+        )
+
+    def _start(self, job: Job, scratch: Path, threads: int, parts: tuple[str, ...] = sandbox.PARTS) -> _Running:
         run_dir = scratch / job.claim_id
         run_dir.mkdir()
         cold = job.cold_caches or not self.shortcuts
@@ -240,8 +325,10 @@ class Runner:
             log_lines=limits.LIMITS.log_tail_lines,
             record_bytes=limits.LIMITS.record_file_bytes,
             loopback=job.loopback,
+            readable=job.readable,
+            parts=parts,
             unconfined=self.unconfined,
-            sandbox_required=self.sandbox_required,
+            sandbox_required=self.sandbox_required and parts == sandbox.PARTS,  # a part left out on purpose
             gallery=job.gallery,
         )
         child_job = dataclasses.replace(
@@ -254,7 +341,7 @@ class Runner:
             },
         )
         process = self._ctx.Process(target=_child.run, args=(child_job,), name=f"claim:{job.claim_id}")
-        process.start()
+        self._launch(process)
         return _Running(job, child_job, process, time.monotonic(), time.monotonic() + job.timeout, now(), cold)
 
     def _finish(self, item: _Running, environment: Environment, timed_out: bool) -> ResultRecord:
@@ -278,6 +365,10 @@ class Runner:
             _keep_page(child)
         shutil.rmtree(child.run_dir, ignore_errors=True)
         return record
+
+
+def _without(part: str) -> tuple[str, ...]:
+    return tuple(p for p in sandbox.PARTS if p != part)
 
 
 def _received_record(path: Path, claim_id: str) -> tuple[ResultRecord | None, str]:

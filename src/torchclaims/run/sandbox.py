@@ -17,10 +17,16 @@ they fit the fork server (no exec, no import):
   fork server's own socket), with only the claim's own paths beneath them
   bound back (``private_mounts``). Landlock (up to ABI 7) does not govern
   connect() on a socket by its path, so hiding them is what keeps a script
-  from D-Bus, docker or the unconfined fork server.
+  from D-Bus, docker or the unconfined fork server. In that /proc every
+  system-wide entry (sysctls, sysrq-trigger, ...) is bound read-only over
+  itself (``protect_proc``): only the entries of the sandbox's own processes
+  stay writable there.
 * Landlock (``confine``). Writing is denied everywhere but beneath the claim's
   own directory (and the shared compiler caches, for a claim that shares
-  them) and to the device nodes a backend opens; TCP bind and connect are
+  them), to the device nodes a backend opens and, where the script has the
+  /proc of its own PID namespace, beneath that /proc: accelerator runtimes
+  write there when they start (CUDA fails with "Error 304: OS call failed or
+  operation not supported on this OS" without it); TCP bind and connect are
   denied unless the claim needs loopback; from ABI 6, signals and abstract
   Unix sockets outside the sandbox (the supervisor, the build, the fork
   server) are denied too (the network namespace already keeps the machine's
@@ -42,13 +48,17 @@ import socket
 import struct
 import sys
 
+from .runtimes import device_nodes
+
 LINUX = sys.platform.startswith("linux")
 WITHOUT = "ran without sandbox"  # how a record that ran unconfined begins its sandbox field
 REQUIRED_ENV = "CI"  # where CI=true, a script never runs unconfined
 SWITCH_ENV = "TORCHCLAIMS_SANDBOX"  # "off": run scripts unconfined (their records say so)
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x1000, 0x4000, 0x40000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
+_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
+_PROC_FLAGS = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
 # Where services keep their Unix sockets (D-Bus, docker, systemd, X11, ssh and
 # gpg agents, the fork server's listener in the temporary folder): the script
 # sees each as an empty tmpfs.
@@ -64,13 +74,19 @@ _FS_WRITES_ABI1 = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # 
 _FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+# The sandbox's parts, each of which a run can leave out to find the one that
+# keeps a device from working (torchclaims doctor): the first three restrict,
+# the last lets a runtime write beneath the namespace's own /proc.
+NAMESPACES, MOUNTS, LANDLOCK, PROC_WRITES = "namespaces", "private mounts", "Landlock", "the /proc write rule"
+PARTS = (NAMESPACES, MOUNTS, LANDLOCK, PROC_WRITES)
+RESTRICTING = (NAMESPACES, MOUNTS, LANDLOCK)
+
 MIN_ABI = 4  # the first to restrict TCP
 SCOPE_ABI = 6  # the first to scope signals and abstract Unix sockets
 
 # Device nodes a script may open for writing: the usual character devices and
-# those of the accelerators (NVIDIA, AMD, Intel, TPU, Trainium, WSL).
+# those of the accelerators (torchclaims.run.runtimes.DEVICE_NODE_NAMES).
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts")
-_ACCELERATOR_DEVICES = ("nvidia", "dri", "kfd", "accel", "vfio", "neuron", "dxg")
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -141,7 +157,7 @@ def private_mounts(visible: list[str], build_tmp: str) -> str | None:
         return _failed("unshare(mount namespace)")
     if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         return _failed("making the mount namespace private")
-    libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+    libc.mount(b"proc", b"/proc", b"proc", _PROC_FLAGS, None)
     hidden = _folders_to_hide(build_tmp)
     kept = _outermost(p for p in map(os.path.realpath, visible) if any(p.startswith(h + os.sep) for h in hidden))
     handles = {}
@@ -163,6 +179,34 @@ def private_mounts(visible: list[str], build_tmp: str) -> str | None:
     finally:
         for fd in handles.values():
             os.close(fd)
+    return None
+
+
+def own_proc() -> bool:
+    """Whether this process is the init of its own PID namespace and /proc is that namespace's."""
+    try:
+        return os.getpid() == 1 and os.readlink("/proc/self") == "1"
+    except OSError:
+        return False
+
+
+def protect_proc() -> str | None:
+    """After ``private_mounts``: bind each system-wide entry of the namespace's
+    /proc read-only over itself, so that a write rule beneath /proc reaches
+    only the sandbox's own processes (a user namespace's root mapped to the
+    machine's root could otherwise write sysctls). Returns why not, or None."""
+    if not own_proc():
+        return "/proc is not the PID namespace's own"
+    libc = _libc()
+    for name in sorted(os.listdir("/proc")):
+        path = f"/proc/{name}"
+        if name.isdigit() or os.path.islink(path):  # a process's own entries; self, thread-self, mounts, net
+            continue
+        target = path.encode()
+        if libc.mount(target, target, None, _MS_BIND | _MS_REC, None) != 0:
+            return _failed(f"binding {path} over itself")
+        if libc.mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _PROC_FLAGS, None) != 0:
+            return _failed(f"making {path} read-only")
     return None
 
 
@@ -199,13 +243,14 @@ def _device_paths() -> list[str]:
         names = os.listdir("/dev")
     except OSError:
         return []
-    return [f"/dev/{n}" for n in names if n in _DEVICES or n.startswith(_ACCELERATOR_DEVICES)]
+    return [f"/dev/{n}" for n in names if n in _DEVICES] + device_nodes()
 
 
-def confine(writable: list[str], loopback: bool) -> str | None:
+def confine(writable: list[str], loopback: bool, proc: bool = False) -> str | None:
     """Landlock this process and all it starts: writes only beneath ``writable``
-    (and /dev/shm, and device nodes), no TCP unless ``loopback``, no signals to
-    processes outside. Returns why not, or None."""
+    (and /dev/shm, device nodes, and /proc when ``proc``: only where
+    ``protect_proc`` made its system-wide entries read-only), no TCP unless
+    ``loopback``, no signals to processes outside. Returns why not, or None."""
     abi = landlock_abi()
     if abi < MIN_ABI:
         return f"Landlock ABI {abi} (kernel {platform.release()}); the sandbox needs ABI {MIN_ABI} or later"
@@ -223,7 +268,7 @@ def confine(writable: list[str], loopback: bool) -> str | None:
         return _failed("landlock_create_ruleset")
     try:
         rules = [(path, writes) for path in [*writable, "/dev/shm"]] + [
-            (path, _FS_WRITE_FILE | _FS_TRUNCATE) for path in _device_paths()
+            (path, _FS_WRITE_FILE | _FS_TRUNCATE) for path in [*_device_paths(), *(["/proc"] if proc else [])]
         ]
         for path, access in rules:
             try:
@@ -252,12 +297,13 @@ def confine(writable: list[str], loopback: bool) -> str | None:
     return None
 
 
-def description(abi: int, loopback: bool) -> str:
+def description(abi: int, loopback: bool, proc: bool) -> str:
     """What a confined script could do, as its record states it."""
     network = "loopback only" if loopback else "no network"
     scoped = "; no signal or abstract Unix socket outside" if abi >= SCOPE_ABI else ""
+    own = ", device nodes and its own processes' /proc entries" if proc else " and device nodes"
     return (
-        f"sandboxed: Landlock ABI {abi} (writes only to its own directory; {network}{scoped}), "
+        f"sandboxed: Landlock ABI {abi} (writes only to its own directory{own}; {network}{scoped}), "
         "user, PID, network and mount namespaces "
         "(empty /run, /tmp, /var/tmp and /dev/shm: no Unix socket of the machine there)"
     )

@@ -19,7 +19,11 @@ comes after the groups and overlaps their background work), then waits for
 that work, so no claim's process is forked while a thread of the server runs.
 
 A module that fails to import is left to the scripts that need it, which then
-fail with the real error: the server itself must never fail.
+fail with the real error: the server itself must never fail. A module whose
+import started an accelerator runtime spoils the server for every claim (a
+forked child cannot use that runtime): the server then stops before anything
+forks and says which module it was (torchclaims.run.runtimes), and the runner
+starts one that imports only torch and the harness.
 
 Ctrl-C is for the run's own process, which stops the claims (torchclaims.run.runner).
 The server shares the terminal's process group, and multiprocessing makes it
@@ -38,6 +42,7 @@ import signal
 import threading
 from collections.abc import Callable
 
+from torchclaims.run import runtimes
 from torchclaims.run._child import SCRIPT_ENVIRONMENT
 
 BASE = ("torch", "numpy")
@@ -55,17 +60,25 @@ LATE = (
 
 
 _HAD_CACHE_DIR = "TORCHINDUCTOR_CACHE_DIR" in os.environ
+_REPORT = os.environ.pop(runtimes.REPORT_ENV, None)  # the runner's file, not the claims' business
 _background: list[threading.Thread] = []
 
 
+def guard(after: str) -> None:
+    """Stop the server, before anything forks, when ``after`` started an accelerator runtime."""
+    runtimes.stop_if_touched(after, _REPORT)
+
+
 def load(modules: tuple[str, ...]) -> None:
-    """Import each module, going on past any that fails."""
+    """Import each module, going on past any that fails; stop the server when one
+    started an accelerator runtime."""
     os.environ.update(SCRIPT_ENVIRONMENT)
     for name in modules:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - the script that needs it reports the error
-            continue
+            pass
+        guard(name)
 
 
 def in_background(work: Callable[[], object]) -> None:
@@ -87,7 +100,9 @@ def settle() -> None:
     """The server's last preload step: wait for the work started in the
     background, then make what is imported permanent."""
     while _background:
-        _background.pop().join()
+        thread = _background.pop()
+        thread.join()
+        guard(thread.name)
     if not _HAD_CACHE_DIR:
         # Importing Dynamo fixes inductor's cache folder in the environment; each
         # script finds it through its own TMPDIR (shared or cold: compiler_caches.py).
