@@ -11,8 +11,9 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from ..evidence.records import Verdict
 from .links import slug
-from .report import NOT_COVERED, STATUSES, WRONG, ColumnReport, Report
+from .report import NOT_COVERED, RUN_WORDS, STATUSES, WRONG, ColumnReport, Report
 
 STYLESHEET = Path(__file__).resolve().parent.parent / "sphinxext" / "static" / "torchclaims.css"
 CLASS = {WRONG: "mismatch", NOT_COVERED: "not-run"}  # statuses drawn with the site's outcome colours
@@ -98,11 +99,17 @@ def render(report: Report, base: str = "") -> str:
             Markup("<tr><td>{}</td><td>{}</td><td>{}</td></tr>").format(c["name"], c["outcome"], c["detail"])
             for c in m.checks
         )
+        why = Markup("<p>Reason: {}</p>").format(m.reason) if m.reason else ""
+        log = (
+            Markup('<pre class="tc-log">{}</pre>').format(m.log_tail)
+            if m.log_tail and m.outcome is Verdict.ERROR
+            else ""
+        )
+        where = Markup("<p>Result record ({}) in {}</p>").format(m.verdict, m.results_file) if m.results_file else ""
         measured += Markup(
-            "<h2>Measured on {}: {}</h2><p>Result record in {}</p>"
-            "<table><thead><tr><th>check</th><th>outcome</th><th>detail</th></tr></thead><tbody>{}</tbody></table>"
-        ).format(m.backend, m.verdict, m.results_file, checks)
-    verdict = "FAILED" if report.failed else "no operator is known wrong on a targeted backend"
+            "<h2>Run on {}: {}</h2>{}{}"
+            "<table><thead><tr><th>check</th><th>outcome</th><th>detail</th></tr></thead><tbody>{}</tbody></table>{}"
+        ).format(m.backend, RUN_WORDS[m.outcome], where, why, checks, log)
     architecture = Markup("; architecture <code>{}</code>").format(report.architecture) if report.architecture else ""
     link = _linker(base)
     return Markup(
@@ -121,7 +128,7 @@ def render(report: Report, base: str = "") -> str:
         report.target,
         len(report.used),
         architecture,
-        verdict,
+        report.result_line(),
         head,
         Markup("").join(_column(c, link) for c in report.columns),
         measured,
