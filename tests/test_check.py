@@ -28,7 +28,9 @@ from torchclaims.check.report import BY_NAME, EXACT, FALLBACK, NATIVE, NOT_COVER
 from torchclaims.check.target import as_step, load_target
 from torchclaims.cli import main
 from torchclaims.coverage.operators import OUTCOMES
+from torchclaims.errors import TorchclaimsError
 from torchclaims.evidence.coverage_table import SweepTable, TableBuilder
+from torchclaims.evidence.records import CheckResult
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "check"
@@ -115,6 +117,7 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert main(["check", f"{tmp_path / 'bad.py'}:f", "--root", str(ROOT)]) == 2
     assert "expected (model, example_inputs" in capsys.readouterr().err
     assert main(["check", str(EXAMPLES / "native_mlp.py:mlp"), "--root", str(ROOT), "--target-backend", "nope"]) == 2
+    assert main(["check", str(EXAMPLES / "native_mlp.py:mlp"), "--root", str(ROOT), "--backend", "nope"]) == 2
     assert main(["check", str(EXAMPLES / "native_mlp.py:mlp"), "--root", str(tmp_path)]) == 2
 
 
@@ -306,6 +309,150 @@ def test_backend_run_on_the_cpu_writes_a_record_that_diff_accepts(tmp_path, caps
     shutil.copy(out, tmp_path / "again.json")
     assert main(["diff", str(out), str(tmp_path / "again.json"), "--root", str(tmp_path)]) == 0
     assert "1 claims compared, 0 changed verdict" in capsys.readouterr().out
+
+
+class FakeRunner:
+    """The isolated runner as backend mode uses it, on a CUDA machine whose run gives ``record``
+    (``unavailable``: why the probe found the backend not usable)."""
+
+    def __init__(self, record=None, unavailable=None):
+        self.record, self.unavailable, self.env = record, unavailable, {}
+
+    def __call__(self, backend, parallel):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def probe(self):
+        from torchclaims.run.runner import Probe
+
+        return Probe("cuda", "asked for", self.unavailable, CUDA_ENV)
+
+    def run(self, jobs, environment):
+        (job,) = jobs
+        return {job.claim_id: self.record.model_copy(update={"claim_id": job.claim_id, "environment": environment})}
+
+
+CUDA_ENV = make_environment(backend="cuda", device="cuda:0", device_name="NVIDIA H200")
+PARITY = [CheckResult(name="outputs match the CPU", outcome="holds")]
+CRASH_LOG = "Traceback (most recent call last):\n  File step_script.py\n\nRuntimeError: CUDA error: no device\n"
+
+
+@pytest.mark.parametrize(
+    "runner, code, result, line",
+    [
+        (  # the case seen on an H200: the step never ran, and the record is an error with its cause and log
+            FakeRunner(
+                make_record(
+                    "x", "error", reason="the script raised RuntimeError: CUDA error: no device", log_tail=CRASH_LOG
+                )
+            ),
+            4,
+            "error",
+            "result: ERROR: the run on cuda errored: the script raised RuntimeError: CUDA error: no device",
+        ),
+        (  # parity held, but another check broke: an error still, never a pass
+            FakeRunner(
+                make_record(
+                    "x",
+                    "error",
+                    reason="torch.compile traces the step without graph breaks: AssertionError: dynamo",
+                    checks=[
+                        *PARITY,
+                        CheckResult(name="torch.compile traces the step without graph breaks", outcome="error"),
+                    ],
+                )
+            ),
+            4,
+            "error",
+            "result: ERROR: the run on cuda errored: torch.compile traces the step without graph breaks: Assertion",
+        ),
+        (
+            FakeRunner(unavailable="torch.cuda.is_available() is False"),
+            5,
+            "unverified",
+            "result: NOT CHECKED: could not check cuda: backend cuda is not usable here: torch.cuda.is_available()",
+        ),
+        (
+            FakeRunner(make_record("x", "unverified", reason="the step could not be checked here")),
+            5,
+            "unverified",
+            "result: NOT CHECKED: could not check cuda: the step could not be checked here",
+        ),
+        (
+            FakeRunner(
+                make_record(
+                    "x", "refuted", checks=[CheckResult(name="outputs match the CPU", outcome="refuted", detail="off")]
+                )
+            ),
+            1,
+            "failed",
+            "result: FAILED: parity failed on cuda",
+        ),
+        (FakeRunner(make_record("x", "holds", checks=PARITY)), 0, "passed", "and measured parity held on cuda"),
+    ],
+    ids=["step-errored", "check-errored", "backend-not-usable", "record-unverified", "parity-failed", "parity-held"],
+)
+def test_a_backend_run_reads_as_what_its_record_says(tmp_path, capsys, monkeypatch, runner, code, result, line):
+    """An error or a backend not checked is neither a pass nor a parity failure: its own line, exit status and
+    JSON result, with the cause; a parity failure keeps its own."""
+    monkeypatch.setattr("torchclaims.run.runner.Runner", runner)
+    report, page = tmp_path / "r.json", tmp_path / "r.html"
+    target = str(EXAMPLES / "native_mlp.py:mlp")
+    options = ["--backend", "cuda", "--target-backend", "cpu", "--json", str(report), "--html", str(page)]
+    assert main(["check", target, "--root", str(ROOT), "--output", str(tmp_path / "run.json"), *options]) == code
+    out = capsys.readouterr().out
+    assert line in out.splitlines()[-2], out  # the line before "wrote r.html"
+    assert ("parity failed" in out) == (result == "failed")
+    data = json.loads(report.read_text())
+    (run,) = data["measured"]
+    assert (data["result"], data["failed"]) == (result, result == "failed")
+    assert run["outcome"] == {"failed": "refuted", "passed": "holds"}.get(result, result)
+    assert html_report.Markup.escape(line.removeprefix("result: ")) in page.read_text()
+    if run["reason"].startswith("the script raised"):
+        assert run["log_tail"] == CRASH_LOG and "  | RuntimeError: CUDA error: no device" in out
+        assert "RuntimeError: CUDA error: no device\n</pre>" in page.read_text()
+    results = json.loads((tmp_path / "run.json").read_text())  # the record, for torchclaims diff, whatever it says
+    assert results["records"][0]["verdict"] == data["measured"][0]["verdict"]
+
+
+class BrokenRunner(FakeRunner):
+    def probe(self):
+        raise TorchclaimsError("probing backend 'cuda' crashed (exit code -11)")
+
+
+def test_a_runner_that_breaks_before_any_record_is_an_error_not_a_failure(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("torchclaims.run.runner.Runner", BrokenRunner())
+    target = str(EXAMPLES / "native_mlp.py:mlp")
+    options = ["--backend", "cuda", "--target-backend", "cpu", "--output", str(tmp_path / "run.json")]
+    assert main(["check", target, "--root", str(ROOT), *options]) == 4
+    out = capsys.readouterr().out
+    assert "run on cuda: error, no evidence either way (no record)" in out
+    assert (
+        out.splitlines()[-1] == "result: ERROR: the run on cuda errored: probing backend 'cuda' crashed (exit code -11)"
+    )
+    assert not (tmp_path / "run.json").exists()
+
+
+@pytest.mark.processes
+def test_a_step_that_raises_in_the_runner_is_an_error_with_the_end_of_its_traceback(tmp_path, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(tmp_path)  # the sandbox shows the step what is on sys.path, the model's folder not yet
+    (tmp_path / "broken.py").write_text(
+        "import os\nimport torch\n\n\nclass Broken(torch.nn.Linear):\n    def forward(self, x):\n"
+        "        if 'TORCHCLAIMS_CHECK_TARGET' in os.environ:  # in the backend run only\n"
+        "            raise RuntimeError('device lost')\n        return super().forward(x)\n\n\n"
+        "def step():\n    return Broken(4, 2), (torch.randn(3, 4),)\n"
+    )
+    target, out = f"{tmp_path / 'broken.py'}:step", str(tmp_path / "run.json")
+    code = main(["check", target, "--root", str(ROOT), "--backend", "cpu", "--target-backend", "cpu", "--output", out])
+    shown = capsys.readouterr().out
+    assert code == 4, shown
+    assert "result: ERROR: the run on cpu errored: the script raised RuntimeError: device lost" in shown
+    assert "  | RuntimeError: device lost" in shown and "parity failed" not in shown
 
 
 def xla_python() -> str | None:

@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 
 class ExitCode(IntEnum):
     OK = 0
-    FAILED = 1  # a claim errored, lint found problems, or diff found a regression
+    FAILED = 1  # a claim errored, lint found problems, diff found a regression, check found the model wrong
     USAGE_ERROR = 2
     INVALID_INPUT = 3  # a results file or record failed validation
+    CHECK_ERROR = 4  # check: the run on the backend broke (no evidence either way)
+    CHECK_UNVERIFIED = 5  # check: the backend could not be checked here
     INTERRUPTED = 130  # Ctrl-C, as shells report it
 
 
@@ -483,8 +485,15 @@ def cmd_schema(args) -> ExitCode:
 
 def cmd_check(args) -> ExitCode:
     from .check.command import run_check
+    from .check.report import ERROR, FAILED, PASSED, UNVERIFIED
 
-    return ExitCode.FAILED if run_check(args) else ExitCode.OK
+    codes = {
+        FAILED: ExitCode.FAILED,
+        ERROR: ExitCode.CHECK_ERROR,
+        UNVERIFIED: ExitCode.CHECK_UNVERIFIED,
+        PASSED: ExitCode.OK,
+    }
+    return codes[run_check(args)]
 
 
 def cmd_doctor(args) -> ExitCode:
@@ -628,7 +637,9 @@ def parser() -> argparse.ArgumentParser:
         help="a coverage row or defect claim id to cite without judging (a defect the model cannot hit; repeatable)",
     )
     check.add_argument(
-        "--backend", help="also run the step on this backend against the CPU (cpu, xla, cuda... or auto)"
+        "--backend",
+        help="also run the step on this backend against the CPU (cpu, xla, cuda... or auto); "
+        "exit 1 when parity fails, 4 when the run errors, 5 when the backend is not usable here",
     )
     check.add_argument("--rtol", type=float, default=1e-4, help="parity tolerance of the backend run (default 1e-4)")
     check.add_argument("--atol", type=float, default=1e-5, help="parity tolerance of the backend run (default 1e-5)")

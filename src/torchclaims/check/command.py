@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..backends import resolve_backend
 from ..evidence.records import write_if_changed
 from . import check_step, default_root
 from .device_run import run_on_backend
@@ -14,8 +15,10 @@ from .target import load_target
 from .terminal import summary
 
 
-def run_check(args) -> bool:
-    """Print the summary, write the outputs asked for; True when the exit gate fails."""
+def run_check(args) -> str:
+    """Print the summary, write the outputs asked for; the report's result (see :mod:`.report`)."""
+    if args.backend and args.backend != "auto":
+        resolve_backend(args.backend)  # an unknown name is a usage error, not a failed run
     root = default_root(None if args.root == "." else args.root)
     step = load_target(args.target)
     targets = set(args.target_backend) or None
@@ -43,4 +46,4 @@ def run_check(args) -> bool:
     if args.html:
         write_if_changed(Path(args.html), render(report))
         print(f"wrote {args.html}")
-    return report.failed
+    return report.result

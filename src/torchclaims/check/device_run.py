@@ -8,11 +8,14 @@ can keep its own and compare two of them with ``torchclaims diff``.
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 from ..errors import TorchclaimsError, UsageError
+from ..evidence.records import ResultRecord, Verdict
 from ..evidence.results import build_results, default_name, write_results
 from .links import slug
 from .report import BackendRun
@@ -39,14 +42,52 @@ def read_by_the_step(target: str) -> tuple[str, ...]:
 
 
 def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeout: float, output: Path) -> BackendRun:
-    """Run the step on ``backend``; write the results file under ``output`` (a folder, or a .json file)."""
-    from ..run.runner import Job, Runner
+    """Run the step on ``backend``; write the results file under ``output`` (a folder, or a .json file).
+
+    A backend not usable here gives an ``unverified`` record, as the build does, and a runner that broke
+    before any record (its probe crashed or hung) an error without one: the static report stands in both."""
+    try:
+        record = _record(target, backend, rtol=rtol, atol=atol, timeout=timeout)
+    except UsageError:
+        raise
+    except TorchclaimsError as exc:
+        return BackendRun(backend, Verdict.ERROR.value, "", [], str(exc))
+    results = build_results([record], record.environment, label=f"torchclaims check {target}")
+    path = output if output.suffix == ".json" else output / default_name(results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_results(path, results)
+    checks = [{"name": c.name, "outcome": c.outcome.value, "detail": c.detail} for c in record.checks]
+    # the reason and the log's end explain an error or an unverified run
+    return BackendRun(
+        record.environment.backend, record.verdict.value, str(path), checks, record.reason, record.log_tail
+    )
+
+
+def _record(target: str, backend: str, *, rtol: float, atol: float, timeout: float) -> ResultRecord:
+    """The step's record from the isolated runner; unverified, without running, where the backend is not usable."""
+    from ..run.runner import Job, Runner, unverified_record
 
     claim_id = claim_id_for(target)
-    with Runner(backend, parallel=1) as runner:
+    say = functools.partial(print, file=sys.stderr)  # standard output may carry the JSON report
+    with (
+        Runner(backend, parallel=1, log=say) as runner,
+        tempfile.TemporaryDirectory(prefix="torchclaims-check-") as scratch,
+    ):
         probe = runner.probe()
+        job = Job(
+            claim_id,
+            STEP_SCRIPT,
+            "torchclaims/check/step_script.py",
+            Path(scratch) / "record.json",
+            cache_key="",
+            inputs={},
+            timeout=timeout,
+            readable=read_by_the_step(target),
+        )
         if probe.unavailable is not None:
-            raise UsageError(f"backend {probe.backend} is not usable here: {probe.unavailable}")
+            return unverified_record(
+                job, probe.environment, f"backend {probe.backend} is not usable here: {probe.unavailable}"
+            )
         stopped = runner.sandbox_stops_device()
         if stopped is not None:
             raise TorchclaimsError(stopped)
@@ -60,23 +101,4 @@ def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeo
                 "TORCHCLAIMS_CHECK_CWD": os.getcwd(),
             }
         )
-        with tempfile.TemporaryDirectory(prefix="torchclaims-check-") as scratch:
-            job = Job(
-                claim_id,
-                STEP_SCRIPT,
-                "torchclaims/check/step_script.py",
-                Path(scratch) / "record.json",
-                cache_key="",
-                inputs={},
-                timeout=timeout,
-                readable=read_by_the_step(target),
-            )
-            record = runner.run([job], probe.environment)[claim_id]
-    results = build_results([record], probe.environment, label=f"torchclaims check {target}")
-    path = output if output.suffix == ".json" else output / default_name(results)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_results(path, results)
-    checks = [{"name": c.name, "outcome": c.outcome.value, "detail": c.detail} for c in record.checks]
-    if not checks:
-        checks = [{"name": "the step", "outcome": record.verdict.value, "detail": record.reason}]
-    return BackendRun(probe.backend, record.verdict.value, str(path), checks)
+        return runner.run([job], probe.environment)[claim_id]

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from ..evidence.records import Verdict
 from .links import slug
-from .report import NOT_COVERED, STATUSES, WRONG, ColumnReport, Report
+from .report import NOT_COVERED, RUN_WORDS, STATUSES, WRONG, BackendRun, ColumnReport, Report
 
 STYLESHEET = Path(__file__).resolve().parent.parent / "sphinxext" / "static" / "torchclaims.css"
 CLASS = {WRONG: "mismatch", NOT_COVERED: "not-run"}  # statuses drawn with the site's outcome colours
@@ -79,6 +80,25 @@ def _column(column: ColumnReport, _link) -> Markup:
     )
 
 
+def _run(m: BackendRun) -> Markup:
+    """A backend run: its outcome, record, reason and checks, and the log of one that errored."""
+    where = Markup("<p>Result record ({}) in {}</p>").format(m.verdict, m.results_file) if m.results_file else ""
+    why = Markup("<p>Reason: {}</p>").format(m.reason) if m.reason else ""
+    rows = Markup("").join(
+        Markup("<tr><td>{}</td><td>{}</td><td>{}</td></tr>").format(c["name"], c["outcome"], c["detail"])
+        for c in m.checks
+    )
+    checks = (
+        Markup(
+            "<table><thead><tr><th>check</th><th>outcome</th><th>detail</th></tr></thead><tbody>{}</tbody></table>"
+        ).format(rows)
+        if m.checks
+        else ""
+    )
+    log = Markup('<pre class="tc-log">{}</pre>').format(m.log_tail) if m.log_tail and m.outcome is Verdict.ERROR else ""
+    return Markup("<h2>Run on {}: {}</h2>{}{}{}{}").format(m.backend, RUN_WORDS[m.outcome], where, why, checks, log)
+
+
 def render(report: Report, base: str = "") -> str:
     """The page; ``base`` goes before relative evidence links (the page's way to the site's root)."""
     css = STYLESHEET.read_text(encoding="utf-8") + EXTRA_CSS
@@ -92,17 +112,6 @@ def render(report: Report, base: str = "") -> str:
             column.device_name,
             Markup("").join(Markup('<td class="n">{}</td>').format(counts[s]) for s in STATUSES),
         )
-    measured = Markup("")
-    for m in report.measured:
-        checks = Markup("").join(
-            Markup("<tr><td>{}</td><td>{}</td><td>{}</td></tr>").format(c["name"], c["outcome"], c["detail"])
-            for c in m.checks
-        )
-        measured += Markup(
-            "<h2>Measured on {}: {}</h2><p>Result record in {}</p>"
-            "<table><thead><tr><th>check</th><th>outcome</th><th>detail</th></tr></thead><tbody>{}</tbody></table>"
-        ).format(m.backend, m.verdict, m.results_file, checks)
-    verdict = "FAILED" if report.failed else "no operator is known wrong on a targeted backend"
     architecture = Markup("; architecture <code>{}</code>").format(report.architecture) if report.architecture else ""
     link = _linker(base)
     return Markup(
@@ -121,8 +130,8 @@ def render(report: Report, base: str = "") -> str:
         report.target,
         len(report.used),
         architecture,
-        verdict,
+        report.result_line(),
         head,
         Markup("").join(_column(c, link) for c in report.columns),
-        measured,
+        Markup("").join(_run(m) for m in report.measured),
     )

@@ -5,6 +5,12 @@ only this. Statuses, worst first: ``known wrong`` (a table cell that differs
 from the CPU, or a refuted defect claim), ``raises`` (raises or has no kernel
 on the device), ``CPU fallback``, ``native``; ``not covered`` when no
 measurement judges the operator in its dtype there.
+
+A report's result, worst first: ``failed`` (evidence that the model goes
+wrong: known wrong on a targeted backend, or measured parity that failed),
+``error`` (a backend run broke: no evidence either way), ``unverified`` (a
+backend could not be checked here), ``passed``. Neither of the middle two is
+ever read as a pass or as a failure.
 """
 
 from __future__ import annotations
@@ -12,9 +18,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from ..evidence.records import Verdict
+
 WRONG, RAISES, FALLBACK, NATIVE, NOT_COVERED = "known wrong", "raises", "CPU fallback", "native", "not covered"
 STATUSES = (WRONG, RAISES, FALLBACK, NATIVE, NOT_COVERED)  # worst first
 EXACT, BY_NAME, CLAIM = "exact", "by name", "defect claim"  # how a piece of evidence was matched
+FAILED, ERROR, UNVERIFIED, PASSED = "failed", "error", "unverified", "passed"  # a report's result, worst first
 
 
 @dataclass
@@ -72,15 +81,30 @@ class BackendRun:
     """A run of the step on a backend (backend mode): the record's checks, and where it went."""
 
     backend: str
-    verdict: str
+    verdict: str  # the record's
     results_file: str
     checks: list[dict]  # name, outcome, detail
+    reason: str = ""  # the record's: why it is unverified or an error
+    log_tail: str = ""  # the end of the step's output, kept for errors
 
     @property
-    def parity_failed(self) -> bool:
-        """A parity check that did not hold, or none that ran (the step errored): never a pass."""
-        parity = [c for c in self.checks if c["name"] in PARITY_CHECKS]
-        return not parity or any(c["outcome"] != "holds" for c in parity)
+    def outcome(self) -> Verdict:
+        """The run for the exit gate: refuted when parity failed, else error when anything broke (a parity
+        check, another check or the step itself), else unverified when parity could not be checked here."""
+        parity = [Verdict(c["outcome"]) for c in self.checks if c["name"] in PARITY_CHECKS]
+        if Verdict.REFUTED in parity:
+            return Verdict.REFUTED
+        if self.verdict == Verdict.ERROR or any(c["outcome"] == Verdict.ERROR for c in self.checks):
+            return Verdict.ERROR
+        if not parity:  # the step ended before its parity checks, or never started
+            return Verdict.UNVERIFIED if self.verdict == Verdict.UNVERIFIED else Verdict.ERROR
+        return Verdict.UNVERIFIED if Verdict.UNVERIFIED in parity else Verdict.HOLDS
+
+    @property
+    def cause(self) -> str:
+        """Why the run is an error or unverified: the record's reason, else its checks that broke."""
+        broken = [f"{c['name']}: {c['detail']}" for c in self.checks if c["outcome"] == self.outcome]
+        return self.reason or "; ".join(broken)
 
 
 PARITY_CHECKS = ("outputs match the CPU", "gradients match the CPU")
@@ -97,10 +121,52 @@ class Report:
 
     @property
     def failed(self) -> bool:
-        """The exit gate: known wrong on a targeted column, or measured parity that failed."""
-        return any(c.targeted and c.flagged for c in self.columns) or any(m.parity_failed for m in self.measured)
+        """Evidence that the model goes wrong: known wrong on a targeted column, or measured parity that failed."""
+        return any(c.targeted and c.flagged for c in self.columns) or any(
+            m.outcome is Verdict.REFUTED for m in self.measured
+        )
+
+    @property
+    def result(self) -> str:
+        """FAILED, ERROR, UNVERIFIED or PASSED: the worst of the report (see the module docstring)."""
+        outcomes = {m.outcome for m in self.measured}
+        if self.failed:
+            return FAILED
+        return ERROR if Verdict.ERROR in outcomes else UNVERIFIED if Verdict.UNVERIFIED in outcomes else PASSED
+
+    def result_line(self) -> str:
+        """The result in one line, naming every finding, error and backend not checked."""
+        if self.result == PASSED:
+            held = ", ".join(m.backend for m in self.measured)
+            return "no operator is known wrong on a targeted backend" + (
+                f", and measured parity held on {held}" if held else ""
+            )
+        parts = [f"known wrong on {c.label}" for c in self.columns if c.targeted and c.flagged]
+        parts += [
+            RUN_PARTS[m.outcome].format(backend=m.backend, cause=m.cause[:300])
+            for m in self.measured
+            if m.outcome in RUN_PARTS
+        ]
+        return f"{HEADLINES[self.result]}: " + "; ".join(parts)
 
     def as_dict(self) -> dict:
         data = asdict(self)
         data["failed"] = self.failed
+        data["result"] = self.result
+        for run, measured in zip(data["measured"], self.measured, strict=True):
+            run["outcome"] = measured.outcome.value
         return data
+
+
+HEADLINES = {FAILED: "FAILED", ERROR: "ERROR", UNVERIFIED: "NOT CHECKED"}
+RUN_WORDS = {  # a backend run's outcome, as the reports name it
+    Verdict.HOLDS: "parity held",
+    Verdict.REFUTED: "parity failed",
+    Verdict.ERROR: "error, no evidence either way",
+    Verdict.UNVERIFIED: "could not check",
+}
+RUN_PARTS = {  # what a backend run that did not pass adds to the result line
+    Verdict.REFUTED: "parity failed on {backend}",
+    Verdict.ERROR: "the run on {backend} errored: {cause}",
+    Verdict.UNVERIFIED: "could not check {backend}: {cause}",
+}

@@ -7,9 +7,11 @@ are counted (``--json`` and ``--html`` carry everything).
 
 from __future__ import annotations
 
-from .report import FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG, Report
+from ..evidence.records import Verdict
+from .report import FALLBACK, NATIVE, NOT_COVERED, RAISES, RUN_WORDS, WRONG, Report
 
 SHOWN = 6
+LOG_LINES = 8  # of an errored run's output (--json and --html carry all the record kept)
 COUNTED = (  # column header, status
     ("native", NATIVE),
     ("fallback", FALLBACK),
@@ -88,26 +90,22 @@ def summary(report: Report) -> str:
         names = ", ".join(sorted({u["operator"] for u in nowhere}))
         lines.append(f"not covered by any targeted table or claim: {len(nowhere)} pairs: {names[:400]}")
     for measured in report.measured:
-        lines.append(f"measured on {measured.backend}: {measured.verdict} ({measured.results_file})")
+        where = f"record in {measured.results_file}" if measured.results_file else "no record"
+        lines.append(f"run on {measured.backend}: {RUN_WORDS[measured.outcome]} ({where})")
+        if measured.reason:
+            lines.append(f"  reason: {measured.reason[:300]}")
         for check in measured.checks:
             lines.append(
                 f"  {check['outcome']:<10} {check['name']}" + (f": {check['detail'][:150]}" if check["detail"] else "")
             )
+        if measured.outcome is Verdict.ERROR:
+            lines += [f"  | {line[:200]}" for line in _log_end(measured.log_tail)]
     if report.problems:
         lines.append(f"{len(report.problems)} committed record(s) left out by the load checks (--json lists them)")
-    lines.append(
-        "result: "
-        + (
-            "FAILED: " + _why(report)
-            if report.failed
-            else "no operator is known wrong on a targeted backend"
-            + (", and measured parity held" if report.measured else "")
-        )
-    )
+    lines.append(f"result: {report.result_line()}")
     return "\n".join(lines)
 
 
-def _why(report: Report) -> str:
-    parts = [f"known wrong on {c.label}" for c in report.columns if c.targeted and c.flagged]
-    parts += [f"parity failed on {m.backend}" for m in report.measured if m.parity_failed]
-    return "; ".join(parts)
+def _log_end(log: str) -> list[str]:
+    """The last lines of a log that say something: a traceback's end names the exception."""
+    return [line for line in log.splitlines() if line.strip()][-LOG_LINES:]
