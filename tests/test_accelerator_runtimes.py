@@ -142,3 +142,19 @@ def test_the_signs_of_a_started_runtime_are_read_without_starting_one(tmp_path, 
     fake.cuda.is_initialized = lambda: True
     monkeypatch.setitem(sys.modules, "torch", fake)
     assert "torch.cuda.is_initialized() is True" in runtimes.touched()
+
+
+def test_where_torch_is_built_for_cuda_the_server_leaves_the_groups_to_the_claims():
+    """On a CUDA build, importing torch.utils.cpp_extension (the compiler group) asks
+    torch.cuda.is_available(): with a GPU that starts CUDA, without one it still arms
+    torch's fork check. The server must not import it there (the build flag is all it reads)."""
+    code = (
+        "import sys, torch\n"
+        "torch.backends.cuda.is_built = lambda: True\n"
+        "import torchclaims.run.preload.compiler, torchclaims.run.preload.huggingface\n"
+        "print(sorted(m for m in ('torch.utils.cpp_extension', 'torch._dynamo', 'transformers') if m in sys.modules))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "[]"

@@ -320,3 +320,27 @@ def test_cache_identity_changes_with_any_fingerprint_field():
     assert base.cache_identity() == make_environment().cache_identity()
     assert base.cache_identity() != make_environment(packages={"torch": "2.13.0", "numpy": "2.5.0"}).cache_identity()
     assert base.cache_identity() != make_environment(env_vars={"TORCH_LOGS": "recompiles"}).cache_identity()
+
+
+@pytest.mark.parametrize(
+    "message, problem",
+    [
+        ("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, ...", True),
+        ("RuntimeError: Cannot re-initialize XPU in forked subprocess.", True),
+        ("RuntimeError: Found no NVIDIA driver on your system.", False),
+    ],
+)
+def test_a_check_that_holds_on_the_harnesss_fork_message_is_not_evidence(message, problem):
+    """On a CUDA build without a GPU, two claims held in every sweep on this message: torch's
+    words for a process forked after its parent started CUDA, which only the harness caused."""
+    from torchclaims.evidence.judging import judgement_problems
+
+    check = CheckResult(
+        name="every call raises, naming CUDA",
+        outcome=Verdict.HOLDS,
+        measurements=[Measurement(name="tensor.cuda()", value=message, tolerance="raises, naming CUDA")],
+    )
+    found = judgement_problems(make_record("cuda-calls-raise-without-cuda", Verdict.HOLDS, checks=[check]))
+    assert bool(found) is problem
+    if problem:
+        assert found[0][0] == "checks.0.measurements.0" and "artefact of the harness" in found[0][1]

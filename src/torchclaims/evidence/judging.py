@@ -49,6 +49,9 @@ _OPERATORS = {
     "==": operator.eq,
     "!=": operator.ne,
 }
+# torch's words in a process forked after its parent started the device's runtime
+# (CUDA, XPU): a fact about the harness that forked it, never what a program sees.
+FORKED_AFTER_START = re.compile(r"Cannot re-initialize \w+ in forked subprocess")
 MAGNITUDE = ": largest reference magnitude"  # check.close records it beside ": max abs error"
 MAX_ABS = ": max abs error"
 
@@ -98,7 +101,7 @@ def measurement_fails(measurement: Measurement, others: dict[str, Measurement]) 
 def judgement_problems(record: ResultRecord) -> list[tuple[str, str]]:
     """(field, message) for each way a record's stated outcomes disagree with
     what it recorded: the verdict with its checks, a check that holds with a
-    measurement outside its tolerance."""
+    measurement outside its tolerance or on the harness's own fork message."""
     found = []
     expected = combine([check.outcome for check in record.checks])
     if record.verdict is not expected:
@@ -112,6 +115,15 @@ def judgement_problems(record: ResultRecord) -> list[tuple[str, str]]:
             why = measurement_fails(measurement, others)
             if why:
                 found.append((f"checks.{index}.measurements.{number}", f"check {check.name!r} says holds, but {why}"))
+            if isinstance(measurement.value, str) and FORKED_AFTER_START.search(measurement.value):
+                found.append(
+                    (
+                        f"checks.{index}.measurements.{number}",
+                        f"check {check.name!r} says holds on {measurement.name!r} = {measurement.value[:120]!r}: "
+                        "torch's message for a process forked after its parent started the device's runtime, "
+                        "an artefact of the harness that ran it, not evidence about the claim",
+                    )
+                )
     return found
 
 

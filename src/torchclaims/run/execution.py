@@ -159,7 +159,7 @@ def _preload(runner: Runner, uses: list[frozenset[str]], log: Callable[[str], No
     if groups:
         log(
             f"torchclaims: the fork server preloads {', '.join(g.rsplit('.', 1)[-1] for g in groups)} "
-            "(used by more claims than workers)"
+            "(used by more claims than workers; not where torch is built for CUDA or ROCm)"
         )
 
 

@@ -64,6 +64,19 @@ _REPORT = os.environ.pop(runtimes.REPORT_ENV, None)  # the runner's file, not th
 _background: list[threading.Thread] = []
 
 
+def accelerator_built() -> bool:
+    """Whether torch is built for CUDA or ROCm (a build flag, read without starting anything).
+
+    The groups are then left to the claims that import them: importing
+    torch.utils.cpp_extension (the compiler group) asks torch.cuda.is_available(),
+    which on such a build arms torch's fork check (every process forked afterwards
+    fails "Cannot re-initialize CUDA in forked subprocess", GPU or none) and on
+    a GPU host starts the driver."""
+    import torch
+
+    return torch.backends.cuda.is_built()
+
+
 def guard(after: str) -> None:
     """Stop the server, before anything forks, when ``after`` started an accelerator runtime."""
     runtimes.stop_if_touched(after, _REPORT)

@@ -13,13 +13,14 @@ is compiled at once, in a thread of its own, instead of one after the other.
 import platform
 import threading
 
-from torchclaims.run.preload import in_background, load
+from torchclaims.run.preload import accelerator_built, in_background, load
 
 # What the search would import lazily, imported first: two threads importing the
 # same modules at once could deadlock the server's imports.
 SEARCH_IMPORTS = ("torch._dynamo", "torch._inductor.codecache", "torch.utils.cpp_extension")
 
-load(SEARCH_IMPORTS)
+if not accelerator_built():
+    load(SEARCH_IMPORTS)
 
 
 def search_vector_instructions() -> None:
@@ -41,5 +42,6 @@ def search_vector_instructions() -> None:
     cpu_vec_isa.pick_vec_isa()
 
 
-in_background(search_vector_instructions)
-load(("torch._inductor.compile_fx",))
+if not accelerator_built():
+    in_background(search_vector_instructions)
+    load(("torch._inductor.compile_fx",))

@@ -1,5 +1,6 @@
 """transformers (with its model code) and accelerate, for runs with several Hugging Face claims."""
 
-from torchclaims.run.preload import load
+from torchclaims.run.preload import accelerator_built, load
 
-load(("transformers", "transformers.modeling_utils", "accelerate"))
+if not accelerator_built():
+    load(("transformers", "transformers.modeling_utils", "accelerate"))
