@@ -158,3 +158,42 @@ def test_where_torch_is_built_for_cuda_the_server_leaves_the_groups_to_the_claim
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().splitlines()[-1] == "[]"
+
+
+IMPORTS_THROUGH_A_LINK = """
+import subprocess, sys
+import linked_package
+child = subprocess.run([sys.executable, "-c", "import linked_package; print(linked_package.WHERE)"],
+                       capture_output=True, text=True)
+with v.check("a package reached through a link imports in the script and in a process it starts") as check:
+    check.equal(child.returncode, 0, "the child's exit code")
+    check.equal(child.stdout.strip(), linked_package.WHERE, "where the child found it")
+v.finish()
+"""
+
+
+def test_packages_reached_through_links_under_tmp_stay_importable_in_the_sandbox(tmp_path):
+    """A venv whose packages are links to another folder under /tmp (a machine's torch
+    linked into a venv, as the bundle's test machine has): the sandbox hides /tmp, and
+    binds back the package folders and where their links lead."""
+    real = tmp_path / "real" / "linked_package"
+    real.mkdir(parents=True)
+    (real / "__init__.py").write_text(f"WHERE = {str(real)!r}\n")
+    site = tmp_path / "links"
+    site.mkdir()
+    (site / "linked_package").symlink_to(real)
+    root = tmp_path / "project"
+    root.mkdir()
+    write_project(root)
+    write_claim(root, "kb-linked", IMPORTS_THROUGH_A_LINK)
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(SRC)]))
+    run = subprocess.run(
+        [sys.executable, "-m", "torchclaims", "verify", "--root", str(root), "--output", str(tmp_path / "out")],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (record,) = records(tmp_path)
+    assert record["verdict"] == "holds", record["reason"] + record.get("log_tail", "")

@@ -311,6 +311,22 @@ def test_backend_run_on_the_cpu_writes_a_record_that_diff_accepts(tmp_path, caps
     assert "1 claims compared, 0 changed verdict" in capsys.readouterr().out
 
 
+def test_a_model_file_under_tmp_is_seen_by_the_sandboxed_step(tmp_path, monkeypatch, capsys):
+    """The sandbox hides /tmp from a script: the step's model file must be bound back in,
+    wherever it lies (a team's file in a temporary folder, a clone under /tmp)."""
+    model = tmp_path / "models" / "tmp_model.py"
+    model.parent.mkdir()
+    model.write_text((EXAMPLES / "native_mlp.py").read_text())
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # neither the working folder nor sys.path holds the model
+    out = tmp_path / "run.json"
+    code = main(["check", f"{model}:mlp", "--root", str(ROOT), "--backend", "cpu", "--output", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed[-3000:]
+    assert "holds      outputs match the CPU" in printed
+
+
 class FakeRunner:
     """The isolated runner as backend mode uses it, on a CUDA machine whose run gives ``record``
     (``unavailable``: why the probe found the backend not usable)."""
@@ -318,8 +334,11 @@ class FakeRunner:
     def __init__(self, record=None, unavailable=None):
         self.record, self.unavailable, self.env = record, unavailable, {}
 
-    def __call__(self, backend, parallel):
+    def __call__(self, backend, parallel, log=print):
         return self
+
+    def sandbox_stops_device(self):
+        return None  # the device works in the sandbox (torchclaims.run.runner.Runner.sandbox_stops_device)
 
     def __enter__(self):
         return self

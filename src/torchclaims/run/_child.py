@@ -323,14 +323,27 @@ def _visible(job: ChildJob) -> list[str]:
         sys.base_exec_prefix,
         os.path.dirname(os.path.realpath(sys.executable)),
         *filter(None, sys.path),
+        *_linked_from(filter(None, sys.path)),
         *_imported_folders(),
     ]
 
 
+def _linked_from(folders) -> list[str]:
+    """Where the links in the package folders lead (a machine's torch linked
+    into a venv's folder): the script, and every process it starts, import through them."""
+    found = []
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                found += [os.path.realpath(entry.path) for entry in entries if entry.is_symlink()]
+        except OSError:
+            continue  # a zip, or a folder that is gone
+    return found
+
+
 def _imported_folders() -> set[str]:
-    """Where the modules imported so far really live: a package folder on the
-    path may hold links to them elsewhere (a machine's torch linked into a venv),
-    which a process the script starts must follow too."""
+    """Where the modules imported so far really live, whatever finder found
+    them (an editable install maps its package to a folder off the path)."""
     files = [getattr(module, "__file__", None) for module in list(sys.modules.values())]
     if "torch" not in sys.modules:  # a fork server that imports nothing: the script imports it
         spec = importlib.util.find_spec("torch")
