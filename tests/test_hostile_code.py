@@ -660,3 +660,43 @@ gen_rst.save_rst_example = _forged
         .startswith(b"\x89PNG")
     )
     assert 'src="../../_images/sphx_glr_kb_plain_001.png"' in (html / "kb_plain.html").read_text(encoding="utf-8")
+
+
+METADATA = """
+import os
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLAIM = ROOT + "/claims/kb-metadata.toml"
+attempts = {
+    "chmod claims/": lambda: os.chmod(ROOT + "/claims", 0o777),
+    "chmod a file in $HOME": lambda: os.chmod(os.path.expanduser("~/.bashrc"), 0),
+    "utime a claim record": lambda: os.utime(CLAIM, (0, 0)),
+    "setxattr a claim record": lambda: os.setxattr(CLAIM, "user.planted", b"x"),
+    "chown a claim record": lambda: os.chown(CLAIM, os.getuid(), os.getgid()),
+    "open the terminal": lambda: open("/dev/tty", "w").close(),
+}
+seen = {}
+for what, attempt in attempts.items():
+    try:
+        attempt()
+        seen[what] = "done"
+    except OSError as exc:
+        seen[what] = exc.strerror
+os.chmod(os.environ["TMPDIR"], 0o700)  # its own folder stays its own
+with v.check("no metadata or terminal outside its own folder") as check:
+    for what, outcome in seen.items():
+        check.measure(what, outcome)
+        check.expect(outcome != "done", f"{what}: {outcome}")
+v.finish()
+"""
+
+
+def test_a_script_changes_no_mode_time_owner_or_attribute_outside_its_own_folder(tmp_path, home):
+    """Landlock does not govern chmod, chown, utime or extended attributes: the script's
+    mount namespace shows every file system read-only but its own folder."""
+    write_claim(tmp_path, "kb-metadata", METADATA)
+    watched = [tmp_path / "claims", tmp_path / "claims" / "kb-metadata.toml", home / ".bashrc"]
+    before = [(p.stat().st_mode, p.stat().st_mtime_ns, p.stat().st_uid) for p in watched]
+    records = run_claims(tmp_path, timeout=120).records
+    assert records["kb-metadata"].verdict is Verdict.HOLDS, records["kb-metadata"].checks
+    assert [(p.stat().st_mode, p.stat().st_mtime_ns, p.stat().st_uid) for p in watched] == before
+    assert "user.planted" not in os.listxattr(tmp_path / "claims" / "kb-metadata.toml")

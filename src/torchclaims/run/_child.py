@@ -284,7 +284,7 @@ def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None
     Without namespaces, Landlock still confines what it can."""
     proc = False  # the namespace's own /proc, its system-wide entries read-only
     if unconfined is None and sandbox.MOUNTS in job.parts:
-        unconfined = sandbox.private_mounts(_visible(job), job.build_tmp)
+        unconfined = sandbox.private_mounts(_visible(job), job.build_tmp, [job.work_dir, *job.shared_dirs])
         proc = unconfined is None and sandbox.PROC_WRITES in job.parts and sandbox.protect_proc() is None
         if job.loopback and unconfined is None:
             unconfined = sandbox.loopback_up()

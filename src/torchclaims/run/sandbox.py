@@ -11,7 +11,10 @@ they fit the fork server (no exec, no import):
   supervisor frees nothing. The network namespace has only a loopback
   interface, brought up only for a claim that needs it (``network =
   "loopback"``: a process group on 127.0.0.1). The script's process also gets
-  a mount namespace: a /proc of its PID namespace, and an empty tmpfs over
+  a mount namespace in which every file system is read-only but the claim's
+  own folder and the caches it shares (Landlock does not govern chmod, chown,
+  utime or extended attributes; a read-only mount refuses them), a /proc of
+  its PID namespace, and an empty tmpfs over
   each folder where the machine's services keep their Unix sockets (/run,
   /tmp, /var/tmp, /dev/shm and the build's temporary folder, which holds the
   fork server's own socket), with only the claim's own paths beneath them
@@ -59,6 +62,8 @@ _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x00020000, 0x10000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
 _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
 _PROC_FLAGS = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+# mount_setattr(2) (Linux 5.12; the syscall number is shared by every architecture)
+_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1
 # Where services keep their Unix sockets (D-Bus, docker, systemd, X11, ssh and
 # gpg agents, the fork server's listener in the temporary folder): the script
 # sees each as an empty tmpfs.
@@ -86,7 +91,7 @@ SCOPE_ABI = 6  # the first to scope signals and abstract Unix sockets
 
 # Device nodes a script may open for writing: the usual character devices and
 # those of the accelerators (torchclaims.run.runtimes.DEVICE_NODE_NAMES).
-_DEVICES = ("null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts")
+_DEVICES = ("null", "zero", "full", "random", "urandom")  # no terminal: a script cannot write to the user's
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -100,6 +105,15 @@ class _RulesetAttr(ctypes.Structure):
 class _PathBeneath(ctypes.Structure):
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
 
 
 class _NetPort(ctypes.Structure):
@@ -144,19 +158,24 @@ def isolate_processes() -> str | None:
     return None
 
 
-def private_mounts(visible: list[str], build_tmp: str) -> str | None:
+def private_mounts(visible: list[str], build_tmp: str, writable: list[str]) -> str | None:
     """In the script's process (init of its PID namespace): a mount namespace
-    with a /proc of that namespace, and an empty tmpfs over each of the
-    ``SOCKET_FOLDERS`` and ``build_tmp`` (the build's temporary folder, where
-    the fork server listens), all gone with it. The paths in ``visible`` that
-    lie beneath one (the claim's own folder, the repository, the shared
-    caches) are bound back in. Returns why not, or None. A container may
-    refuse a new /proc: that hides nothing, so it is not a reason."""
+    in which every file system is read-only but ``writable`` (so chmod, chown,
+    utime and extended attributes fail where Landlock, which does not govern
+    them, lets them through), with a /proc of that namespace, and an empty
+    tmpfs over each of the ``SOCKET_FOLDERS`` and ``build_tmp`` (the build's
+    temporary folder, where the fork server listens), all gone with it. The
+    paths in ``visible`` that lie beneath one (the claim's own folder, the
+    repository, the shared caches) are bound back in, read-only. Returns why
+    not, or None. A container may refuse a new /proc: that hides nothing, so
+    it is not a reason."""
     libc = _libc()
     if libc.unshare(_CLONE_NEWNS) != 0:
         return _failed("unshare(mount namespace)")
     if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         return _failed("making the mount namespace private")
+    if _mount_setattr(libc, "/", set_=_MOUNT_ATTR_RDONLY, recursive=True) != 0:
+        return _failed("making every file system read-only")
     libc.mount(b"proc", b"/proc", b"proc", _PROC_FLAGS, None)
     hidden = _folders_to_hide(build_tmp)
     kept = _outermost(p for p in map(os.path.realpath, visible) if any(p.startswith(h + os.sep) for h in hidden))
@@ -179,7 +198,23 @@ def private_mounts(visible: list[str], build_tmp: str) -> str | None:
     finally:
         for fd in handles.values():
             os.close(fd)
+    for path in writable:  # its own mount, writable again (and nothing else about it changed)
+        target = os.path.realpath(path).encode()
+        if libc.mount(target, target, None, _MS_BIND | _MS_REC, None) != 0:
+            return _failed(f"binding {path} over itself")
+        if _mount_setattr(libc, target.decode(), clear=_MOUNT_ATTR_RDONLY) != 0:
+            return _failed(f"making {path} writable")
     return None
+
+
+def _mount_setattr(libc, path: str, set_: int = 0, clear: int = 0, recursive: bool = False) -> int:
+    """mount_setattr(2): change only the mount attributes named, keeping those
+    the parent namespace locked (nosuid, nodev...), which a remount could not."""
+    attr = _MountAttr(set_, clear, 0, 0)
+    flags = _AT_RECURSIVE if recursive else 0
+    return libc.syscall(
+        _MOUNT_SETATTR, _AT_FDCWD, path.encode(), ctypes.c_uint(flags), ctypes.byref(attr), ctypes.sizeof(attr)
+    )
 
 
 def own_proc() -> bool:
