@@ -7,10 +7,10 @@ gives ``torch.cuda`` a runtime with CUDA's rules, as seen on an NVIDIA H200:
 
 - the runtime starts on first use (``is_available()``, as cudaGetDeviceCount
   starts the driver; ``init()``, ``synchronize()``), or when torch loads it
-  (``STANDIN_STARTS=autoload``, as a plugin that starts its runtime on import);
+  (``CUDA_STANDIN_STARTS=autoload``, as a plugin that starts its runtime on import);
 - starting it names a helper thread through ``/proc/self/task/<tid>/comm`` (what
   glibc's pthread_setname_np does for another thread) and, with
-  ``STANDIN_LOCK`` set, writes that lock file; where a write is refused it
+  ``CUDA_STANDIN_LOCK`` set, writes that lock file; where a write is refused it
   fails as CUDA failed under a sandbox without a write rule beneath /proc:
   is_available() is False, and using it raises "Error 304: OS call failed or
   operation not supported on this OS";
@@ -52,8 +52,8 @@ class Runtime:
         os.register_at_fork(after_in_child=self._forked)
         try:
             self._name_helper_thread()
-            if os.environ.get("STANDIN_LOCK"):
-                Path(os.environ["STANDIN_LOCK"]).write_text(str(os.getpid()))
+            if os.environ.get("CUDA_STANDIN_LOCK"):
+                Path(os.environ["CUDA_STANDIN_LOCK"]).write_text(str(os.getpid()))
         except OSError as exc:
             self.failure = f"{REFUSED}: {exc}"
             raise RuntimeError(self.failure) from None
@@ -107,7 +107,7 @@ def install() -> None:
 def autoload() -> None:
     """torch's autoload entry point: what the vendor's package does when torch is imported."""
     install()
-    if os.environ.get("STANDIN_STARTS") == "autoload":
+    if os.environ.get("CUDA_STANDIN_STARTS") == "autoload":
         RUNTIME.start()
 
 

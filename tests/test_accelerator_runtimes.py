@@ -66,7 +66,7 @@ def records(tmp_path: Path) -> list[dict]:
 
 def test_a_runtime_that_starts_when_torch_loads_it_leaves_every_claim_usable(tmp_path):
     root = project(tmp_path, claims=3)
-    run = run_verify(tmp_path, root, "--jobs", "2", STANDIN_STARTS="autoload")
+    run = run_verify(tmp_path, root, "--jobs", "2", CUDA_STANDIN_STARTS="autoload")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "importing torch started an accelerator runtime (torch.cuda.is_initialized() is True)" in run.stdout
     assert "the fork server now imports nothing" in run.stdout
@@ -90,7 +90,7 @@ def test_the_run_stops_in_one_line_naming_the_part_of_the_sandbox_that_stops_the
         pytest.skip("needs Landlock: the part this test expects to stop the device")
     root = project(tmp_path, claims=2)
     # The runtime writes a lock file in the build's temporary folder: outside the claim's own folder.
-    run = run_verify(tmp_path, root, STANDIN_LOCK=str(tmp_path / "cuda.lock"))
+    run = run_verify(tmp_path, root, CUDA_STANDIN_LOCK=str(tmp_path / "cuda.lock"))
     assert run.returncode != 0
     lines = [line for line in run.stderr.splitlines() if "works outside the sandbox but not inside it" in line]
     assert len(lines) == 1, run.stderr[-3000:]

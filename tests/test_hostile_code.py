@@ -700,3 +700,25 @@ def test_a_script_changes_no_mode_time_owner_or_attribute_outside_its_own_folder
     assert records["kb-metadata"].verdict is Verdict.HOLDS, records["kb-metadata"].checks
     assert [(p.stat().st_mode, p.stat().st_mtime_ns, p.stat().st_uid) for p in watched] == before
     assert "user.planted" not in os.listxattr(tmp_path / "claims" / "kb-metadata.toml")
+
+
+CANARIES = {"GITHUB_TOKEN": "tc-canary-gh", "AWS_SECRET_ACCESS_KEY": "tc-canary-aws", "HF_TOKEN": "tc-canary-hf"}
+LEAKER = """
+import os
+print(dict(os.environ))
+with v.check("the build's secrets are not in the script's environment") as check:
+    found = sorted(name for name, value in os.environ.items() if value.startswith("tc-canary"))
+    check.measure("secrets seen", ", ".join(found) or "none")
+    check.expect(not found, f"the script sees {found}")
+    check.expect(os.environ.get("CUDA_VISIBLE_DEVICES") == "0", "a backend's variable is kept")
+v.finish()
+"""
+
+
+def test_a_script_sees_none_of_the_builds_secrets(tmp_path, monkeypatch):
+    for name, value in {**CANARIES, "CUDA_VISIBLE_DEVICES": "0"}.items():
+        monkeypatch.setenv(name, value)
+    write_claim(tmp_path, "kb-leaker", LEAKER)
+    record = run_claims(tmp_path, timeout=120).records["kb-leaker"]
+    assert record.verdict is Verdict.HOLDS, record.checks
+    assert not any(value in record.model_dump_json() for value in CANARIES.values())

@@ -365,6 +365,9 @@ def _script(job: ChildJob, output_fd: int, record_fd: int, state_fd: int, unconf
             os.setpgid(0, 0)  # the supervisor can end this group, at least
         _redirect_output(output_fd)
         os.environ.update(job.env, TMPDIR=job.tmp_dir, TEMP=job.tmp_dir, TMP=job.tmp_dir)
+        allowed = sandbox.script_environment(dict(os.environ), _backend_prefixes())
+        os.environ.clear()
+        os.environ.update(allowed)
         os.environ[RECORD_FD_ENV] = str(record_fd)
         tempfile.tempdir = None  # the fork server may have looked the old one up already
         _own_resource_tracker()
@@ -405,6 +408,13 @@ def _script(job: ChildJob, output_fd: int, record_fd: int, state_fd: int, unconf
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)  # skip atexit handlers and threads the script left behind
+
+
+def _backend_prefixes() -> tuple[str, ...]:
+    """The variables every backend records, which its runtime reads (XLA_FLAGS, NEURON_RT_...)."""
+    from ..backends import all_backends
+
+    return tuple(prefix for backend in all_backends().values() for prefix in backend.env_prefixes)
 
 
 def _own_resource_tracker() -> None:

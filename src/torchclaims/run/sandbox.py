@@ -47,6 +47,7 @@ import errno
 import fcntl
 import os
 import platform
+import re
 import socket
 import struct
 import sys
@@ -342,6 +343,33 @@ def description(abi: int, loopback: bool, proc: bool) -> str:
         "user, PID, network and mount namespaces "
         "(empty /run, /tmp, /var/tmp and /dev/shm: no Unix socket of the machine there)"
     )
+
+
+# The environment a script sees: what programs, Python, torch and the backends
+# read, by name or prefix (every backend's recorded prefixes too); never a
+# variable whose name says it holds a secret, whatever its prefix (HF_TOKEN).
+ENVIRONMENT_NAMES = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR", "TEMP", "TMP", "PWD"}
+    | {"VIRTUAL_ENV", "LD_LIBRARY_PATH", "SSL_CERT_FILE", "SSL_CERT_DIR", "MPLBACKEND", "MPLCONFIGDIR", "CI"}
+    | {"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "CUBLAS_WORKSPACE_CONFIG", "HF_HUB_OFFLINE"}
+)
+ENVIRONMENT_PREFIXES = (
+    "LC_", "PYTHON", "CONDA_", "TORCHCLAIMS_", "TORCH", "PYTORCH_", "HF_", "TRANSFORMERS_", "TOKENIZERS_",
+    "OMP_", "MKL_", "KMP_", "OPENBLAS_", "TRITON_", "NVIDIA_", "CUDA_", "CUBLAS_", "CUDNN_", "NCCL_", "GLOO_",
+)  # fmt: skip
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|(^|_)KEY($|_)", re.IGNORECASE)
+
+
+def script_environment(environ: dict[str, str], backend_prefixes: tuple[str, ...]) -> dict[str, str]:
+    """The variables of ``environ`` a claim script may see: an allow-list, so
+    that the build's secrets (GITHUB_TOKEN, cloud keys) never reach a script,
+    its record or its page."""
+    prefixes = ENVIRONMENT_PREFIXES + backend_prefixes
+    return {
+        name: value
+        for name, value in environ.items()
+        if (name in ENVIRONMENT_NAMES or name.startswith(prefixes)) and not SECRET_NAME.search(name)
+    }
 
 
 def required() -> bool:
