@@ -24,7 +24,6 @@ import logging
 import multiprocessing
 import os
 import runpy
-import shutil
 import signal
 import stat
 import sys
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import processes, sandbox
+from .folders import remove_tree
 
 # The environment of every script (the fork server's too: see preload). Scripts
 # draw figures off-screen and never reach the Hugging Face Hub. Inductor
@@ -229,7 +229,7 @@ def run(job: ChildJob) -> None:
         Path(job.log_path).write_text(tail.text(job.log_lines), encoding="utf-8")
         if record.data:
             Path(job.record_path).write_bytes(record.data)
-        shutil.rmtree(job.tmp_dir, ignore_errors=True)
+        remove_tree(job.tmp_dir)
         said = _script_said(job.ended_path)
         status = {
             "ended": str(said.get("ended", "") if isinstance(said, dict) else "")[:2000],

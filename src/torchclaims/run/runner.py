@@ -43,6 +43,7 @@ from ..evidence.records import Environment, ResultRecord, ScriptInfo, Verdict, n
 from ..fileio import locked
 from . import _child, runtimes, sandbox
 from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, kept_when_cold, shared_cache_links
+from .folders import remove_tree
 from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resource_tracker
 
 # What the fork server imports (torchclaims.run.preload), and the groups it may add: a
@@ -363,7 +364,7 @@ class Runner:
             write_record(item.job.record_path, record)
         if child.gallery is not None:
             _keep_page(child)
-        shutil.rmtree(child.run_dir, ignore_errors=True)
+        remove_tree(child.run_dir)
         return record
 
 
