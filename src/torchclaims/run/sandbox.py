@@ -333,11 +333,11 @@ def confine(writable: list[str], loopback: bool, proc: bool = False) -> str | No
     return None
 
 
-def description(abi: int, loopback: bool, proc: bool) -> str:
+def description(abi: int, loopback: bool, proc: bool = False) -> str:
     """What a confined script could do, as its record states it."""
     network = "loopback only" if loopback else "no network"
     scoped = "; no signal or abstract Unix socket outside" if abi >= SCOPE_ABI else ""
-    own = ", device nodes and its own processes' /proc entries" if proc else " and device nodes"
+    own = ", device nodes and its own processes' /proc entries" if proc else ""
     return (
         f"sandboxed: Landlock ABI {abi} (writes only to its own directory{own}; {network}{scoped}), "
         "user, PID, network and mount namespaces "
