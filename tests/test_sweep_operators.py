@@ -115,7 +115,7 @@ def test_every_sample_runs_after_a_mismatch_and_the_worst_decides():
     answer = run(FakeOp(lambda x: x * 2 + (x.numel() == 4)))  # the second sample is off by one
     assert answer["samples"] == "nm"
     code, detail, samples = cell_outcome(answer)
-    assert code == "M" and detail.startswith("1 of 2 samples differ; sample 1:")
+    assert code == "M" and detail.startswith("1 of 2 samples differ; compare: sample 1:")
     assert "atol 0.001" in detail
 
 
@@ -126,7 +126,7 @@ def test_raises_and_no_kernel_and_cpu_fallback():
     def missing(x):
         raise NotImplementedError("Could not run 'aten::fake' with arguments from the 'XLA' backend")
 
-    assert cell_outcome(run(FakeOp(fails)))[:2] == ("R", "sample 0: RuntimeError: lowering failed")
+    assert cell_outcome(run(FakeOp(fails)))[:2] == ("R", "run on the device: sample 0: RuntimeError: lowering failed")
     assert cell_outcome(run(FakeOp(missing)))[0] == "K"
 
     class Falls:

@@ -1,4 +1,4 @@
-"""The worker pool: parallel items, crashes, hangs, replacements, the time guard."""
+"""The worker pool: parallel items, crashes, hangs, replacements, growth, the time guard."""
 
 from __future__ import annotations
 
@@ -6,21 +6,26 @@ import time
 
 import pytest
 
+import torchclaims.coverage.pool as pool_module
 from sweep_workers import echo, never_ready
-from torchclaims.coverage.pool import Failure, WorkerPool, WorkerUnavailable, machine_workers
+from torchclaims.coverage.machine import IdleCpus, machine_workers, usable_cpus
+from torchclaims.coverage.pool import Failure, WorkerPool, WorkerUnavailable
 from torchclaims.run._child import CPUS_ENV
 
 pytestmark = pytest.mark.processes  # worker processes that crash and hang
 
 
 def test_every_item_gets_its_answer_from_parallel_workers():
-    pool = WorkerPool(echo, ("x-",), workers=2)
+    pool = WorkerPool(echo, ("x-",), workers=2, grow=False)
     seen = []
-    answers = pool.run(["a", "b", "c", "d"], on_answer=lambda item, answer, s: seen.append(item))
-    assert {k: v["echo"] for k, v in answers.items()} == {"a": "x-a", "b": "x-b", "c": "x-c", "d": "x-d"}
-    assert sorted(seen) == ["a", "b", "c", "d"]
+    items = [f"sleep:0.5:{n}" for n in range(6)]  # long enough for the second worker to start meanwhile
+    answers = pool.run(items, on_answer=lambda item, answer, s: seen.append(item))
+    assert {k: v["echo"] for k, v in answers.items()} == {item: f"x-{item}" for item in items}
+    assert sorted(seen) == items
     assert len({v["pid"] for v in answers.values()}) == 2  # both workers took items
+    assert {v["slot"] for v in answers.values()} == {0, 1}  # each its own slot (a device, for a sweep)
     assert pool.started == 2 and pool.replaced == []
+    assert sorted(f["slot"] for f in pool.facts) == [0, 1]  # what each worker said when ready
 
 
 def test_a_crash_and_a_hang_cost_only_their_item():
@@ -38,6 +43,7 @@ def test_a_worker_that_asks_is_replaced_after_answering():
     answers = pool.run(["spoil", "after"])
     assert answers["spoil"]["echo"] == "spoil"
     assert answers["spoil"]["pid"] != answers["after"]["pid"]
+    assert answers["after"]["slot"] == 0  # the replacement takes its predecessor's slot
     assert pool.replaced == ["after spoil: the device is spoilt"]
 
 
@@ -46,6 +52,55 @@ def test_items_after_the_time_guard_are_not_reached():
     answers = pool.run(["a", "b"], deadline=time.monotonic() - 1)
     assert answers == {"a": None, "b": None}
     assert pool.started == 0
+
+
+def test_an_item_still_running_at_the_deadline_is_stopped_and_not_reached():
+    pool = WorkerPool(echo, ("",), workers=1)
+    began = time.monotonic()
+    answers = pool.run(["sleep:30"], deadline=began + 3)
+    assert answers == {"sleep:30": None} and pool.stopped == ["sleep:30"]
+    assert time.monotonic() - began < 15  # the guard ended it, not the item
+
+
+def test_no_item_starts_that_the_measured_durations_say_would_end_after_the_deadline():
+    pool = WorkerPool(echo, ("",), workers=1)
+    items = [f"sleep:2:{n}" for n in range(4)]
+    answers = pool.run(items, deadline=time.monotonic() + 5)
+    answered = [item for item in items if answers[item] is not None]
+    # the first item takes 2 s; a second fits, a third would end after the deadline
+    assert 1 <= len(answered) <= 2 and pool.stopped == []
+    assert all(answers[item] is None for item in items[len(answered) :])
+
+
+class _Idle:
+    """Stands in for IdleCpus: the machine reports ``cpus`` idle CPUs at every reading."""
+
+    cpus = 0.0
+
+    def read(self):
+        return type(self).cpus
+
+
+@pytest.mark.parametrize(("idle", "expected"), [(0.0, 1), (8.0, 3)])
+def test_the_pool_grows_into_idle_cpus_up_to_its_size(monkeypatch, idle, expected):
+    monkeypatch.setattr(pool_module, "IdleCpus", _Idle)
+    monkeypatch.setattr(_Idle, "cpus", idle)
+    pool = WorkerPool(echo, ("",), workers=3)
+    answers = pool.run([f"sleep:0.5:{n}" for n in range(12)])
+    assert all(answer is not None for answer in answers.values())
+    assert pool.most == expected  # on CPUs other claims keep busy, it stays at one worker
+
+
+def test_idle_cpus_are_read_from_the_kernel(tmp_path):
+    stat = tmp_path / "stat"
+    cpus = sorted(usable_cpus())
+    line = "cpu{} {} 0 0 {} 0 0 0 0 0 0\n"
+    stat.write_text("".join(line.format(n, 100, 100) for n in cpus))
+    reader = IdleCpus(str(stat))
+    # every usable CPU then spends 100 jiffies, 75 of them idle: three quarters of each is idle
+    stat.write_text("".join(line.format(n, 125, 175) for n in cpus))
+    assert reader.read() == pytest.approx(0.75 * len(cpus))
+    assert IdleCpus(str(tmp_path / "absent")).read() is None  # the kernel does not say: no measure
 
 
 def test_a_worker_that_cannot_start_breaks_the_run_loudly():
@@ -58,11 +113,7 @@ def test_machine_workers_is_at_least_one():
     assert machine_workers(0.001) >= 1
 
 
-def test_a_sweep_starts_no_more_workers_than_the_cpus_the_run_gives_its_claim(monkeypatch):
-    monkeypatch.delenv(CPUS_ENV, raising=False)
-    every = machine_workers(0.001)
+def test_a_sweep_is_sized_from_the_machine_not_from_the_share_the_run_gave_its_claim(monkeypatch):
+    """The runner's share (its CPUs over the claims run at once) is stale once the other claims end."""
     monkeypatch.setenv(CPUS_ENV, "1")
-    assert machine_workers(0.001) == 1
-    for unusable in ("0", "two", "-1", ""):
-        monkeypatch.setenv(CPUS_ENV, unusable)
-        assert machine_workers(0.001) == every
+    assert machine_workers(0.001) == len(usable_cpus())

@@ -104,6 +104,20 @@ class DrawsRandom(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def in_float64(sample):
+    """The sample with its floating tensors in float64 and complex ones in complex128 (for the precise result)."""
+
+    def widen(value):
+        if not isinstance(value, torch.Tensor) or not (value.is_complex() or value.dtype.is_floating_point):
+            return value
+        wide = value.detach().to(torch.complex128 if value.is_complex() else torch.float64)
+        if getattr(value, FOR_DEVICE, False):  # the same sample, so the same marks
+            setattr(wide, FOR_DEVICE, True)
+        return wide
+
+    return sample.transform(widen)
+
+
 def call(op, sample):
     return sample.output_process_fn_grad(op(sample.input, *sample.args, **sample.kwargs))
 

@@ -1,0 +1,83 @@
+"""How many sweep workers the machine holds, and when another one fits.
+
+A sweep is sized to the machine it runs on, not to the share of CPUs the
+runner gave its claim when the run started (``TORCHCLAIMS_CPUS``, the CPUs
+divided by the claims run at once). That share is stale within seconds: on
+an H200 host with 16 cores and 16 claims at once, the operator sweep kept one
+worker for its whole 54 s while the other claims had finished after a few
+seconds, and two thirds of its cells were not reached. So the ceiling is the
+machine (every usable CPU, fewer if memory is short), and the pool grows into
+it as CPUs fall idle (:class:`IdleCpus`, measured from ``/proc/stat``): a
+worker is never started on a CPU another claim keeps busy, where it would
+only add its own imports to everyone's time.
+"""
+
+from __future__ import annotations
+
+import os
+
+STAT = "/proc/stat"
+
+
+def usable_cpus() -> set[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
+
+
+def machine_workers(memory_per_worker_gb: float) -> int:
+    """The most workers the machine holds: one per usable CPU, fewer if memory is short."""
+    cpus = len(usable_cpus())
+    try:
+        with open("/proc/meminfo") as handle:
+            fields = dict(line.split(":", 1) for line in handle)
+        available_gb = int(fields["MemAvailable"].split()[0]) / 2**20
+    except (OSError, KeyError, ValueError):
+        return cpus
+    return max(1, min(cpus, int(available_gb // memory_per_worker_gb)))
+
+
+class IdleCpus:
+    """Idle CPUs (in CPU-equivalents) among the usable ones since the previous reading.
+
+    ``read()`` is None where the kernel does not say (no ``/proc/stat``): the
+    caller then takes the whole machine at once.
+    """
+
+    def __init__(self, stat_path: str = STAT):
+        self.stat_path = stat_path
+        self.cpus = {f"cpu{n}" for n in usable_cpus()}
+        self.last = self._counters()
+
+    def _counters(self) -> tuple[int, int] | None:
+        """(idle jiffies, all jiffies) summed over the usable CPUs."""
+        try:
+            with open(self.stat_path) as handle:
+                lines = [line.split() for line in handle if line.startswith("cpu")]
+        except OSError:
+            return None
+        idle = total = 0
+        for name, *values in lines:
+            if name in self.cpus:
+                numbers = [int(v) for v in values[:8]]  # user nice system idle iowait irq softirq steal
+                idle += numbers[3] + numbers[4]
+                total += sum(numbers)
+        return (idle, total) if total else None
+
+    def read(self) -> float | None:
+        now = self._counters()
+        before, self.last = self.last, now
+        if now is None or before is None or now[1] <= before[1]:
+            return None if now is None else 0.0
+        return len(self.cpus) * (now[0] - before[0]) / (now[1] - before[1])
+
+
+def device_count(device_type: str) -> int:
+    """Devices of ``device_type`` one process can address (1 where torch.accelerator does not say)."""
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)
+    if device_type == "cpu" or accelerator is None or not accelerator.is_available():
+        return 1
+    current = accelerator.current_accelerator()
+    return max(1, accelerator.device_count()) if current is not None and current.type == device_type else 1
