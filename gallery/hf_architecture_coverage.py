@@ -55,7 +55,8 @@ v = verification(
 # The sweep
 # ---------
 # Worker processes take one architecture at a time, spread over the backend's
-# devices; the sweep starts with one and adds one for each CPU that falls idle.
+# devices; the sweep starts with the CPUs the runner gave its claim and adds a
+# worker for each CPU that falls idle, up to one per core.
 # Every answer must be in by the time guard, which leaves room for the record
 # within the runner's time limit; the record states the share reached.
 

@@ -62,9 +62,9 @@ v = verification(
 # ---------
 # The list is fixed from metadata first; then worker processes take one
 # operator × dtype at a time, spread over the backend's devices. The sweep
-# takes the machine: it starts with one worker and adds one for each CPU that
-# falls idle (other claims may be running beside it), up to one per core,
-# fewer if memory is short. A worker the device kills or hangs costs only its
+# takes the machine: it starts with the CPUs the runner gave its claim and
+# adds a worker for each CPU that falls idle (other claims may be running
+# beside it), up to one per core, fewer if memory is short. A worker the device kills or hangs costs only its
 # cell. The time guard is the moment every answer must be in, leaving room
 # for the record within the runner's time limit: no cell starts that the
 # measured cell times say would end later, and cells it stops are *not

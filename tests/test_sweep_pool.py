@@ -8,7 +8,7 @@ import pytest
 
 import torchclaims.coverage.pool as pool_module
 from sweep_workers import echo, never_ready
-from torchclaims.coverage.machine import IdleCpus, machine_workers, usable_cpus
+from torchclaims.coverage.machine import IdleCpus, first_workers, machine_workers, usable_cpus
 from torchclaims.coverage.pool import Failure, WorkerPool, WorkerUnavailable
 from torchclaims.run._child import CPUS_ENV
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.processes  # worker processes that crash and hang
 
 
 def test_every_item_gets_its_answer_from_parallel_workers():
-    pool = WorkerPool(echo, ("x-",), workers=2, grow=False)
+    pool = WorkerPool(echo, ("x-",), workers=2)
     seen = []
     items = [f"sleep:0.5:{n}" for n in range(6)]  # long enough for the second worker to start meanwhile
     answers = pool.run(items, on_answer=lambda item, answer, s: seen.append(item))
@@ -82,13 +82,15 @@ class _Idle:
 
 
 @pytest.mark.parametrize(("idle", "expected"), [(0.0, 1), (8.0, 3)])
-def test_the_pool_grows_into_idle_cpus_up_to_its_size(monkeypatch, idle, expected):
+def test_a_sweep_starts_with_the_runners_share_and_grows_into_idle_cpus_up_to_the_machine(monkeypatch, idle, expected):
+    """The runner gave the claim one CPU when it started it; once the machine has idle CPUs, the sweep takes them."""
     monkeypatch.setattr(pool_module, "IdleCpus", _Idle)
     monkeypatch.setattr(_Idle, "cpus", idle)
-    pool = WorkerPool(echo, ("",), workers=3)
+    monkeypatch.setenv(CPUS_ENV, "1")
+    pool = WorkerPool(echo, ("",), workers=3, first=first_workers(3))
     answers = pool.run([f"sleep:0.5:{n}" for n in range(12)])
     assert all(answer is not None for answer in answers.values())
-    assert pool.most == expected  # on CPUs other claims keep busy, it stays at one worker
+    assert pool.most == expected  # on CPUs something else keeps busy, it stays at its share
 
 
 def test_idle_cpus_are_read_from_the_kernel(tmp_path):
@@ -114,6 +116,11 @@ def test_machine_workers_is_at_least_one():
 
 
 def test_a_sweep_is_sized_from_the_machine_not_from_the_share_the_run_gave_its_claim(monkeypatch):
-    """The runner's share (its CPUs over the claims run at once) is stale once the other claims end."""
+    """The runner's share (its CPUs over the claims run at once) is stale once the other claims end:
+    it is where the sweep starts, not its size."""
     monkeypatch.setenv(CPUS_ENV, "1")
     assert machine_workers(0.001) == len(usable_cpus())
+    assert first_workers(8) == 1
+    for unusable in ("0", "two", "-1", ""):  # outside the runner, or a share that says nothing: all at once
+        monkeypatch.setenv(CPUS_ENV, unusable)
+        assert first_workers(8) == 8

@@ -32,7 +32,7 @@ import time
 import warnings
 
 from ..evidence.coverage_table import NOT_REACHED, SweepTable, TableBuilder
-from .machine import device_count, machine_workers
+from .machine import device_count, first_workers, machine_workers
 from .pool import Failure, WorkerPool
 from .worker_settings import worker_environment
 
@@ -107,8 +107,9 @@ def sweep_architectures(
     """(table, run facts) for every registered causal-LM architecture (or those in ``only``).
 
     Every answer is in within ``guard_s`` seconds (None: no guard). ``workers``
-    caps the pool (None: the machine's size, grown into as CPUs fall idle, see
-    :mod:`.machine`); ``tuned_workers`` applies :mod:`.worker_settings`'s
+    workers start at once (None: the CPUs the runner gave the claim, growing up
+    to the machine's size as CPUs fall idle, see :mod:`.machine`);
+    ``tuned_workers`` applies :mod:`.worker_settings`'s
     settings in the workers.
     """
     from ..backends import resolve_backend
@@ -123,7 +124,7 @@ def sweep_architectures(
     devices = device_count(backend.device_type)
     env = worker_environment(backend.name) if tuned_workers else {}
     args = (backend.name, devices, backend.device_type != "cpu", env)
-    pool = WorkerPool(_serve, args, size, item_timeout_s=item_timeout_s, grow=workers is None)
+    pool = WorkerPool(_serve, args, size, item_timeout_s=item_timeout_s, first=None if workers else first_workers(size))
     seconds = {}
 
     def answered(name, answer, wall_s):

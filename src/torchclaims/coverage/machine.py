@@ -2,19 +2,22 @@
 
 A sweep is sized to the machine it runs on, not to the share of CPUs the
 runner gave its claim when the run started (``TORCHCLAIMS_CPUS``, the CPUs
-divided by the claims run at once). That share is stale within seconds: on
-an H200 host with 16 cores and 16 claims at once, the operator sweep kept one
-worker for its whole 54 s while the other claims had finished after a few
-seconds, and two thirds of its cells were not reached. So the ceiling is the
-machine (every usable CPU, fewer if memory is short), and the pool grows into
-it as CPUs fall idle (:class:`IdleCpus`, measured from ``/proc/stat``): a
-worker is never started on a CPU another claim keeps busy, where it would
-only add its own imports to everyone's time.
+divided by the claims run at once), which is stale as soon as other claims
+end: on an H200 host with 16 cores and 16 claims at once, the operator sweep
+kept one worker for its whole 54 s guard, however many claims had ended
+meanwhile, and two thirds of its cells were not reached. So the share is only
+where a sweep starts (:func:`first_workers`); the ceiling is the machine
+(every usable CPU, fewer if memory is short), and the pool grows into it as
+CPUs fall idle (:class:`IdleCpus`, measured from ``/proc/stat``): a worker
+beyond the share is never started on a CPU something else keeps busy, where
+it would only add its own imports to everyone's time.
 """
 
 from __future__ import annotations
 
 import os
+
+from ..run._child import CPUS_ENV
 
 STAT = "/proc/stat"
 
@@ -35,6 +38,12 @@ def machine_workers(memory_per_worker_gb: float) -> int:
     except (OSError, KeyError, ValueError):
         return cpus
     return max(1, min(cpus, int(available_gb // memory_per_worker_gb)))
+
+
+def first_workers(ceiling: int) -> int:
+    """Workers to start at once: the CPUs the runner gave the claim, all of ``ceiling`` outside the runner."""
+    share = os.environ.get(CPUS_ENV, "")
+    return max(1, min(ceiling, int(share))) if share.isdigit() and int(share) > 0 else ceiling
 
 
 class IdleCpus:

@@ -51,7 +51,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..evidence.coverage_table import NOT_REACHED, SweepTable, TableBuilder, clip
-from .machine import device_count, machine_workers
+from .machine import device_count, first_workers, machine_workers
 from .op_list import DTYPES, Cell, cells_for, op_label
 from .pool import Failure, WorkerPool
 from .worker_settings import worker_environment
@@ -161,8 +161,9 @@ def sweep_operators(
 ) -> OperatorSweep:
     """Sweep op_db on ``backend_name``; every answer is in within ``guard_s`` seconds (None: no guard).
 
-    ``workers`` caps the pool (None: the machine's size, grown into as CPUs fall
-    idle); ``tuned_workers`` applies :mod:`.worker_settings`'s settings in the workers.
+    ``workers`` workers start at once (None: the CPUs the runner gave the claim,
+    growing up to the machine's size as CPUs fall idle, see :mod:`.machine`);
+    ``tuned_workers`` applies :mod:`.worker_settings`'s settings in the workers.
     """
     from ..backends import resolve_backend
 
@@ -187,7 +188,7 @@ def sweep_operators(
         (backend.name, devices, max_samples, compare_with_cpu, env),
         size,
         item_timeout_s=item_timeout_s,
-        grow=workers is None,
+        first=None if workers else first_workers(size),
     )
     requests = {(c.op, c.dtype, c.atol, c.rtol): key for key, c in listed.items()}
     timing, seconds = Counter(), {}
@@ -209,7 +210,7 @@ def sweep_operators(
     unanswered = [request for request, answer in answers.items() if answer is None]
     for request in unanswered:
         when = "while it ran" if request in stopped else "before it started"
-        builder.set(request[0], request[1], "T", f"the time guard of {guard_s:g} s ran out {when}")
+        builder.set(request[0], request[1], "T", f"the time guard of {guard_s:.0f} s ran out {when}")
     return OperatorSweep(
         table=builder.table(),
         seconds=round(time.monotonic() - began, 1),

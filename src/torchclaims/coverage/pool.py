@@ -14,8 +14,8 @@ re-imports the parent's ``__main__`` in each worker, and in a claim's process
 that is the claim script, which must not run again: while workers start,
 ``__main__`` is replaced by a blank module (:mod:`torchclaims.verify.spawning`).
 
-The pool starts with one worker and grows, up to its size, while CPUs are idle
-(:mod:`.machine`); workers start in the background while the others work.
+The pool starts ``first`` workers and grows, up to its size, while CPUs are
+idle (:mod:`.machine`); workers start in the background while the others work.
 Each worker has a slot number (``target(conn, slot, *args)``; a replacement
 takes its predecessor's slot), which a sweep uses to spread workers over the
 devices. The first message of a worker is ``"ready"`` or ``("ready", facts)``,
@@ -121,8 +121,8 @@ class WorkerPool:
 
     ``target`` sends ``"ready"`` (or ``("ready", facts)``) once set up, then
     answers each item it receives with one picklable answer until it receives
-    ``None``. ``grow=False`` starts every worker at once instead of as CPUs
-    fall idle.
+    ``None``. ``first`` workers start at once (None: all of them), the others
+    as CPUs fall idle.
     """
 
     def __init__(
@@ -133,10 +133,11 @@ class WorkerPool:
         *,
         start_timeout_s: float = 300.0,
         item_timeout_s: float = 120.0,
-        grow: bool = True,
+        first: int | None = None,
     ):
         self.target, self.args, self.size = target, args, max(1, workers)
-        self.start_timeout_s, self.item_timeout_s, self.grow = start_timeout_s, item_timeout_s, grow
+        self.first = self.size if first is None else max(1, min(first, self.size))
+        self.start_timeout_s, self.item_timeout_s = start_timeout_s, item_timeout_s
         self.started = 0  # worker processes started, replacements included
         self.most = 0  # the most workers alive at once
         self.replaced: list[str] = []  # why each replacement happened
@@ -158,7 +159,7 @@ class WorkerPool:
         pending = deque(items)
         answers: dict = {}
         workers: list[_Worker] = []
-        idle_cpus = IdleCpus() if self.grow else None
+        idle_cpus = IdleCpus() if self.first < self.size else None
         next_growth = time.monotonic() + GROW_EVERY_S
         try:
             while pending or any(w.item is not None for w in workers):
@@ -166,7 +167,7 @@ class WorkerPool:
                 if deadline is not None and now >= deadline:
                     break
                 if pending and not workers:
-                    for _ in range(1 if self.grow else min(self.size, len(pending))):
+                    for _ in range(min(self.first, len(pending))):
                         workers.append(self._start(len(workers)))
                 elif pending and idle_cpus is not None and now >= next_growth:
                     next_growth = now + GROW_EVERY_S
