@@ -189,3 +189,11 @@ def test_sweep_in_workers_gives_the_known_outcomes_on_the_cpu():
     operators = {sweep.table.rows[i]: names for i, names in sweep.table.operators.items()}
     assert operators["add"] == ["aten::add.Tensor"]
     assert "aten::slice.Tensor" in operators["tensor_split"]  # what tensor_split decomposes into on the CPU
+
+
+def test_on_mps_the_tolerances_of_pytorchs_own_mps_comparison_with_the_cpu_count_too():
+    """op_db gives bfloat16 addbmm atol 0.2, rtol 0.6 for test_mps.py's TestConsistency.test_output_match."""
+    (mps,) = [c for c in cells_for(op("addbmm"), "mps") if c.dtype == "bfloat16"]
+    (cuda,) = [c for c in cells_for(op("addbmm"), "cuda") if c.dtype == "bfloat16"]
+    assert (mps.atol, mps.rtol) == (pytest.approx(0.2), pytest.approx(0.6)) and not mps.excluded
+    assert (cuda.atol, cuda.rtol) == (pytest.approx(1e-3), pytest.approx(0.016))  # test_compare_cpu's and bf16's
