@@ -10,6 +10,9 @@ def echo(conn, slot, prefix):
     while (item := conn.recv()) is not None:
         if item == "crash":
             os.kill(os.getpid(), signal.SIGSEGV)
+        if item == "exit":  # answers, then dies while idle
+            conn.send({"echo": item, "pid": os.getpid(), "slot": slot})
+            os._exit(0)
         if item == "hang":
             time.sleep(60)
         if item.startswith("sleep:"):  # sleep:<seconds>[:<tag>]

@@ -124,3 +124,12 @@ def test_a_sweep_is_sized_from_the_machine_not_from_the_share_the_run_gave_its_c
     for unusable in ("0", "two", "-1", ""):  # outside the runner, or a share that says nothing: all at once
         monkeypatch.setenv(CPUS_ENV, unusable)
         assert first_workers(8) == 8
+
+
+def test_a_worker_that_dies_after_answering_is_replaced_not_waited_on():
+    pool = WorkerPool(echo, ("",), workers=1)
+    answers = pool.run(["exit", "sleep:0.1:a", "sleep:0.1:b"])
+    assert answers["exit"]["echo"] == "exit" and all(answer is not None for answer in answers.values())
+    # the next item finds it dead, idle or just sent: either way one fresh worker takes over
+    assert pool.started == 2 and len(pool.replaced) == 1 and "exited with code 0" in pool.replaced[0]
+    assert answers["sleep:0.1:b"]["echo"] == "sleep:0.1:b"

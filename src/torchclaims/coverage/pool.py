@@ -175,9 +175,13 @@ class WorkerPool:
                     room = self.size - len(workers) if idle is None else int(idle)
                     for _ in range(max(0, min(room, self.size - len(workers), len(pending)))):
                         workers.append(self._start(len(workers)))
-                for worker in workers:
+                for index, worker in enumerate(workers):
                     if worker.ready and worker.item is None and pending and self._fits(deadline):
-                        worker.send(pending.popleft())
+                        try:
+                            worker.send(pending[0])
+                            pending.popleft()
+                        except OSError:  # it died since its last answer: the item waits for its replacement
+                            workers[index] = self._replace_idle(worker)
                 if not any(w.item is not None or not w.ready for w in workers):
                     break  # nothing runs and nothing may start: what is left is not reached
                 self._wait(workers, deadline, None if idle_cpus is None or not pending else next_growth)
@@ -227,7 +231,7 @@ class WorkerPool:
                 raise WorkerUnavailable(f"a worker did not start within {self.start_timeout_s:g} s")
             return worker
         if worker.item is None:
-            return worker
+            return worker if worker.process.is_alive() else self._replace_idle(worker)
         answer = self._collect(worker)
         if answer is None:
             return worker
@@ -242,12 +246,18 @@ class WorkerPool:
             return self._start(worker.slot)
         return worker
 
+    def _replace_idle(self, worker: _Worker) -> _Worker:
+        """A fresh worker in the slot of one that died while idle (its sentinel would wake every wait)."""
+        worker.process.join(10)
+        self.replaced.append(f"idle worker: {died(worker.process)}")
+        return self._start(worker.slot)
+
     def _collect(self, worker: _Worker):
         """The worker's answer if it has one, a Failure if it died or hung, else None."""
         if worker.conn.poll():
             try:
                 return worker.conn.recv()
-            except EOFError:
+            except (EOFError, OSError):
                 worker.process.join(10)
                 return Failure("crash", died(worker.process))
         if not worker.process.is_alive():
