@@ -24,8 +24,8 @@ overrides or the dtype's ``torch.testing`` defaults say so (bfloat16: ``rtol``
 0.016); the indices of ties (``kthvalue``, ``median``, ``sort``...) through the
 input values they point at, since which of two equal elements an
 implementation picks is not defined; NaN equal to NaN; and where a floating
-result still differs, an element at least as near the float64 result as the
-CPU's is not held against the device. Each cell's detail names the stage a
+result still differs, an element within the tolerance of the float64 result
+is not held against the device, however far the CPU's is from it. Each cell's detail names the stage a
 problem arose at (building the sample, running it on the device, the CPU
 reference, comparing) and the size of the largest difference against the
 tolerance used. The engine is ``torchclaims.coverage.operators``; the whole
@@ -53,7 +53,7 @@ v = verification(
     "bool, complex64 where the CPU supports it), made on the CPU from seed 0 (torch, random, numpy)",
     method="test_compare_cpu: the device call, then the CPU call; output_process_fn_grad; within atol = rtol = "
     "1e-3 or looser (OpInfo overrides, torch.testing's dtype defaults); indices of ties through the values they "
-    "point at; NaN equal; an element no farther from float64 than the CPU's accepted; op_db skips and expected "
+    "point at; NaN equal; an element within the tolerance of the float64 result accepted; op_db skips and expected "
     "failures excluded; CPU fallback from the backend's own record of it; worker processes grown into idle CPUs",
 )
 

@@ -111,14 +111,27 @@ def test_a_bfloat16_value_rounded_once_from_the_exact_sum_matches_the_cpu_howeve
     op = ScriptedOp("sum_like", [(cancelling, (), {})], cpu=summed_in_dtype, device=summed_exactly)
     answer = run(op, "bfloat16", **BF16)
     assert answer["samples"] == "n"  # the device is the more accurate side
-    assert answer["difference"]["nearer_float64"] >= 1 and answer["difference"]["max_abs"] > 0
+    assert answer["difference"]["near_float64"] >= 1 and answer["difference"]["max_abs"] > 0
     code, detail, _ = cell_outcome(answer)
-    assert code == "N" and "no farther from float64 than the CPU's" in detail
+    assert code == "N" and "within it of the float64 result" in detail
 
     within = ScriptedOp(
         "scale", [(cancelling, (), {})], cpu=lambda x: x * 1.01, device=lambda x: (x.float() * 1.01).to(x.dtype)
     )
     assert run(within, "bfloat16", **BF16)["samples"] == "n"  # one bfloat16 rounding apart: within its tolerance
+
+
+def test_a_device_merely_nearer_float64_than_the_cpu_but_not_within_the_tolerance_of_it_is_a_mismatch():
+    def halfway(x):  # halfway between the CPU's drifted sum and the exact one: nearer, still wrong
+        return ((summed_in_dtype(x).double() + x.double().sum(1)) / 2).to(x.dtype)
+
+    x = cancelling(torch.bfloat16, "cpu")
+    exact = x.double().sum(1)
+    off = (halfway(x).double() - exact).abs() > BF16["atol"] + BF16["rtol"] * exact.abs()
+    assert off.any(), "the stand-in must stay beyond the tolerance of the float64 result somewhere"
+    op = ScriptedOp("sum_like", [(cancelling, (), {})], cpu=summed_in_dtype, device=halfway)
+    answer = run(op, "bfloat16", **BF16)
+    assert answer["samples"] == "m" and "and of the float64 result" in answer["problems"]["m"]
 
 
 def test_a_wrong_value_is_a_mismatch_with_the_size_of_its_difference():

@@ -139,7 +139,7 @@ def sweep_architectures(
     facts = {
         "seconds": round(time.monotonic() - began, 1),
         "workers": pool.most,
-        "devices": devices,
+        "devices": len({facts["device"] for facts in pool.facts if facts}) or 1,
         "precision": sorted({facts["precision"] for facts in pool.facts if facts}),
         "worker_starts": pool.started,
         "replaced": pool.replaced,
@@ -162,6 +162,7 @@ def _serve(conn, slot: int, backend_name: str, devices: int, compare_with_cpu: b
     from ..backends import resolve_backend
     from .arch_check import check_architecture
     from .fallback import probe_for
+    from .machine import use_device
     from .op_check import device_usable, first_line
     from .precision import precision_mode
 
@@ -169,12 +170,11 @@ def _serve(conn, slot: int, backend_name: str, devices: int, compare_with_cpu: b
     hf_logging.set_verbosity_error()
     backend, _ = resolve_backend(backend_name)
     backend.import_modules()
-    if devices > 1:
-        torch.accelerator.set_device_index(slot % devices)
+    used = use_device(slot, devices)
     device = backend.device()
     probe = probe_for(backend.name, device)
     gc.freeze()  # what is loaded now lives as long as the worker: keep later collections cheap
-    conn.send(("ready", {"precision": precision_mode(backend.name)}))
+    conn.send(("ready", {"precision": precision_mode(backend.name), "device": used}))
     while (name := conn.recv()) is not None:
         try:
             answer = check_architecture(

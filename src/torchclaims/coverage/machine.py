@@ -81,6 +81,23 @@ class IdleCpus:
         return len(self.cpus) * (now[0] - before[0]) / (now[1] - before[1])
 
 
+def use_device(slot: int, devices: int) -> int:
+    """Make device ``slot % devices`` the worker's current one; the index it then uses.
+
+    Where the backend cannot switch devices (the call raises), the worker keeps
+    the default one: the sweep counts the devices its workers did use.
+    """
+    import torch
+
+    if devices < 2:
+        return 0
+    try:
+        torch.accelerator.set_device_index(slot % devices)
+    except Exception:
+        pass  # the default device; the count of devices used shows it
+    return torch.accelerator.current_device_index()
+
+
 def device_count(device_type: str) -> int:
     """Devices of ``device_type`` one process can address (1 where torch.accelerator does not say)."""
     import torch

@@ -16,8 +16,8 @@ and including the copy of the result to the CPU), then the CPU reference on
 the untouched CPU sample; outputs go through the sample's own
 ``output_process_fn_grad`` (which makes, say, an SVD's signs comparable) and
 are compared by :func:`.op_compare.compare` (the cell's tolerance, values
-rather than the indices of ties, NaN equal, float64 deciding which side is
-nearer). On the reference backend itself (``compare=False``) each sample just
+rather than the indices of ties, NaN equal, an element right by the float64
+result within the tolerance accepted). On the reference backend itself (``compare=False``) each sample just
 runs once. The answer also names every ATen operator the CPU reference calls
 dispatched (``operators``), the stage each problem arose at (building the
 sample, running it on the device, the CPU reference, comparing) and the size
@@ -127,7 +127,7 @@ def check_cell(
         timing["cpu_s"] += time.perf_counter() - began
     if not samples:
         problems["c"] = f"{BUILD}: OpInfo has no sample for this dtype"
-    if difference.max_abs or difference.nearer_float64:
+    if difference.max_abs or difference.near_float64:
         answer["difference"] = difference.size(atol, rtol)
     answer["samples"] = "".join(codes)
     answer["fallbacks"] = sorted(fallbacks)
@@ -182,4 +182,4 @@ def _widen(cell: Comparison, sample: Comparison) -> None:
     cell.max_abs = max(cell.max_abs, sample.max_abs)
     cell.max_rel = max(cell.max_rel, sample.max_rel)
     cell.worst_ratio = max(cell.worst_ratio, sample.worst_ratio)
-    cell.nearer_float64 += sample.nearer_float64
+    cell.near_float64 += sample.near_float64

@@ -14,12 +14,17 @@ Three rules beyond an element-wise ``isclose`` at the cell's tolerance
 * **NaN.** NaN on both sides at the same place is equal, as ``assert_close``
   with ``equal_nan`` has it.
 * **The more accurate side.** Where a floating result differs beyond the
-  tolerance, the sample is computed once more on the CPU in float64 (complex128),
-  and an element that is at least as near that as the CPU's element is not
-  held against the device: accumulation in another order or at another
-  precision (bfloat16 sums, cumulative sums) may make the device the more
-  accurate side. This is ``TestCommon.test_python_ref``'s rule ("the reference
-  was more accurate than the torch operator"), made element-wise.
+  tolerance, the sample is computed once more on the CPU in float64
+  (complex128), and an element within the tolerance of that result is not
+  held against the device, however far the CPU's element is from it:
+  accumulation in another order or at another precision (bfloat16 sums,
+  cumulative sums) can make the device the more accurate side. PyTorch's
+  ``TestCommon.test_python_ref`` accepts a result in that case ("the
+  reference was more accurate than the torch operator") when it is merely
+  nearer the float64 result than the other; this asks the device to be right
+  by it within the tolerance, since for an ill-conditioned operator (the
+  pseudo-inverse of a singular matrix) float64 may take another branch, and
+  nearer would mean nothing.
 
 Every comparison reports the size of the difference: the largest absolute
 and relative error over the compared elements, and the largest ratio of an
@@ -56,11 +61,11 @@ class Comparison:
     max_abs: float = 0.0
     max_rel: float = 0.0
     worst_ratio: float = 0.0  # error over the tolerance allowed there, largest over the elements
-    nearer_float64: int = 0  # elements beyond the tolerance where the device was at least as near float64
+    near_float64: int = 0  # elements beyond the tolerance of the CPU's but within it of the float64 result
 
     def size(self, atol: float, rtol: float) -> dict:
         """The size of the difference with the tolerance it was judged at (a plain dict: it crosses a pipe)."""
-        fields = ("max_abs", "max_rel", "worst_ratio", "nearer_float64")
+        fields = ("max_abs", "max_rel", "worst_ratio", "near_float64")
         return {name: getattr(self, name) for name in fields} | {"atol": atol, "rtol": rtol}
 
 
@@ -70,8 +75,8 @@ def describe(size: dict) -> str:
         f"max abs error {size['max_abs']:.3g}, max rel error {size['max_rel']:.3g}, "
         f"{size['worst_ratio']:.3g}x the tolerance (atol {size['atol']:g}, rtol {size['rtol']:g})"
     )
-    if size["nearer_float64"]:
-        text += f"; {size['nearer_float64']} elements beyond it no farther from float64 than the CPU's"
+    if size["near_float64"]:
+        text += f"; {size['near_float64']} elements beyond it are within it of the float64 result"
     return text
 
 
@@ -103,15 +108,15 @@ def compare(op, sample, actual, expected, atol: float, rtol: float, precise=None
     differing = []
     for index, beyond in wrong:
         if reference is not None:
-            nearer = _at_least_as_near(actual_leaves[index], expected_leaves[index], reference[index]) & beyond
-            result.nearer_float64 += int(nearer.sum())
-            beyond = beyond & ~nearer
+            near = _within(actual_leaves[index], reference[index], atol, rtol) & beyond
+            result.near_float64 += int(near.sum())
+            beyond = beyond & ~near
         if beyond.any():
             where = f"output {index}: " if len(actual_leaves) > 1 else ""
             differing.append(f"{where}{int(beyond.sum())} of {beyond.numel()} elements differ")
     if differing:
-        farther = " and are farther from float64 than the CPU's" if reference is not None else ""
-        result.problem = ", ".join(differing) + " beyond the tolerance" + farther
+        also = ", and of the float64 result" if reference is not None else ""
+        result.problem = ", ".join(differing) + " beyond the tolerance" + also
     return result
 
 
@@ -169,16 +174,9 @@ def _plain(actual, expected, atol, rtol) -> str | None:
         return f"not comparable: {type(exc).__name__}"
 
 
-def _at_least_as_near(actual, expected, precise) -> torch.Tensor:
-    """Where the device's element is no farther from the float64 result than the CPU's (NaN equal to NaN)."""
-
-    def distance(x):
-        x = x.to(precise.dtype)
-        d = (x - precise).abs().to(torch.float64)
-        both_nan = x.isnan() & precise.isnan()
-        return torch.where(both_nan, torch.zeros((), dtype=torch.float64), torch.nan_to_num(d, nan=math.inf))
-
-    return distance(actual) <= distance(expected)
+def _within(actual, precise, atol, rtol) -> torch.Tensor:
+    """Where the device's element is within the tolerance of the float64 result (NaN equal to NaN)."""
+    return torch.isclose(actual.to(precise.dtype), precise, rtol=rtol, atol=atol, equal_nan=True)
 
 
 def _precise_leaves(precise, op, sample, spec) -> list | None:

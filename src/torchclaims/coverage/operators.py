@@ -130,7 +130,7 @@ class OperatorSweep:
     guard_s: float | None
     timing: dict[str, float] = field(default_factory=dict)  # summed over cells: samples, device, cpu
     cell_seconds: dict[str, float] = field(default_factory=dict)  # "op/dtype" -> wall seconds
-    devices: int = 1  # the workers spread over this many devices
+    devices: int = 1  # the devices the workers used
     precision: list[str] = field(default_factory=list)  # each distinct precision mode the workers reported
     needed_s: float = 0.0  # at the measured rate, what the cells not reached would have taken with these workers
 
@@ -221,7 +221,7 @@ def sweep_operators(
         guard_s=guard_s,
         timing={k: round(v, 1) for k, v in timing.items()},
         cell_seconds=seconds,
-        devices=devices,
+        devices=len({facts["device"] for facts in pool.facts if facts}) or 1,
         precision=sorted({facts["precision"] for facts in pool.facts if facts}),
         needed_s=_needed(pool.durations, len(unanswered), pool.most),
     )
@@ -251,20 +251,20 @@ def _serve(
 
     from ..backends import resolve_backend
     from .fallback import probe_for
+    from .machine import use_device
     from .op_check import check_cell, first_line
     from .precision import precision_mode
 
     backend, _ = resolve_backend(backend_name)
     backend.import_modules()
-    if devices > 1:
-        torch.accelerator.set_device_index(slot % devices)
+    used = use_device(slot, devices)
     device = backend.device()
     probe = probe_for(backend.name, device)
     ops = {op_label(op): op for op in op_db}
     # op_db is a large graph of objects that never dies; freezing it keeps the
     # garbage collection after each failed sample (see op_check) cheap.
     gc.freeze()
-    conn.send(("ready", {"precision": precision_mode(backend.name)}))
+    conn.send(("ready", {"precision": precision_mode(backend.name), "device": used}))
     while (request := conn.recv()) is not None:
         name, dtype, atol, rtol = request
         try:
