@@ -181,3 +181,21 @@ def test_each_problem_names_the_stage_it_arose_at(monkeypatch):
     assert problem(torch.clone, lambda x: x + 1, "m").startswith("compare: sample 0: 3 of 3 elements differ")
     monkeypatch.setattr(op_check, "for_device", raises)  # the sample cannot be moved to the device
     assert problem(torch.clone, torch.clone, "r").startswith("build the sample: sample 0: RuntimeError: no")
+
+
+def test_the_reference_copy_of_a_sample_keeps_its_values_and_the_layout_of_its_views():
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchclaims.coverage.op_samples import twin
+
+    base = torch.arange(24.0).reshape(4, 6)
+    complex_base = torch.randn(3, 3, dtype=torch.complex64)
+    tensors = [base.t()[1:], complex_base.conj(), complex_base.real, base.view(torch.int32)]
+    for tensor in tensors:
+        setattr(tensor, FOR_DEVICE, True)
+    copied = twin(SampleInput(tensors[0], args=tuple(tensors[1:])))
+    for original, copy in zip(tensors, [copied.input, *copied.args], strict=True):
+        assert torch.equal(copy.resolve_conj(), original.resolve_conj()) and getattr(copy, FOR_DEVICE, False)
+        assert copy.untyped_storage().data_ptr() != original.untyped_storage().data_ptr()
+    view = copied.input  # a view keeps its strides and offset (ravel, say, dispatches what it did)
+    assert (view.stride(), view.storage_offset()) == (tensors[0].stride(), tensors[0].storage_offset())
