@@ -25,10 +25,10 @@ overrides or the dtype's ``torch.testing`` defaults say so (bfloat16: ``rtol``
 input values they point at, since which of two equal elements an
 implementation picks is not defined; NaN equal to NaN; and where a floating
 result still differs, an element within the tolerance of the float64 result
-is not held against the device, however far the CPU's is from it. Each cell's detail names the stage a
-problem arose at (building the sample, running it on the device, the CPU
-reference, comparing) and the size of the largest difference against the
-tolerance used. The engine is ``torchclaims.coverage.operators``; the whole
+is not held against the device, however far the CPU's is from it. Each
+cell's detail names the stage a problem arose at (building the sample,
+running it on the device, the CPU reference, comparing) and the size of the
+largest difference against the tolerance used. The engine is ``torchclaims.coverage.operators``; the whole
 table, searchable and with downloads, is on :doc:`/docs/coverage/operators`.
 
 On the CPU the configured device *is* the reference: each sample runs once,
@@ -64,11 +64,12 @@ v = verification(
 # operator × dtype at a time, spread over the backend's devices. The sweep
 # takes the machine: it starts with the CPUs the runner gave its claim and
 # adds a worker for each CPU that falls idle (other claims may be running
-# beside it), up to one per core, fewer if memory is short. A worker the device kills or hangs costs only its
-# cell. The time guard is the moment every answer must be in, leaving room
-# for the record within the runner's time limit: no cell starts that the
-# measured cell times say would end later, and cells it stops are *not
-# reached*. The record states the share of cells reached.
+# beside it), up to one per core, fewer if memory is short. A worker the
+# device kills or hangs costs only its cell. The time guard is the moment
+# every answer must be in, leaving room for the record within the runner's
+# time limit: no cell starts that the measured cell times say would end
+# later, and cells it stops are *not reached*. The record states the share
+# of cells reached.
 
 time_left = v.time_left()
 guard_s = None if time_left is None else max(0.0, time_left - RECORD_MARGIN_S)

@@ -349,6 +349,15 @@ def test_a_partial_table_makes_the_claim_unverified_for_the_cells_it_did_not_rea
     assert "1 of 4 listed cells were not reached" in reach.detail and "75% reached" in reach.detail
 
 
+def test_the_share_reached_is_never_rounded_up_to_all_of_it(record_path):
+    v = verification("the-claim")
+    v.add_table(_table("N" * 1999 + "T"))
+    with v.check("every reached cell matches") as check:
+        check.expect(True, "")
+    reach = finish(v).checks[-1]
+    assert {m.name: m.value for m in reach.measurements} == {"cells reached": 1999, "share reached": 99.9}
+
+
 def test_a_partial_table_does_not_refute_a_claim_by_itself_nor_hide_a_refutation(record_path):
     v = verification("the-claim")
     v.add_table(_table("MNTT"))

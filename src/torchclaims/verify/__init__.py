@@ -267,7 +267,7 @@ def reach_check(table: SweepTable) -> CheckResult:
     evidence about it), so the claim cannot hold on a partial table.
     """
     reached, listed = table.reach()
-    share = round(100 * reached / listed, 1) if listed else 100.0
+    share = math.floor(1000 * reached / listed) / 10 if listed else 100.0  # never rounded up to 100%
     detail = ""
     if reached < listed:
         detail = (
