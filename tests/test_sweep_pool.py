@@ -133,3 +133,22 @@ def test_a_worker_that_dies_after_answering_is_replaced_not_waited_on():
     # the next item finds it dead, idle or just sent: either way one fresh worker takes over
     assert pool.started == 2 and len(pool.replaced) == 1 and "exited with code 0" in pool.replaced[0]
     assert answers["sleep:0.1:b"]["echo"] == "sleep:0.1:b"
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"cpu.max": "250000 100000\n"}, 3),  # cgroup v2: 2.5 CPUs' worth, rounded up
+        ({"cpu.max": "max 100000\n"}, None),
+        ({"cpu/cpu.cfs_quota_us": "400000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 4),  # cgroup v1
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        ({}, None),
+    ],
+)
+def test_a_containers_cpu_quota_bounds_the_machine(tmp_path, files, expected):
+    from torchclaims.coverage.machine import cpu_quota
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert cpu_quota(str(tmp_path)) == expected

@@ -20,6 +20,7 @@ import os
 from ..run._child import CPUS_ENV
 
 STAT = "/proc/stat"
+CGROUP = "/sys/fs/cgroup"
 
 
 def usable_cpus() -> set[int]:
@@ -28,9 +29,30 @@ def usable_cpus() -> set[int]:
     return set(range(os.cpu_count() or 1))
 
 
+def cpu_quota(root: str = CGROUP) -> int | None:
+    """CPUs' worth of time the cgroup allows (a container's --cpus), None when unlimited or unknown.
+
+    A container may see every core of its host in /proc/stat while its quota allows a few.
+    """
+    for quota_file, period_file in (("cpu.max", None), ("cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us")):
+        try:  # cgroup v2: "quota period" in one file; v1: one number in each
+            with open(f"{root}/{quota_file}") as handle:
+                fields = handle.read().split()
+            if period_file is not None:
+                with open(f"{root}/{period_file}") as handle:
+                    fields += handle.read().split()
+            quota, period = fields[:2]
+            if quota in ("max", "-1"):
+                return None
+            return max(1, -(-int(quota) // int(period)))
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def machine_workers(memory_per_worker_gb: float) -> int:
-    """The most workers the machine holds: one per usable CPU, fewer if memory is short."""
-    cpus = len(usable_cpus())
+    """The most workers the machine holds: one per usable CPU (within the cgroup's quota), fewer if memory is short."""
+    cpus = min(len(usable_cpus()), cpu_quota() or len(usable_cpus()))
     try:
         with open("/proc/meminfo") as handle:
             fields = dict(line.split(":", 1) for line in handle)
