@@ -196,7 +196,12 @@ def main() -> None:
     parser.add_argument("what", choices=["session", "operators", "architectures"])
     parser.add_argument("--backend", default=os.environ.get("TORCHCLAIMS_BACKEND", "cpu"))
     parser.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES)
-    parser.add_argument("--workers", type=int, default=None, help="default: one per core (memory permitting)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="default: up to one per core (memory permitting), grown into as cores fall idle",
+    )
     parser.add_argument("--timeout", type=float, default=2400, help="seconds per claim (session)")
     parser.add_argument(
         "--default-settings",

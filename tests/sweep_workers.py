@@ -5,14 +5,19 @@ import signal
 import time
 
 
-def echo(conn, prefix):
-    conn.send("ready")
+def echo(conn, slot, prefix):
+    conn.send(("ready", {"slot": slot}))
     while (item := conn.recv()) is not None:
         if item == "crash":
             os.kill(os.getpid(), signal.SIGSEGV)
+        if item == "exit":  # answers, then dies while idle
+            conn.send({"echo": item, "pid": os.getpid(), "slot": slot})
+            os._exit(0)
         if item == "hang":
             time.sleep(60)
-        answer = {"echo": f"{prefix}{item}", "pid": os.getpid()}
+        if item.startswith("sleep:"):  # sleep:<seconds>[:<tag>]
+            time.sleep(float(item.split(":")[1]))
+        answer = {"echo": f"{prefix}{item}", "pid": os.getpid(), "slot": slot}
         if item == "spoil":
             answer["restart"] = "the device is spoilt"
         conn.send(answer)
@@ -20,5 +25,5 @@ def echo(conn, prefix):
             break
 
 
-def never_ready(conn):
+def never_ready(conn, slot):
     os._exit(3)

@@ -33,3 +33,16 @@ def test_a_config_no_size_builds_is_reported_as_a_limit_of_the_harness(monkeypat
     assert cause == "c" and CAUSES[cause] == "harness: config could not be shrunk"
     assert detail.startswith("harness: config could not be shrunk: ")
     assert "mamba_n_heads must divide" in detail and "set for bamba" in detail  # the targeted attempt was made too
+
+
+def test_logits_record_the_size_of_their_difference_matched_or_not():
+    import torch
+
+    expected = torch.tensor([[1.0, -2.0, 4.0]])
+    matched, detail = arch_check._compare_logits(expected + torch.tensor([[0.0, 0.0, 2e-3]]), expected)
+    assert matched and detail.startswith("max abs error 0.002, max rel error 0.0005, ")  # within 1e-4 + 1e-3 x 4
+    matched, detail = arch_check._compare_logits(expected + torch.tensor([[0.0, 0.0827, 0.0]]), expected)
+    assert not matched
+    assert detail.startswith("logits differ: max abs error 0.0827, max rel error 0.0414, ")
+    assert detail.endswith("x the tolerance (rtol 0.001, atol 0.0001)")
+    assert arch_check._compare_logits(expected, expected) == (True, "")

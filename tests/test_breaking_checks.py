@@ -753,7 +753,7 @@ def architectures_answering(monkeypatch, tmp_path, generate_codes: dict[str, str
             answer = {"forward": ("N", ""), "generate": (code, f"{code} here"), "config": "tiny", "fallbacks": []}
             for column, (value, detail) in architectures.classify(answer).items():
                 builder.set(name, column, value, detail)
-        return builder.table(), {"seconds": 0.1, "workers": 1}
+        return builder.table(), {"seconds": 0.1, "workers": 1, "devices": 1, "precision": ["stand-in"]}
 
     monkeypatch.setattr(architectures, "sweep_architectures", sweep)
     (tmp_path / "claims").mkdir()

@@ -308,3 +308,69 @@ def test_summary_shows_verdict_reason_and_measurements(record_path):
     assert text.splitlines()[0] == "Claim the-claim: UNVERIFIED"
     assert "reason: forward: no fp8" in text
     assert "latency = 1.5 ms  (<= 2)" in text
+
+
+def _table(codes: str):
+    """An operators table, one float32 cell per code: N native, M mismatch, T not reached."""
+    from torchclaims.evidence.coverage_table import NOT_REACHED, TableBuilder
+
+    rows = [f"op{n}" for n in range(len(codes))]
+    builder = TableBuilder(
+        "operators", "operator", rows, {"float32": {"N": "native", "M": "mismatch", "T": NOT_REACHED}}
+    )
+    for row, code in zip(rows, codes, strict=True):
+        builder.set(row, "float32", code)
+    return builder.table()
+
+
+def test_a_record_with_a_table_states_the_share_of_cells_it_reached(record_path):
+    v = verification("the-claim")
+    v.add_table(_table("NNNN"))
+    with v.check("every reached cell matches") as check:
+        check.expect(True, "")
+    record = finish(v)
+    reach = record.checks[-1]
+    assert reach.outcome is Verdict.HOLDS and record.verdict is Verdict.HOLDS
+    assert {m.name: (m.value, m.unit, m.tolerance) for m in reach.measurements} == {
+        "cells reached": (4, "of 4", "== 4"),
+        "share reached": (100.0, "%", ""),
+    }
+
+
+def test_a_partial_table_makes_the_claim_unverified_for_the_cells_it_did_not_reach(record_path):
+    v = verification("the-claim")
+    v.add_table(_table("NNNT"))
+    with v.check("every reached cell matches") as check:
+        check.expect(True, "")  # everything the table reached matched
+    record = finish(v)
+    assert record.verdict is Verdict.UNVERIFIED  # never holds on a partial table
+    reach = record.checks[-1]
+    assert {m.name: m.value for m in reach.measurements} == {"cells reached": 3, "share reached": 75.0}
+    assert "1 of 4 listed cells were not reached" in reach.detail and "75% reached" in reach.detail
+
+
+def test_the_share_reached_is_never_rounded_up_to_all_of_it(record_path):
+    v = verification("the-claim")
+    v.add_table(_table("N" * 1999 + "T"))
+    with v.check("every reached cell matches") as check:
+        check.expect(True, "")
+    reach = finish(v).checks[-1]
+    assert {m.name: m.value for m in reach.measurements} == {"cells reached": 1999, "share reached": 99.9}
+
+
+def test_a_partial_table_does_not_refute_a_claim_by_itself_nor_hide_a_refutation(record_path):
+    v = verification("the-claim")
+    v.add_table(_table("MNTT"))
+    with v.check("every reached cell matches") as check:
+        check.expect(False, "1 cell differs from the CPU")
+    assert finish(v).verdict is Verdict.REFUTED  # refuted by the mismatch it reached
+    assert outcomes(v.record)["the operators table judged every listed cell"] is Verdict.UNVERIFIED
+
+
+def test_judging_refuses_a_record_that_holds_on_a_partial_table():
+    from factories import make_record
+    from torchclaims.evidence.judging import judgement_problems
+
+    assert judgement_problems(make_record("the-claim", tables=[_table("NNNN")])) == []
+    problems = judgement_problems(make_record("the-claim", tables=[_table("NNNT")]))
+    assert problems == [("tables.0", "says holds, but table 'operators' reached 3 of 4 listed cells")]

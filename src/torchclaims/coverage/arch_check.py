@@ -7,8 +7,9 @@ the same weights to the device and does the same, inside the backend's
 fallback probe. Each stage gets a code: ``N`` matches natively, ``F`` matches
 with a CPU fallback, ``M`` differs, ``R`` raises, ``K`` raises
 ``NotImplementedError``, ``C`` has no CPU reference, ``-`` not run because an
-earlier stage failed. Logits match within ``rtol`` 1e-3 / ``atol`` 1e-4;
-tokens must be identical.
+earlier stage failed. Logits match within ``rtol`` 1e-3 / ``atol`` 1e-4
+(the forward stage's detail gives the largest absolute and relative error
+and its ratio to that tolerance, matched or not); tokens must be identical.
 """
 
 from __future__ import annotations
@@ -103,23 +104,31 @@ def _stage(run, probe, sync, expected, compare):
             sync()
     except Exception as exc:
         return ("K" if isinstance(exc, NotImplementedError) else "R"), first_line(exc), []
-    problem = compare(actual, expected)
-    if problem:
-        return "M", problem, seen
-    return ("F" if seen else "N"), "", seen
+    matched, detail = compare(actual, expected)
+    if not matched:
+        return "M", detail, seen
+    return ("F" if seen else "N"), detail, seen
 
 
-def _compare_logits(actual, expected):
+def _compare_logits(actual, expected) -> tuple[bool, str]:
+    """(within the tolerance, the size of the difference in words)."""
     if actual.shape != expected.shape:
-        return f"logits of shape {tuple(actual.shape)}, CPU {tuple(expected.shape)}"
-    error = (actual.double() - expected.double()).abs().max().item()
+        return False, f"logits of shape {tuple(actual.shape)}, CPU {tuple(expected.shape)}"
+    a, e = actual.double(), expected.double()
+    same = (a == e) | (a.isnan() & e.isnan())
+    error = torch.where(same, 0.0, torch.nan_to_num((a - e).abs(), nan=float("inf")))
+    size = (
+        f"max abs error {error.max().item():.3g}, max rel error {(error / e.abs()).nan_to_num(0.0).max().item():.3g}, "
+        f"{(error / (ATOL + RTOL * e.abs())).max().item():.3g}x the tolerance (rtol {RTOL:g}, atol {ATOL:g})"
+    )
     if not torch.allclose(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=True):
-        return f"logits differ: max abs error {error:.3g} (rtol {RTOL:g}, atol {ATOL:g})"
-    return ""
+        return False, f"logits differ: {size}"
+    return True, size if error.max().item() else ""
 
 
-def _compare_tokens(actual, expected):
-    return "" if torch.equal(actual, expected) else f"tokens {actual.tolist()}, CPU {expected.tolist()}"
+def _compare_tokens(actual, expected) -> tuple[bool, str]:
+    same = torch.equal(actual, expected)
+    return same, "" if same else f"tokens {actual.tolist()}, CPU {expected.tolist()}"
 
 
 def check_architecture(model_type: str, device: torch.device, *, probe, sync, compare_with_cpu: bool) -> dict:

@@ -31,8 +31,9 @@ import os
 import time
 import warnings
 
-from ..evidence.coverage_table import SweepTable, TableBuilder
-from .pool import Failure, WorkerPool, machine_workers
+from ..evidence.coverage_table import NOT_REACHED, SweepTable, TableBuilder
+from .machine import device_count, first_workers, machine_workers
+from .pool import Failure, WorkerPool
 from .worker_settings import worker_environment
 
 STAGES = {
@@ -43,7 +44,7 @@ STAGES = {
     "K": "no kernel",
     "C": "no CPU reference",
     "-": "not run",
-    "T": "not reached",
+    "T": NOT_REACHED,
     "E": "harness error",
 }
 RESULTS = {
@@ -51,7 +52,7 @@ RESULTS = {
     "W": "forward matches",
     "B": "builds",
     "Z": "no tiny model",
-    "T": "not reached",
+    "T": NOT_REACHED,
     "E": "harness error",
 }
 CAUSES = {
@@ -63,7 +64,7 @@ CAUSES = {
     "e": "device raises",
     "x": "crash or hang",
     "m": "mismatch",
-    "T": "not reached",
+    "T": NOT_REACHED,
     "E": "harness error",
 }
 MEMORY_PER_WORKER_GB = 2.5
@@ -105,7 +106,11 @@ def sweep_architectures(
 ) -> tuple[SweepTable, dict]:
     """(table, run facts) for every registered causal-LM architecture (or those in ``only``).
 
-    ``tuned_workers`` applies :mod:`.worker_settings`'s settings in the workers.
+    Every answer is in within ``guard_s`` seconds (None: no guard). ``workers``
+    workers start at once (None: the CPUs the runner gave the claim, growing up
+    to the machine's size as CPUs fall idle, see :mod:`.machine`);
+    ``tuned_workers`` applies :mod:`.worker_settings`'s
+    settings in the workers.
     """
     from ..backends import resolve_backend
     from .arch_config import architectures
@@ -115,9 +120,11 @@ def sweep_architectures(
     rows = [name for name in architectures() if only is None or name in only]
     legends = {"forward": STAGES, "generate": STAGES, "result": RESULTS, "cause": CAUSES}
     builder = TableBuilder("architectures", "architecture", rows, legends)
-    workers = workers or machine_workers(MEMORY_PER_WORKER_GB)
+    size = workers or machine_workers(MEMORY_PER_WORKER_GB)
+    devices = device_count(backend.device_type)
     env = worker_environment(backend.name) if tuned_workers else {}
-    pool = WorkerPool(_serve, (backend.name, backend.device_type != "cpu", env), workers, item_timeout_s=item_timeout_s)
+    args = (backend.name, devices, backend.device_type != "cpu", env)
+    pool = WorkerPool(_serve, args, size, item_timeout_s=item_timeout_s, first=None if workers else first_workers(size))
     seconds = {}
 
     def answered(name, answer, wall_s):
@@ -131,7 +138,9 @@ def sweep_architectures(
             answered(name, None, 0.0)
     facts = {
         "seconds": round(time.monotonic() - began, 1),
-        "workers": workers,
+        "workers": pool.most,
+        "devices": len({facts["device"] for facts in pool.facts if facts}) or 1,
+        "precision": sorted({facts["precision"] for facts in pool.facts if facts}),
         "worker_starts": pool.started,
         "replaced": pool.replaced,
         "item_seconds": seconds,
@@ -139,8 +148,11 @@ def sweep_architectures(
     return builder.table(), facts
 
 
-def _serve(conn, backend_name: str, compare_with_cpu: bool, env: dict) -> None:
-    """Worker entry point: answer architecture names until told to stop."""
+def _serve(conn, slot: int, backend_name: str, devices: int, compare_with_cpu: bool, env: dict) -> None:
+    """Worker entry point: answer architecture names until told to stop.
+
+    Worker ``slot`` uses device ``slot % devices``.
+    """
     warnings.filterwarnings("ignore")
     os.environ.update(env)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -150,16 +162,19 @@ def _serve(conn, backend_name: str, compare_with_cpu: bool, env: dict) -> None:
     from ..backends import resolve_backend
     from .arch_check import check_architecture
     from .fallback import probe_for
+    from .machine import use_device
     from .op_check import device_usable, first_line
+    from .precision import precision_mode
 
     torch.set_num_threads(1)
     hf_logging.set_verbosity_error()
     backend, _ = resolve_backend(backend_name)
     backend.import_modules()
+    used = use_device(slot, devices)
     device = backend.device()
     probe = probe_for(backend.name, device)
     gc.freeze()  # what is loaded now lives as long as the worker: keep later collections cheap
-    conn.send("ready")
+    conn.send(("ready", {"precision": precision_mode(backend.name), "device": used}))
     while (name := conn.recv()) is not None:
         try:
             answer = check_architecture(

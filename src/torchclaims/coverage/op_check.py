@@ -13,25 +13,34 @@ by an earlier sample).
 
 For each sample the device call comes first (inside the fallback probe, up to
 and including the copy of the result to the CPU), then the CPU reference on
-the untouched CPU sample; outputs go through the sample's own
-``output_process_fn_grad`` (which makes, say, an SVD's signs comparable) and
-are compared with ``torch.testing.assert_close``. On the reference backend
-itself (``compare=False``) each sample just runs once. The answer also names
-every ATen operator the CPU reference calls dispatched (``operators``).
+the untouched CPU sample (a plain call on an exact copy of it; the operators
+it dispatches and whether it draws random numbers come from a watched call on
+the sample itself); outputs
+go through the sample's own ``output_process_fn_grad`` (which makes, say, an
+SVD's signs comparable) and are compared by :func:`.op_compare.compare` (the
+cell's tolerance, values rather than the indices of ties, NaN equal, an
+element right by the float64 result within the tolerance accepted). On the
+reference backend itself (``compare=False``) only the watched call runs. The
+answer also names every ATen operator the CPU reference calls dispatched
+(``operators``), the stage each problem arose at (building the sample,
+running it on the device, the CPU reference, comparing) and the size of the
+largest difference over the compared samples (``difference``).
 """
 
 from __future__ import annotations
 
 import gc
-import re
 import time
 
 import torch
 
 from ..evidence.coverage_table import clip
-from .op_samples import DrawsRandom, call, for_device, make_samples, to_cpu
+from .op_compare import Comparison, compare, describe
+from .op_samples import DrawsRandom, call, for_device, in_float64, make_samples, to_cpu, twin
 
 PROBLEM = 160  # characters kept of an exception or a mismatch description
+# The stage a sample failed at, named first in its problem.
+BUILD, DEVICE, REFERENCE, COMPARE = "build the sample", "run on the device", "CPU reference", "compare"
 
 
 def first_line(exc: BaseException) -> str:
@@ -39,42 +48,6 @@ def first_line(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     text = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else (lines[0] if lines else "")
     return clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, PROBLEM)
-
-
-def compare(actual, expected, atol: float, rtol: float) -> str | None:
-    """None when equal within tolerance, else what differs, in one line."""
-    try:
-        torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True, check_device=False)
-    except AssertionError as exc:
-        return _mismatch_summary(str(exc))
-    except (TypeError, ValueError, RuntimeError) as exc:  # types assert_close does not know: plain equality
-        try:
-            if bool(actual == expected):
-                return None
-        except Exception:
-            return clip(f"not comparable: {first_line(exc)}", PROBLEM)
-        return clip(f"{actual!r} != {expected!r}", PROBLEM)
-    return None
-
-
-def _mismatch_summary(message: str) -> str:
-    wanted = [
-        line.strip()
-        for line in message.splitlines()
-        if line.strip().startswith(
-            (
-                "Mismatched elements",
-                "Greatest absolute",
-                "The values for attribute",
-                "The failure occurred",
-                "Scalars are not",
-                "Expected",
-                "Booleans mismatch",
-            )
-        )
-    ]
-    text = "; ".join(re.sub(r" at index \([^)]*\)", "", line) for line in wanted) or message.strip()
-    return clip(text, PROBLEM)
 
 
 def device_usable(sync, probe) -> str | None:
@@ -114,26 +87,29 @@ def check_cell(
     """Run one cell; a plain dict answer (it crosses a pipe), see the module docstring."""
     timing = {"samples_s": 0.0, "device_s": 0.0, "cpu_s": 0.0}
     answer = {"samples": "", "problems": {}, "fallbacks": [], "operators": [], "timing": timing}
-    problems, fallbacks, operators = answer["problems"], set(), set()
+    problems, fallbacks, operators, difference = answer["problems"], set(), set(), Comparison()
     began = time.perf_counter()
     try:
         samples = make_samples(op, getattr(torch, dtype), max_samples)
     except Exception as exc:
-        problems["c"] = f"making the samples raised {first_line(exc)}"
+        problems["c"] = f"{BUILD}: {first_line(exc)}"
         return answer
     timing["samples_s"] = time.perf_counter() - began
     codes = []
     for index, sample in enumerate(samples):
         began = time.perf_counter()
         moved = failure = None
+        stage = BUILD
         try:
             moved = for_device(sample, device, op.name)
+            stage = DEVICE
             with probe.watch() as seen:
                 actual = to_cpu(call(op, moved))
                 sync()
             fallbacks.update(seen)
         except Exception as exc:
-            failure = ("k" if isinstance(exc, NotImplementedError) else "r", f"sample {index}: {first_line(exc)}")
+            code = "k" if isinstance(exc, NotImplementedError) else "r"
+            failure = (code, f"{stage}: sample {index}: {first_line(exc)}")
         timing["device_s"] += time.perf_counter() - began
         if failure is not None:
             codes.append(failure[0])
@@ -147,10 +123,15 @@ def check_cell(
                 break
             continue
         began = time.perf_counter()
-        codes.append(_judge(op, sample, actual, seen, atol, rtol, compare_with_cpu, problems, index, operators))
+        code, result = _judge(op, sample, actual, seen, atol, rtol, compare_with_cpu, problems, index, operators)
+        codes.append(code)
+        if result is not None:
+            _widen(difference, result)
         timing["cpu_s"] += time.perf_counter() - began
     if not samples:
-        problems["c"] = "OpInfo has no sample for this dtype"
+        problems["c"] = f"{BUILD}: OpInfo has no sample for this dtype"
+    if difference.max_abs or difference.near_float64:
+        answer["difference"] = difference.size(atol, rtol)
     answer["samples"] = "".join(codes)
     answer["fallbacks"] = sorted(fallbacks)
     answer["operators"] = sorted(operators)
@@ -168,27 +149,50 @@ def dispatched_on_cpu(op, sample) -> set[str]:
     return watch.operators
 
 
-def _judge(op, sample, actual, fallbacks, atol, rtol, compare_with_cpu, problems, index, operators: set) -> str:
-    """The CPU reference for one sample, and the sample's code; adds the operators it dispatched."""
-    watch = DrawsRandom()
+def _judge(op, sample, actual, fallbacks, atol, rtol, compare_with_cpu, problems, index, operators: set):
+    """The CPU reference for one sample: the sample's code, and its comparison (None when not compared).
+
+    Adds the operators the reference dispatched. Those, and whether it draws
+    random numbers, come from a call on the sample under a dispatch mode; the
+    reference values from a plain call on a copy, since under a
+    TorchDispatchMode the CPU's complex ``pinverse`` gives other values (up to
+    1.5 apart on op_db's complex64 samples, torch 2.13), which float64 does not
+    confirm.
+    """
+    # Copies before the watched call may write to the sample: the plain call gets one, as the device call did.
+    wide = in_float64(sample) if compare_with_cpu else None
+    copy = twin(sample) if compare_with_cpu else None
+    watch, watched = DrawsRandom(), False
     try:
         with watch:
-            expected = call(op, sample)
-        expected = to_cpu(expected)  # outside the watch: its detach is the harness's, not the operator's
+            call(op, sample)
         operators.update(watch.operators)
+        watched = True
     except Exception:
-        watch.drew = False  # the dispatch mode itself may be what failed: try without it
-        try:
-            expected = to_cpu(call(op, sample))
-        except Exception as exc:
-            problems.setdefault("c", f"sample {index}: {first_line(exc)}")
-            return "c"
+        watch.drew = False  # the dispatch mode itself may be what failed: the plain call decides
     if watch.drew:
-        return "d"
+        return "d", None
+    if watched and not compare_with_cpu:
+        return "n", None
+    try:
+        expected = to_cpu(call(op, copy if copy is not None else sample))
+    except Exception as exc:
+        problems.setdefault("c", f"{REFERENCE}: sample {index}: {first_line(exc)}")
+        return "c", None
     if not compare_with_cpu:
-        return "n"
-    problem = compare(actual, expected, atol, rtol)
-    if problem is not None:
-        problems.setdefault("m", f"sample {index}: {problem} (atol {atol:g}, rtol {rtol:g})")
-        return "m"
-    return "f" if fallbacks else "n"
+        return "n", None
+    try:
+        result = compare(op, sample, actual, expected, atol, rtol, precise=lambda: to_cpu(call(op, wide)))
+    except Exception as exc:  # the comparison itself broke: the harness, not the device
+        raise RuntimeError(f"{COMPARE}: sample {index}: {first_line(exc)}") from exc
+    if result.problem is not None:
+        problems.setdefault("m", f"{COMPARE}: sample {index}: {result.problem}; {describe(result.size(atol, rtol))}")
+        return "m", result
+    return ("f" if fallbacks else "n"), result
+
+
+def _widen(cell: Comparison, sample: Comparison) -> None:
+    cell.max_abs = max(cell.max_abs, sample.max_abs)
+    cell.max_rel = max(cell.max_rel, sample.max_rel)
+    cell.worst_ratio = max(cell.worst_ratio, sample.worst_ratio)
+    cell.near_float64 += sample.near_float64

@@ -80,6 +80,26 @@ def for_device(sample, device: torch.device, op_name: str):
     return sample.transform(move)
 
 
+def twin(sample):
+    """A copy of the CPU sample for a second CPU call: what :func:`for_device` would move is copied with
+    its marks, a view with the storage behind it (so its layout is exactly the original's); the rest is shared.
+    """
+
+    def copy(value):
+        if not isinstance(value, torch.Tensor) or not getattr(value, FOR_DEVICE, False):
+            return value
+        base = value._base
+        plain_view = base is not None and base.dtype == value.dtype and not (value.is_conj() or value.is_neg())
+        if plain_view and base.is_contiguous() and base.storage_offset() == 0 and not base.is_conj():
+            twin = base.clone().as_strided(value.size(), value.stride(), value.storage_offset())
+        else:  # not a view, or one whose bits or dtype the storage does not carry (conj, real): its values
+            twin = value.clone()  # keeps the strides of a dense tensor
+        setattr(twin, FOR_DEVICE, True)
+        return twin
+
+    return sample.transform(copy)
+
+
 def _copy(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     # On the CPU itself, a separate copy, so that the two calls share nothing.
     return tensor.clone() if device.type == "cpu" else tensor.to(device)
@@ -102,6 +122,20 @@ class DrawsRandom(TorchDispatchMode):
             self.drew = True
         self.operators.add(func.name())
         return func(*args, **(kwargs or {}))
+
+
+def in_float64(sample):
+    """The sample with its floating tensors in float64 and complex ones in complex128 (for the precise result)."""
+
+    def widen(value):
+        if not isinstance(value, torch.Tensor) or not (value.is_complex() or value.dtype.is_floating_point):
+            return value
+        wide = value.detach().to(torch.complex128 if value.is_complex() else torch.float64)
+        if getattr(value, FOR_DEVICE, False):  # the same sample, so the same marks
+            setattr(wide, FOR_DEVICE, True)
+        return wide
+
+    return sample.transform(widen)
 
 
 def call(op, sample):

@@ -24,14 +24,21 @@ code   outcome              meaning
                             not compared
 ``C``  no CPU reference     no sample, or the CPU itself raised on every one
 ``E``  harness error        the sweep's own code failed: no evidence
-``T``  not reached          the stated time guard ran out before it started
+``T``  not reached          the stated time guard ran out before it ended
 =====  ===================  ==================================================
 
 When samples disagree the worst wins, in the order of the table (a silent
 mismatch outranks an exception). Every sample's code is kept beside the cell,
-and each row names the ATen operators its samples dispatched on the CPU
-(``SweepTable.operators``, over every dtype), so that ``torchclaims check``
-matches a model's operators to rows exactly rather than by name.
+the cell's detail names the stage a problem arose at and the size of the
+largest difference from the CPU against the tolerance used, and each row names
+the ATen operators its samples dispatched on the CPU (``SweepTable.operators``,
+over every dtype), so that ``torchclaims check`` matches a model's operators to
+rows exactly rather than by name.
+
+The sweep takes the machine (:mod:`.machine`): workers grow into idle CPUs,
+spread over the devices of the backend, and the time guard is a moment by
+which every answer must be in (:mod:`.pool`), so a cell that has started is
+never what makes the claim miss its deadline.
 """
 
 from __future__ import annotations
@@ -43,9 +50,10 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..evidence.coverage_table import SweepTable, TableBuilder, clip
+from ..evidence.coverage_table import NOT_REACHED, SweepTable, TableBuilder, clip
+from .machine import device_count, first_workers, machine_workers
 from .op_list import DTYPES, Cell, cells_for, op_label
-from .pool import Failure, WorkerPool, machine_workers
+from .pool import Failure, WorkerPool
 from .worker_settings import worker_environment
 
 OUTCOMES = {
@@ -58,7 +66,7 @@ OUTCOMES = {
     "U": "random: not compared",
     "C": "no CPU reference",
     "E": "harness error",
-    "T": "not reached",
+    "T": NOT_REACHED,
 }
 SAMPLE_CODES = {
     "n": "matched",
@@ -95,6 +103,11 @@ def cell_outcome(answer: dict | Failure | None) -> tuple[str, str, str]:
     if code == "M":
         parts.insert(0, f"{count['m']} of {len(samples)} samples differ")
     parts += [f"also {SAMPLE_CODES[c]}: {problems[c]}" for c in "rkc" if c in problems and c != decisive]
+    difference = answer.get("difference")
+    if difference and code != "M":  # a mismatch's own problem already gives its size
+        from .op_compare import describe
+
+        parts.append("largest difference: " + describe(difference))
     if answer["fallbacks"]:
         parts.append("CPU fallback: " + ", ".join(answer["fallbacks"]))
     if count["d"] and code != "U":
@@ -117,6 +130,9 @@ class OperatorSweep:
     guard_s: float | None
     timing: dict[str, float] = field(default_factory=dict)  # summed over cells: samples, device, cpu
     cell_seconds: dict[str, float] = field(default_factory=dict)  # "op/dtype" -> wall seconds
+    devices: int = 1  # the devices the workers used
+    precision: list[str] = field(default_factory=list)  # each distinct precision mode the workers reported
+    needed_s: float = 0.0  # at the measured rate, what the cells not reached would have taken with these workers
 
     @property
     def samples_run(self) -> int:
@@ -143,8 +159,10 @@ def sweep_operators(
     tuned_workers: bool = True,
     on_cell=None,
 ) -> OperatorSweep:
-    """Sweep op_db on ``backend_name``; ``guard_s`` is the stated time guard (None: none).
+    """Sweep op_db on ``backend_name``; every answer is in within ``guard_s`` seconds (None: no guard).
 
+    ``workers`` workers start at once (None: the CPUs the runner gave the claim,
+    growing up to the machine's size as CPUs fall idle, see :mod:`.machine`);
     ``tuned_workers`` applies :mod:`.worker_settings`'s settings in the workers.
     """
     from ..backends import resolve_backend
@@ -161,11 +179,16 @@ def sweep_operators(
             builder.set(cell.op, cell.dtype, "X", cell.excluded)
         else:
             listed[(cell.op, cell.dtype)] = cell
-    workers = workers or machine_workers(MEMORY_PER_WORKER_GB)
+    size = workers or machine_workers(MEMORY_PER_WORKER_GB)
+    devices = device_count(backend.device_type)
     compare_with_cpu = backend.device_type != "cpu"
     env = worker_environment(backend.name) if tuned_workers else {}
     pool = WorkerPool(
-        _serve, (backend.name, max_samples, compare_with_cpu, env), workers, item_timeout_s=item_timeout_s
+        _serve,
+        (backend.name, devices, max_samples, compare_with_cpu, env),
+        size,
+        item_timeout_s=item_timeout_s,
+        first=None if workers else first_workers(size),
     )
     requests = {(c.op, c.dtype, c.atol, c.rtol): key for key, c in listed.items()}
     timing, seconds = Counter(), {}
@@ -183,24 +206,41 @@ def sweep_operators(
 
     deadline = None if guard_s is None else began + guard_s
     answers = pool.run(list(requests), deadline=deadline, on_answer=answered)
-    for request, answer in answers.items():
-        if answer is None:
-            builder.set(request[0], request[1], "T", f"the time guard of {guard_s:g} s ran out before this cell")
+    stopped = set(pool.stopped)
+    unanswered = [request for request, answer in answers.items() if answer is None]
+    for request in unanswered:
+        when = "while it ran" if request in stopped else "before it started"
+        builder.set(request[0], request[1], "T", f"the time guard of {guard_s:.0f} s ran out {when}")
     return OperatorSweep(
         table=builder.table(),
         seconds=round(time.monotonic() - began, 1),
-        workers=workers,
+        workers=pool.most,
         worker_starts=pool.started,
         replaced=pool.replaced,
         max_samples=max_samples,
         guard_s=guard_s,
         timing={k: round(v, 1) for k, v in timing.items()},
         cell_seconds=seconds,
+        devices=len({facts["device"] for facts in pool.facts if facts}) or 1,
+        precision=sorted({facts["precision"] for facts in pool.facts if facts}),
+        needed_s=_needed(pool.durations, len(unanswered), pool.most),
     )
 
 
-def _serve(conn, backend_name: str, max_samples: int | None, compare_with_cpu: bool, env: dict) -> None:
-    """Worker entry point: answer (op, dtype, atol, rtol) requests until told to stop."""
+def _needed(durations: list[float], left: int, workers: int) -> float:
+    """Seconds ``left`` cells would take on ``workers`` workers, at the mean of the cells answered."""
+    if not left or not durations:
+        return 0.0
+    return round(left * sum(durations) / len(durations) / max(1, workers), 1)
+
+
+def _serve(
+    conn, slot: int, backend_name: str, devices: int, max_samples: int | None, compare_with_cpu: bool, env: dict
+) -> None:
+    """Worker entry point: answer (op, dtype, atol, rtol) requests until told to stop.
+
+    Worker ``slot`` uses device ``slot % devices``.
+    """
     warnings.filterwarnings("ignore")
     os.environ.update(env)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -211,17 +251,20 @@ def _serve(conn, backend_name: str, max_samples: int | None, compare_with_cpu: b
 
     from ..backends import resolve_backend
     from .fallback import probe_for
+    from .machine import use_device
     from .op_check import check_cell, first_line
+    from .precision import precision_mode
 
     backend, _ = resolve_backend(backend_name)
     backend.import_modules()
+    used = use_device(slot, devices)
     device = backend.device()
     probe = probe_for(backend.name, device)
     ops = {op_label(op): op for op in op_db}
     # op_db is a large graph of objects that never dies; freezing it keeps the
     # garbage collection after each failed sample (see op_check) cheap.
     gc.freeze()
-    conn.send("ready")
+    conn.send(("ready", {"precision": precision_mode(backend.name), "device": used}))
     while (request := conn.recv()) is not None:
         name, dtype, atol, rtol = request
         try:

@@ -14,8 +14,19 @@ re-imports the parent's ``__main__`` in each worker, and in a claim's process
 that is the claim script, which must not run again: while workers start,
 ``__main__`` is replaced by a blank module (:mod:`torchclaims.verify.spawning`).
 
+The pool starts ``first`` workers and grows, up to its size, while CPUs are
+idle (:mod:`.machine`); workers start in the background while the others work.
+Each worker has a slot number (``target(conn, slot, *args)``; a replacement
+takes its predecessor's slot), which a sweep uses to spread workers over the
+devices. The first message of a worker is ``"ready"`` or ``("ready", facts)``,
+facts it reports about itself (say, its precision mode), kept in ``facts``.
+
 The optional ``deadline`` (a ``time.monotonic()`` value) is the stated time
-guard: no item starts after it, and the items left are returned as not reached.
+guard, the moment by which every answer must be in. No item starts that the
+measured durations say would not end before it (the slower tenth of the items
+answered so far), an item still running at the deadline is stopped, and what
+was not answered is returned as not reached (``None``; ``stopped`` names the
+items that had started).
 """
 
 from __future__ import annotations
@@ -29,8 +40,11 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
-from ..run._child import CPUS_ENV
 from ..verify.spawning import main_module_hidden
+from .machine import IdleCpus
+
+GROW_EVERY_S = 1.0  # how often the idle CPUs are measured while the pool may still grow
+SLOW_SHARE = 0.9  # an item may start while the slowest tenth of items seen so far would still end in time
 
 
 @dataclass(frozen=True)
@@ -45,26 +59,6 @@ class WorkerUnavailable(RuntimeError):
     """A worker could not be started: the harness is broken, not an item."""
 
 
-def machine_workers(memory_per_worker_gb: float) -> int:
-    """Workers the machine can hold: one per CPU the claim may use, fewer if memory is short.
-
-    That is every usable CPU, or the claim's share where the runner runs others
-    beside it (CPUS_ENV): a second worker on a CPU another claim keeps busy only
-    adds its own imports to the build.
-    """
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    share = os.environ.get(CPUS_ENV, "")
-    if share.isdigit() and int(share) > 0:
-        cpus = min(cpus, int(share))
-    try:
-        with open("/proc/meminfo") as handle:
-            fields = dict(line.split(":", 1) for line in handle)
-        available_gb = int(fields["MemAvailable"].split()[0]) / 2**20
-    except (OSError, KeyError, ValueError):
-        return cpus
-    return max(1, min(cpus, int(available_gb // memory_per_worker_gb)))
-
-
 def died(process) -> str:
     code = process.exitcode
     if code is not None and code < 0:
@@ -76,33 +70,39 @@ def died(process) -> str:
 
 
 class _Worker:
-    def __init__(self, target: Callable, args: tuple, start_timeout_s: float):
+    """A worker process; it is ``ready`` once it has said so (it starts in the background)."""
+
+    def __init__(self, target: Callable, slot: int, args: tuple):
         context = multiprocessing.get_context("spawn")
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=target, args=(child, *args), daemon=True, name="sweep-worker")
+        self.process = context.Process(target=target, args=(child, slot, *args), daemon=True, name="sweep-worker")
         with main_module_hidden():
             self.process.start()
         child.close()
+        self.slot, self.ready, self.facts = slot, False, None
         self.item = None
-        self.since = 0.0
-        if not self.conn.poll(start_timeout_s):
-            self.kill()
-            raise WorkerUnavailable(f"a worker did not start within {start_timeout_s:g} s")
+        self.since = time.monotonic()
+
+    def take_ready(self):
+        """Read the worker's first message; raises WorkerUnavailable when it is not "ready"."""
         try:
-            ready = self.conn.recv()
+            message = self.conn.recv()
         except EOFError:
             self.process.join(10)
             raise WorkerUnavailable(f"a worker failed to start: {died(self.process)}") from None
-        if ready != "ready":
+        if isinstance(message, tuple) and len(message) == 2 and message[0] == "ready":
+            message, self.facts = message
+        if message != "ready":
             self.kill()
-            raise WorkerUnavailable(f"a worker failed to start: {ready}")
+            raise WorkerUnavailable(f"a worker failed to start: {message}")
+        self.ready = True
 
     def send(self, item) -> None:
         self.item, self.since = item, time.monotonic()
         self.conn.send(item)
 
     def stop(self) -> None:
-        if self.process.is_alive():
+        if self.process.is_alive() and self.ready:
             try:
                 self.conn.send(None)
             except OSError:
@@ -117,10 +117,12 @@ class _Worker:
 
 
 class WorkerPool:
-    """``workers`` processes running ``target(conn, *args)``; see the module docstring.
+    """Up to ``workers`` processes running ``target(conn, slot, *args)``; see the module docstring.
 
-    ``target`` sends ``"ready"`` once set up, then answers each item it
-    receives with one picklable answer until it receives ``None``.
+    ``target`` sends ``"ready"`` (or ``("ready", facts)``) once set up, then
+    answers each item it receives with one picklable answer until it receives
+    ``None``. ``first`` workers start at once (None: all of them), the others
+    as CPUs fall idle.
     """
 
     def __init__(
@@ -131,15 +133,17 @@ class WorkerPool:
         *,
         start_timeout_s: float = 300.0,
         item_timeout_s: float = 120.0,
+        first: int | None = None,
     ):
         self.target, self.args, self.size = target, args, max(1, workers)
+        self.first = self.size if first is None else max(1, min(first, self.size))
         self.start_timeout_s, self.item_timeout_s = start_timeout_s, item_timeout_s
         self.started = 0  # worker processes started, replacements included
+        self.most = 0  # the most workers alive at once
         self.replaced: list[str] = []  # why each replacement happened
-
-    def _start(self) -> _Worker:
-        self.started += 1
-        return _Worker(self.target, self.args, self.start_timeout_s)
+        self.facts: list = []  # what each started worker reported with "ready"
+        self.stopped: list = []  # items stopped at the deadline while they ran
+        self.durations: list[float] = []  # seconds each answered item took
 
     def run(
         self,
@@ -148,50 +152,112 @@ class WorkerPool:
         deadline: float | None = None,
         on_answer: Callable[[Hashable, object, float], None] = lambda item, answer, seconds: None,
     ) -> dict:
-        """Every item's answer (or :class:`Failure`); items never started map to ``None``.
+        """Every item's answer (or :class:`Failure`); items without an answer map to ``None``.
 
         ``on_answer(item, answer, seconds)`` is called as each answer arrives.
         """
         pending = deque(items)
         answers: dict = {}
-        idle: list[_Worker] = []
-        busy: dict[int, _Worker] = {}
+        workers: list[_Worker] = []
+        idle_cpus = IdleCpus() if self.first < self.size else None
+        next_growth = time.monotonic() + GROW_EVERY_S
         try:
-            while pending or busy:
-                while pending and (deadline is None or time.monotonic() < deadline) and len(busy) < self.size:
-                    worker = idle.pop() if idle else self._start()
-                    worker.send(pending.popleft())
-                    busy[worker.process.sentinel] = worker
-                if not busy:
-                    break  # the deadline passed: what is left is not reached
-                waits = [w.conn for w in busy.values()] + list(busy)
-                first_due = min(w.since for w in busy.values()) + self.item_timeout_s
-                multiprocessing.connection.wait(waits, timeout=max(0.0, first_due - time.monotonic()))
-                for sentinel, worker in list(busy.items()):
-                    answer = self._collect(worker)
-                    if answer is None:
-                        continue
-                    del busy[sentinel]
-                    answers[worker.item] = answer
-                    on_answer(worker.item, answer, time.monotonic() - worker.since)
-                    if isinstance(answer, Failure) or (isinstance(answer, dict) and "restart" in answer):
-                        worker.stop()
-                        self.replaced.append(f"after {worker.item}: {_why(answer)}")
-                    else:
-                        idle.append(worker)
+            while pending or any(w.item is not None for w in workers):
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    break
+                if pending and not workers:
+                    for _ in range(min(self.first, len(pending))):
+                        workers.append(self._start(len(workers)))
+                elif pending and idle_cpus is not None and now >= next_growth:
+                    next_growth = now + GROW_EVERY_S
+                    idle = idle_cpus.read()
+                    room = self.size - len(workers) if idle is None else int(idle)
+                    for _ in range(max(0, min(room, self.size - len(workers), len(pending)))):
+                        workers.append(self._start(len(workers)))
+                for index, worker in enumerate(workers):
+                    if worker.ready and worker.item is None and pending and self._fits(deadline):
+                        try:
+                            worker.send(pending[0])
+                            pending.popleft()
+                        except OSError:  # it died since its last answer: the item waits for its replacement
+                            workers[index] = self._replace_idle(worker)
+                if not any(w.item is not None or not w.ready for w in workers):
+                    break  # nothing runs and nothing may start: what is left is not reached
+                self._wait(workers, deadline, None if idle_cpus is None or not pending else next_growth)
+                for index, worker in enumerate(workers):
+                    workers[index] = self._attend(worker, answers, on_answer)
         finally:
-            for worker in idle + list(busy.values()):
+            for worker in workers:
+                if worker.item is not None:
+                    self.stopped.append(worker.item)
                 worker.stop()
-        for item in pending:
+        for item in [*pending, *self.stopped]:
             answers[item] = None
         return answers
+
+    def _start(self, slot: int) -> _Worker:
+        self.started += 1
+        self.most = max(self.most, slot + 1)
+        return _Worker(self.target, slot, self.args)
+
+    def _fits(self, deadline: float | None) -> bool:
+        """Whether an item started now ends before the deadline, judged by the items answered so far."""
+        if deadline is None or not self.durations:
+            return deadline is None or time.monotonic() < deadline
+        ordered = sorted(self.durations)
+        slow = ordered[min(len(ordered) - 1, int(SLOW_SHARE * len(ordered)))]
+        return time.monotonic() + slow < deadline
+
+    def _wait(self, workers: list[_Worker], deadline: float | None, growth: float | None) -> None:
+        moments = [w.since + self.start_timeout_s for w in workers if not w.ready]
+        moments += [w.since + self.item_timeout_s for w in workers if w.item is not None]
+        moments += [m for m in (deadline, growth) if m is not None]
+        waits = [w.conn for w in workers] + [w.process.sentinel for w in workers]
+        due = min(moments, default=None)
+        multiprocessing.connection.wait(waits, timeout=None if due is None else max(0.0, due - time.monotonic()))
+
+    def _attend(self, worker: _Worker, answers: dict, on_answer) -> _Worker:
+        """The worker after looking at it: itself, or its replacement when it failed."""
+        if not worker.ready:
+            if worker.conn.poll():
+                worker.take_ready()
+                self.facts.append(worker.facts)
+            elif not worker.process.is_alive():
+                worker.process.join(10)
+                raise WorkerUnavailable(f"a worker failed to start: {died(worker.process)}")
+            elif time.monotonic() - worker.since >= self.start_timeout_s:
+                worker.kill()
+                raise WorkerUnavailable(f"a worker did not start within {self.start_timeout_s:g} s")
+            return worker
+        if worker.item is None:
+            return worker if worker.process.is_alive() else self._replace_idle(worker)
+        answer = self._collect(worker)
+        if answer is None:
+            return worker
+        item, seconds = worker.item, time.monotonic() - worker.since
+        worker.item = None
+        answers[item] = answer
+        self.durations.append(seconds)
+        on_answer(item, answer, seconds)
+        if isinstance(answer, Failure) or (isinstance(answer, dict) and "restart" in answer):
+            worker.stop()
+            self.replaced.append(f"after {item}: {_why(answer)}")
+            return self._start(worker.slot)
+        return worker
+
+    def _replace_idle(self, worker: _Worker) -> _Worker:
+        """A fresh worker in the slot of one that died while idle (its sentinel would wake every wait)."""
+        worker.process.join(10)
+        self.replaced.append(f"idle worker: {died(worker.process)}")
+        return self._start(worker.slot)
 
     def _collect(self, worker: _Worker):
         """The worker's answer if it has one, a Failure if it died or hung, else None."""
         if worker.conn.poll():
             try:
                 return worker.conn.recv()
-            except EOFError:
+            except (EOFError, OSError):
                 worker.process.join(10)
                 return Failure("crash", died(worker.process))
         if not worker.process.is_alive():

@@ -13,6 +13,12 @@ codes are limited, so a hostile file cannot make a page or a diff explode.
 A table may also name, per row, the ATen operators its samples dispatched on
 the CPU (``operators``), which ``torchclaims check`` matches a model's
 operators against.
+
+A cell whose outcome is named :data:`NOT_REACHED` was listed but never
+judged (the sweep's time guard ran out): :meth:`SweepTable.reach` counts the
+cells that were, and a table with cells not reached decides nothing about
+them (the verification states the share reached, see
+:meth:`torchclaims.verify.Verification.finish`).
 Pure Python: nothing here imports torch.
 """
 
@@ -24,6 +30,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 NOT_LISTED = "."  # a cell outside the list: not counted in any denominator
+NOT_REACHED = "not reached"  # the outcome name of a listed cell the sweep never judged
 MAX_ROWS = 5000
 MAX_COLUMNS = 16
 MAX_DETAIL = 300
@@ -102,6 +109,15 @@ class SweepTable(BaseModel):
             if len(names) > MAX_ROW_OPERATORS:
                 raise ValueError(f"operators of row {self.rows[index]!r}: {len(names)}, more than {MAX_ROW_OPERATORS}")
         return self
+
+    def reach(self) -> tuple[int, int]:
+        """(cells reached, cells listed): every listed cell whose outcome is not NOT_REACHED was reached."""
+        listed = reached = 0
+        for column in self.columns:
+            unreached = {code for code, label in column.legend.items() if label == NOT_REACHED}
+            listed += column.listed
+            reached += sum(1 for code in column.codes if code != NOT_LISTED and code not in unreached)
+        return reached, listed
 
     def column(self, name: str) -> SweepColumn:
         for column in self.columns:

@@ -9,7 +9,8 @@ a tolerance in words ("raises", "exit code 0") judges nothing here and is
 left to the check. The runner judges the build's own records with this
 before writing them, and admission (torchclaims.evidence.admission) every record it
 loads, so a script that patches the verification API or rewrites its record
-cannot make a measurement pass that fails.
+cannot make a measurement pass that fails. Nor can a record hold on a
+coverage table with cells it did not reach.
 """
 
 from __future__ import annotations
@@ -107,6 +108,12 @@ def judgement_problems(record: ResultRecord) -> list[tuple[str, str]]:
     if record.verdict is not expected:
         checks = ", ".join(c.outcome.value for c in record.checks) or "none"
         found.append(("verdict", f"says {record.verdict.value}, but its checks ({checks}) give {expected.value}"))
+    for index, table in enumerate(record.tables):
+        reached, listed = table.reach()
+        if record.verdict is Verdict.HOLDS and reached < listed:
+            found.append(
+                (f"tables.{index}", f"says holds, but table {table.name!r} reached {reached} of {listed} listed cells")
+            )
     for index, check in enumerate(record.checks):
         if check.outcome is not Verdict.HOLDS:
             continue  # never more hopeful than its evidence: a refutation needs no measurement to back it

@@ -234,6 +234,8 @@ class Verification:
 
         if self._finished is not None:
             return
+        for table in self._tables:
+            self._add(reach_check(table))
         verdict = combine([c.outcome for c in self._checks])
         record = ResultRecord(
             claim_id=self.claim_id,
@@ -255,6 +257,32 @@ class Verification:
     def record(self) -> ResultRecord | None:
         """The result record, once finish() has run."""
         return self._finished
+
+
+def reach_check(table: SweepTable) -> CheckResult:
+    """The share of a table's listed cells it reached, as the check every record with a table carries.
+
+    A partial table decides nothing about the cells it did not reach: the
+    check is unverified then (never refuted: not reaching a cell is no
+    evidence about it), so the claim cannot hold on a partial table.
+    """
+    reached, listed = table.reach()
+    share = math.floor(1000 * reached / listed) / 10 if listed else 100.0  # never rounded up to 100%
+    detail = ""
+    if reached < listed:
+        detail = (
+            f"{listed - reached} of {listed} listed cells were not reached within the time guard "
+            f"({share:g}% reached): the table decides nothing about them"
+        )
+    return CheckResult(
+        name=f"the {table.name} table judged every listed cell",
+        outcome=Verdict.UNVERIFIED if detail else Verdict.HOLDS,
+        detail=detail,
+        measurements=[
+            Measurement(name="cells reached", value=reached, unit=f"of {listed}", tolerance=f"== {listed}"),
+            Measurement(name="share reached", value=share, unit="%"),
+        ],
+    )
 
 
 def _reason(verdict: Verdict, checks: list[CheckResult]) -> str:
