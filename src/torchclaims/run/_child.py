@@ -41,7 +41,7 @@ from .folders import remove_tree
 # outlive the script's hard exit and leak its semaphores.
 SCRIPT_ENVIRONMENT = {"MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
 RECORD_FD_ENV = "TORCHCLAIMS_RECORD_FD"  # the pipe on which the verification API hands the record to the supervisor
-CPUS_ENV = "TORCHCLAIMS_CPUS"  # the CPUs the run gives the script: its torch threads, and a sweep's workers
+CPUS_ENV = "TORCHCLAIMS_CPUS"  # the CPUs the run gives the script: its torch threads, and where a sweep starts
 TEXT_REPRS = ("__repr__", "__str__")  # the capture_repr methods a page may show a value by
 
 
@@ -379,7 +379,7 @@ def _script(job: ChildJob, output_fd: int, record_fd: int, state_fd: int, unconf
         import torch
 
         torch.set_num_threads(job.threads)
-        os.environ[CPUS_ENV] = str(job.threads)  # for what the script starts itself (a sweep's workers)
+        os.environ[CPUS_ENV] = str(job.threads)  # a sweep starts that many workers, then grows
         code = 0
         try:
             if job.gallery is not None:

@@ -218,7 +218,7 @@ class Runner:
     ) -> dict[str, ResultRecord]:
         """Run every job; always return one record per job."""
         pending = deque(jobs)
-        # Each claim's share of the CPUs (its torch threads, the workers a sweep starts):
+        # Each claim's share of the CPUs (its torch threads, the workers a sweep starts with):
         # all of them for a claim that runs alone.
         threads = max(1, (os.cpu_count() or 1) // min(self.parallel, max(1, len(jobs))))
         running: dict[int, _Running] = {}
