@@ -35,7 +35,11 @@ def main(claims: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         packed = bundle(
-            ROOT, Path(tmp) / "bundle", f"{sys.version_info.major}.{sys.version_info.minor}", log=lambda m: None
+            ROOT,
+            Path(tmp) / "bundle",
+            f"{sys.version_info.major}.{sys.version_info.minor}",
+            log=lambda m: None,
+            allow_uncommitted=True,  # what is measured is packing and running, edits included
         )
         pack_s = time.perf_counter() - started
         python = machine_with_torch(Path(tmp))

@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -73,7 +74,7 @@ class FakePip:
 def test_the_folder_holds_wheels_claims_gallery_constraints_and_the_script(tmp_path, monkeypatch):
     pip = FakePip()
     monkeypatch.setattr(bundle_module, "_pip", pip)
-    packed = bundle(ROOT, tmp_path / "out", "3.12", log=lambda m: None)
+    packed = bundle(ROOT, tmp_path / "out", "3.12", log=lambda m: None, allow_uncommitted=True)
     assert (packed.path / "claims" / "torchtpu-package-without-tpu.toml").is_file()
     assert (packed.path / "gallery" / "torchtpu_package_without_tpu.py").is_file()
     assert os.access(packed.path / "run.sh", os.X_OK)
@@ -89,7 +90,26 @@ def test_the_folder_holds_wheels_claims_gallery_constraints_and_the_script(tmp_p
 def test_a_bundle_over_the_limit_is_an_error_naming_the_largest_wheels(tmp_path, monkeypatch):
     monkeypatch.setattr(bundle_module, "_pip", FakePip({"transformers": bundle_module.MAX_BYTES}))
     with pytest.raises(TorchclaimsError, match=r"over the 64 MB limit; largest: transformers-5\.24\.0"):
-        bundle(ROOT, tmp_path / "out", "3.12", log=lambda m: None)
+        bundle(ROOT, tmp_path / "out", "3.12", log=lambda m: None, allow_uncommitted=True)
+
+
+def test_uncommitted_claims_or_scripts_are_not_packed(tmp_path, monkeypatch):
+    """A results file's records must name script versions in git history: a bundle of
+    uncommitted scripts would make a hardware owner's whole run rejected on merge."""
+    monkeypatch.setattr(bundle_module, "_pip", FakePip())
+    project = tmp_path / "project"
+    shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".git", ".nox", "_build", ".sweep", "node_modules"))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q", str(project)], check=True)
+    subprocess.run([*git, "-C", str(project), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(project), "commit", "-q", "-m", "all"], check=True)
+    assert bundle(project, tmp_path / "clean", "3.12", log=lambda m: None).path.is_dir()
+    script = project / "gallery" / "torchtpu_package_without_tpu.py"
+    script.write_text(script.read_text() + "\n# edited\n")
+    with pytest.raises(TorchclaimsError, match=r"uncommitted changes in gallery/torchtpu_package_without_tpu\.py"):
+        bundle(project, tmp_path / "dirty", "3.12", log=lambda m: None)
+    assert not (tmp_path / "dirty").exists()
+    assert bundle(project, tmp_path / "trial", "3.12", log=lambda m: None, allow_uncommitted=True).path.is_dir()
 
 
 def test_an_existing_folder_is_never_overwritten(tmp_path):
@@ -130,7 +150,13 @@ def machine_with_torch(tmp_path: Path) -> Path:
 
 @pytest.mark.claims
 def test_the_folder_runs_verify_with_the_machines_torch_and_no_index(tmp_path):
-    packed = bundle(ROOT, tmp_path / "bundle", f"{sys.version_info.major}.{sys.version_info.minor}", log=lambda m: None)
+    packed = bundle(
+        ROOT,
+        tmp_path / "bundle",
+        f"{sys.version_info.major}.{sys.version_info.minor}",
+        log=lambda m: None,
+        allow_uncommitted=True,  # the folder as it is, edits included
+    )
     python = machine_with_torch(tmp_path)
     lacks = subprocess.run([python, "-c", "import pydantic"], capture_output=True)
     assert lacks.returncode != 0, "the stand-in machine must not have pydantic: the bundle brings it"

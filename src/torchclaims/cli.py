@@ -453,7 +453,9 @@ def cmd_bundle(args) -> ExitCode:
     from .run.bundle import bundle
 
     started = time.perf_counter()
-    packed = bundle(_root(args), Path(args.output).resolve(), args.python_version)
+    packed = bundle(
+        _root(args), Path(args.output).resolve(), args.python_version, allow_uncommitted=args.allow_uncommitted
+    )
     print(
         f"packed {packed.path}: {len(packed.wheels)} wheels, {packed.size / 2**20:.1f} MB, "
         f"in {time.perf_counter() - started:.0f} s"
@@ -603,6 +605,11 @@ def parser() -> argparse.ArgumentParser:
         "for a machine with torch and no package index",
     )
     pack.add_argument("output", help="the folder to create")
+    pack.add_argument(
+        "--allow-uncommitted",
+        action="store_true",
+        help="pack uncommitted changes too (their runs' records are rejected on merge: a trial run only)",
+    )
     pack.add_argument(
         "--python-version",
         default=f"{sys.version_info.major}.{sys.version_info.minor}",

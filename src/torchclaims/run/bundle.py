@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import TorchclaimsError
+from ..evidence.provenance import git_output
 from ..history.releases import CONSTRAINTS_FILE, canonical, read_constraints
 
 MAX_BYTES = 64 * 1024 * 1024
+PACKED_FROM_GIT = ("src", "claims", "gallery", "examples", "pyproject.toml", "sweep/constraints.txt")
 # The Requires-Dist of torch 2.9-2.15, and of sympy and jinja2 in turn
 # (tests/test_bundle.py checks it against the torch installed).
 TORCH_BRINGS = frozenset(
@@ -131,12 +133,35 @@ def folder_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def uncommitted(root: Path) -> list[str]:
+    """What differs from the last commit in what the bundle packs (none outside a git checkout)."""
+    listed = git_output(root, "status", "--porcelain", "--", *PACKED_FROM_GIT)
+    return [line[3:] for line in (listed or "").splitlines() if line.strip()]
+
+
 def bundle(
-    root: Path, output: Path, python_version: str, platforms: tuple[str, ...] = LINUX_X86_64, log=print
+    root: Path,
+    output: Path,
+    python_version: str,
+    platforms: tuple[str, ...] = LINUX_X86_64,
+    log=print,
+    allow_uncommitted: bool = False,
 ) -> Bundle:
-    """Pack the folder at ``output`` (which must not exist yet) for CPython ``python_version``."""
+    """Pack the folder at ``output`` (which must not exist yet) for CPython ``python_version``.
+
+    Packing uncommitted claims or scripts is refused unless ``allow_uncommitted``: a
+    results file's records must name script versions in git history, so a hardware
+    owner's run of them would be rejected when it comes back."""
     if output.exists():
         raise TorchclaimsError(f"{output} exists; name a new folder")
+    changed = uncommitted(root)
+    if changed and not allow_uncommitted:
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        raise TorchclaimsError(
+            f"{root} has uncommitted changes in {', '.join(changed[:5])}{more}: commit them first, or the records "
+            "of this bundle's runs name script versions that are in no commit and are rejected on merge "
+            "(--allow-uncommitted packs them anyway, for a trial run)"
+        )
     pins = {
         name: version
         for name, version in read_constraints(root / CONSTRAINTS_FILE).items()
