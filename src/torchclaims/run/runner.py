@@ -59,8 +59,9 @@ SMOKE_SCRIPT_REL = "torchclaims/run/device_smoke.py"
 SMOKE_TIMEOUT_S = 120.0  # a runtime's first start can take tens of seconds (CUDA's module loading)
 # The backends whose runtime the fork server never loads, so the groups may be
 # preloaded: the CPU, and XLA (torch_xla is imported in each claim's process
-# only). Elsewhere importing a group can start the device's runtime (inductor
-# asks the GPU for its properties), and every claim forked afterwards fails.
+# only). Elsewhere importing a group can start the device's runtime
+# (torch.utils.cpp_extension asks torch.cuda.is_available() when imported), and
+# every claim forked afterwards fails.
 GROUPS_BACKENDS = frozenset({"cpu", "xla"})
 
 
