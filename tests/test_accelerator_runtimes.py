@@ -111,7 +111,7 @@ def test_doctor_shows_what_each_part_of_the_sandbox_does_to_the_device(tmp_path)
 
 def test_a_preload_group_that_starts_a_runtime_is_dropped_before_anything_forks(tmp_path, monkeypatch):
     """A group whose import starts the runtime (importing torch.utils.cpp_extension
-    asks torch.cuda.is_available(), which started CUDA on the H200): the server stops
+    asks torch.cuda.is_available(), which arms torch's fork check): the server stops
     before any fork, says which module it was, and a server without the group serves the probe."""
     site = write_site(tmp_path / "site")
     (site / "starts_runtime.py").write_text("import torch\ntorch.cuda.init()\n")
