@@ -335,7 +335,8 @@ def _linked_from(folders) -> list[str]:
     for folder in folders:
         try:
             with os.scandir(folder) as entries:
-                found += [os.path.realpath(entry.path) for entry in entries if entry.is_symlink()]
+                targets = [os.path.realpath(entry.path) for entry in entries if entry.is_symlink()]
+            found += [t if os.path.isdir(t) else os.path.dirname(t) for t in targets]  # a linked module: its folder
         except OSError:
             continue  # a zip, or a folder that is gone
     return found
@@ -348,7 +349,8 @@ def _imported_folders() -> set[str]:
     if "torch" not in sys.modules:  # a fork server that imports nothing: the script imports it
         spec = importlib.util.find_spec("torch")
         files.append(spec.origin if spec is not None else None)
-    return {os.path.dirname(os.path.realpath(file)) for file in files if isinstance(file, str)}
+    folders = {os.path.dirname(file) for file in files if isinstance(file, str)}  # thousands of modules, few folders
+    return {os.path.realpath(folder) for folder in folders}
 
 
 class SandboxMissing(Exception):

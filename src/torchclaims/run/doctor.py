@@ -43,7 +43,7 @@ def diagnose(backend: str, say: Callable[[str], None] = print) -> bool:
         say(_row("in the sandbox", inside))
         stops = []
         for part in sandbox.PARTS:
-            why = runner.device_smoke(tuple(p for p in sandbox.PARTS if p != part))
+            why = runner.device_smoke(sandbox.without(part))
             say(_row(f"without {part}", why))
             if inside is not None and why is None and part in sandbox.RESTRICTING:
                 stops.append(part)

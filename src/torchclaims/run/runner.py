@@ -300,7 +300,7 @@ class Runner:
         why = self.device_smoke()
         if why is None:
             return None
-        culprits = [part for part in sandbox.RESTRICTING if self.device_smoke(_without(part)) is None]
+        culprits = [part for part in sandbox.RESTRICTING if self.device_smoke(sandbox.without(part)) is None]
         found = f"the part that stops it: {', '.join(culprits)}" if culprits else "no one part alone stops it"
         return (
             f"backend {self.backend} works outside the sandbox but not inside it ({why}); {found} "
@@ -367,10 +367,6 @@ class Runner:
             _keep_page(child)
         remove_tree(child.run_dir)
         return record
-
-
-def _without(part: str) -> tuple[str, ...]:
-    return tuple(p for p in sandbox.PARTS if p != part)
 
 
 def _received_record(path: Path, claim_id: str) -> tuple[ResultRecord | None, str]:

@@ -87,6 +87,12 @@ NAMESPACES, MOUNTS, LANDLOCK, PROC_WRITES = "namespaces", "private mounts", "Lan
 PARTS = (NAMESPACES, MOUNTS, LANDLOCK, PROC_WRITES)
 RESTRICTING = (NAMESPACES, MOUNTS, LANDLOCK)
 
+
+def without(part: str) -> tuple[str, ...]:
+    """Every part of the sandbox but ``part``."""
+    return tuple(p for p in PARTS if p != part)
+
+
 MIN_ABI = 4  # the first to restrict TCP
 SCOPE_ABI = 6  # the first to scope signals and abstract Unix sockets
 

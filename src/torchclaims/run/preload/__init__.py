@@ -23,7 +23,7 @@ fail with the real error: the server itself must never fail. A module whose
 import started an accelerator runtime spoils the server for every claim (a
 forked child cannot use that runtime): the server then stops before anything
 forks and says which module it was (torchclaims.run.runtimes), and the runner
-starts one that imports only torch and the harness.
+starts one that imports less (torch and the harness, then nothing).
 
 Ctrl-C is for the run's own process, which stops the claims (torchclaims.run.runner).
 The server shares the terminal's process group, and multiprocessing makes it

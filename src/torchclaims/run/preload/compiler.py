@@ -19,7 +19,8 @@ from torchclaims.run.preload import accelerator_built, in_background, load
 # same modules at once could deadlock the server's imports.
 SEARCH_IMPORTS = ("torch._dynamo", "torch._inductor.codecache", "torch.utils.cpp_extension")
 
-if not accelerator_built():
+WANTED = not accelerator_built()  # else the claims import it themselves (accelerator_built says why)
+if WANTED:
     load(SEARCH_IMPORTS)
 
 
@@ -42,6 +43,6 @@ def search_vector_instructions() -> None:
     cpu_vec_isa.pick_vec_isa()
 
 
-if not accelerator_built():
+if WANTED:
     in_background(search_vector_instructions)
     load(("torch._inductor.compile_fx",))
