@@ -8,6 +8,9 @@ from pathlib import Path
 
 from .errors import UsageError
 
+# The published site: where `torchclaims check` points its evidence links unless --site-url says otherwise.
+SITE_URL = "https://torchclaims.github.io/torchclaims/"
+
 
 def seconds(value, name: str) -> float:
     """A positive, finite number of seconds."""

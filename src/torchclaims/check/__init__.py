@@ -21,12 +21,15 @@ import sys
 import types
 from pathlib import Path
 
+from ..backends import BACKEND_NAMES
+from ..config import SITE_URL
 from ..errors import UsageError
 from .knowledge import load_knowledge
-from .links import Links
+from .links import Links, site_base
 from .lookup import look_up
 from .recorder import record_step
 from .report import Report
+from .standing import standings
 from .target import Step, as_step
 from .terminal import summary
 
@@ -55,25 +58,27 @@ def check_step(
     *,
     root: str | Path | None = None,
     targets: set[str] | None = None,
-    site_url: str = "",
+    site_url: str = SITE_URL,
     target: str = "",
     accept=(),
 ) -> Report:
     """The static report of one step (see the module docstring); ``accept``: see :mod:`.lookup`."""
+    unknown = sorted(set(targets or ()) - set(BACKEND_NAMES))
+    if unknown:
+        raise UsageError(f"unknown target backend(s) {', '.join(unknown)}; choose from {', '.join(BACKEND_NAMES)}")
     knowledge = load_knowledge(default_root(root))
     used = record_step(step)
     kind = model_type(step.model)
-    columns = look_up(
-        used, knowledge, targets=targets, model_type=kind, links=Links(site_url), accepted=frozenset(accept)
-    )
-    unknown = sorted(set(targets or ()) - {c.backend for c in columns})
-    if unknown:
-        raise UsageError(f"no table or defect claim measured backend(s) {', '.join(unknown)}")
-    return Report(target or step.name, [u.as_dict() for u in used], columns, kind, [str(p) for p in knowledge.problems])
+    links = Links(site_base(site_url))
+    columns = look_up(used, knowledge, targets=targets, model_type=kind, links=links, accepted=frozenset(accept))
+    problems = [str(p) for p in knowledge.problems]
+    report = Report(target or step.name, [u.as_dict() for u in used], columns, kind, problems)
+    report.backends = standings(columns, knowledge.claims, len(used), set(targets or ()), links)
+    return report
 
 
 def check(
-    model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url: str = "", accept=()
+    model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url=SITE_URL, accept=()
 ) -> Report:
     """The static report of ``model`` on ``example_inputs`` (and, with ``loss``, its backward pass).
 

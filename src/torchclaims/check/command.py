@@ -11,6 +11,8 @@ from ..evidence.records import write_if_changed
 from . import check_step, default_root
 from .device_run import run_on_backend
 from .html_report import render
+from .links import site_base
+from .sarif import sarif
 from .target import load_target
 from .terminal import summary
 
@@ -23,7 +25,7 @@ def run_check(args) -> str:
     step = load_target(args.target)
     targets = set(args.target_backend) or None
     report = check_step(
-        step, root=root, targets=targets, site_url=args.site_url, target=args.target, accept=args.accept
+        step, root=root, targets=targets, site_url=site_base(args.site_url), target=args.target, accept=args.accept
     )
     if args.backend:
         report.measured.append(
@@ -43,6 +45,9 @@ def run_check(args) -> str:
             sys.stdout.write(text)
         else:
             write_if_changed(Path(args.json), text)
+    if args.sarif:
+        write_if_changed(Path(args.sarif), json.dumps(sarif(report, site_base(args.site_url)), indent=1) + "\n")
+        print(f"wrote {args.sarif}", file=sys.stderr if args.json == "-" else sys.stdout)
     if args.html:
         write_if_changed(Path(args.html), render(report))
         print(f"wrote {args.html}")
