@@ -25,7 +25,7 @@ from torchclaims.check.standing import TARGET_BACKENDS
 from torchclaims.check.target import as_step, load_target
 from torchclaims.claims import Trigger, load_claims
 from torchclaims.cli import ExitCode, main
-from torchclaims.config import SITE_URL
+from torchclaims.config import SITE_URL_VAR
 from torchclaims.coverage.operators import OUTCOMES
 from torchclaims.evidence.coverage_table import TableBuilder
 
@@ -210,15 +210,35 @@ def test_a_targeted_backend_nothing_measured_is_not_checked_and_not_a_usage_erro
     assert "neuron  (targeted) not measured" in out
 
 
-def test_evidence_links_are_absolute_unless_the_site_url_says_otherwise():
-    report = check_step(load_target(str(EXAMPLES / "pixel_cnn.py:pixel_cnn_step")), root=ROOT)
-    urls = [e.url for c in report.columns for f in c.operators for e in f.evidence]
-    assert urls and all(u.startswith(SITE_URL) for u in urls)
-    mirror = check_step(
-        load_target(str(EXAMPLES / "pixel_cnn.py:pixel_cnn_step")), root=ROOT, site_url="https://x.test"
+SITE = "https://site.test/torchclaims/"
+LINK = r'"([^"]*docs/(?:topics|coverage)/[^"]+)"'  # the report's links into the site (sources link elsewhere)
+
+
+def test_evidence_links_point_at_the_site_address_the_publisher_set(tmp_path, monkeypatch, capsys):
+    target = str(EXAMPLES / "pixel_cnn.py:pixel_cnn_step")
+    monkeypatch.setenv(SITE_URL_VAR, SITE.rstrip("/"))
+    main(["check", target, "--root", str(ROOT), "--json", str(tmp_path / "r.json")])
+    urls = re.findall(LINK, (tmp_path / "r.json").read_text())
+    assert urls and all(u.startswith(SITE + "docs/") for u in urls)
+    main(["check", target, "--root", str(ROOT), "--json", str(tmp_path / "m.json"), "--site-url", "https://x.test"])
+    mirrored = re.findall(LINK, (tmp_path / "m.json").read_text())
+    assert mirrored and all(u.startswith("https://x.test/docs/") for u in mirrored)
+
+
+def test_without_a_site_address_links_are_paths_from_the_site_root_not_a_guess(tmp_path, monkeypatch):
+    monkeypatch.delenv(SITE_URL_VAR, raising=False)
+    main(
+        [
+            "check",
+            str(EXAMPLES / "pixel_cnn.py:pixel_cnn_step"),
+            "--root",
+            str(ROOT),
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
     )
-    mirrored = [e.url for c in mirror.columns for f in c.operators for e in f.evidence]
-    assert all(u.startswith("https://x.test/docs/") for u in mirrored)
+    urls = re.findall(LINK, (tmp_path / "r.json").read_text())
+    assert urls and all(u.startswith("docs/") for u in urls)
 
 
 def validator() -> jsonschema.Draft4Validator:
@@ -230,7 +250,8 @@ def validator() -> jsonschema.Draft4Validator:
 def test_sarif_validates_and_has_one_result_per_operator_and_backend(tmp_path, capsys):
     target = str(EXAMPLES / "pixel_cnn.py:pixel_cnn_step")
     accept = ["--accept", "nn.functional.pixel_shuffle", "--accept", "xla-pixel-shuffle-factor-order"]
-    assert main(["check", target, "--root", str(ROOT), "--sarif", str(tmp_path / "r.sarif"), *accept]) == 0
+    site = ["--site-url", SITE]
+    assert main(["check", target, "--root", str(ROOT), "--sarif", str(tmp_path / "r.sarif"), *site, *accept]) == 0
     log = json.loads((tmp_path / "r.sarif").read_text())
     validator().validate(log)
     (run,) = log["runs"]
@@ -238,7 +259,7 @@ def test_sarif_validates_and_has_one_result_per_operator_and_backend(tmp_path, c
     assert len(keys) == len(set(keys))
     (shuffle,) = [r for r in run["results"] if r["partialFingerprints"]["operatorBackend"].startswith("aten::pixel_sh")]
     assert shuffle["ruleId"] == "known-wrong" and shuffle["properties"]["backend"] == "xla"
-    assert all(u.startswith(SITE_URL) for u in shuffle["properties"]["evidence"])
+    assert all(u.startswith(SITE) for u in shuffle["properties"]["evidence"])
     assert "--accept" in shuffle["properties"]["fix"] and shuffle["suppressions"][0]["kind"] == "external"
     assert shuffle["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("pixel_cnn.py")
 

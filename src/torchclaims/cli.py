@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 from . import config
 from .backends import BACKEND_ENV_VAR, requested_backend, resolve_backend
 from .claims import claim_json_schema, load_claims
-from .config import SITE_URL
 from .errors import InvalidFileError, Problem, TorchclaimsError, UsageError
 from .evidence.admission import Admission
 from .evidence.attestation import verifier_from
@@ -668,7 +667,10 @@ def parser() -> argparse.ArgumentParser:
         help="write the risky findings as SARIF 2.1.0 (code scanning), one per operator x backend",
     )
     check.add_argument(
-        "--site-url", default=SITE_URL, help=f"address of the site the evidence links point to (default: {SITE_URL})"
+        "--site-url",
+        default=None,
+        help=f"address of the site the evidence links point to (default: ${config.SITE_URL_VAR}, "
+        "else paths from the site's root)",
     )
     check.set_defaults(run=cmd_check)
 

@@ -22,7 +22,6 @@ import types
 from pathlib import Path
 
 from ..backends import BACKEND_NAMES
-from ..config import SITE_URL
 from ..errors import UsageError
 from .knowledge import load_knowledge
 from .links import Links, site_base
@@ -58,7 +57,7 @@ def check_step(
     *,
     root: str | Path | None = None,
     targets: set[str] | None = None,
-    site_url: str = SITE_URL,
+    site_url: str = "",
     target: str = "",
     accept=(),
 ) -> Report:
@@ -78,7 +77,7 @@ def check_step(
 
 
 def check(
-    model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url=SITE_URL, accept=()
+    model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url="", accept=()
 ) -> Report:
     """The static report of ``model`` on ``example_inputs`` (and, with ``loss``, its backward pass).
 

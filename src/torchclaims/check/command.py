@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..backends import resolve_backend
+from ..config import site_url
 from ..evidence.records import write_if_changed
 from . import check_step, default_root
 from .device_run import run_on_backend
@@ -23,10 +24,9 @@ def run_check(args) -> str:
         resolve_backend(args.backend)  # an unknown name is a usage error, not a failed run
     root = default_root(None if args.root == "." else args.root)
     step = load_target(args.target)
+    base = site_base(site_url() if args.site_url is None else args.site_url)
     targets = set(args.target_backend) or None
-    report = check_step(
-        step, root=root, targets=targets, site_url=site_base(args.site_url), target=args.target, accept=args.accept
-    )
+    report = check_step(step, root=root, targets=targets, site_url=base, target=args.target, accept=args.accept)
     if args.backend:
         report.measured.append(
             run_on_backend(
@@ -46,7 +46,7 @@ def run_check(args) -> str:
         else:
             write_if_changed(Path(args.json), text)
     if args.sarif:
-        write_if_changed(Path(args.sarif), json.dumps(sarif(report, site_base(args.site_url)), indent=1) + "\n")
+        write_if_changed(Path(args.sarif), json.dumps(sarif(report, base), indent=1) + "\n")
         print(f"wrote {args.sarif}", file=sys.stderr if args.json == "-" else sys.stdout)
     if args.html:
         write_if_changed(Path(args.html), render(report))

@@ -11,7 +11,6 @@ their own); a ``package.module`` target is named as a logical location.
 
 from __future__ import annotations
 
-from ..config import SITE_URL
 from .report import FALLBACK, NATIVE, RAISES, STATUSES, WRONG, ColumnReport, OperatorFinding, Report
 
 VERSION = "2.1.0"
@@ -82,7 +81,7 @@ def _results(report: Report) -> list[dict]:
     return results
 
 
-def sarif(report: Report, site_url: str = SITE_URL) -> dict:
+def sarif(report: Report, site_url: str = "") -> dict:
     """The SARIF log of ``report``; ``site_url``: where the rules' help lives."""
     help_uri = f"{site_url}docs/check.html"
     rules = [
