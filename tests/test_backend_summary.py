@@ -225,3 +225,16 @@ def test_a_chip_names_xla_on_the_cpu_and_the_backend_only_for_its_hardware(tmp_p
     tpu_held = next(s for s in summary.standings if s.claim.id == "tpu-held")
     assert chip(tpu_held.here).astext().startswith("xla ✔ holds torch_xla 2.9.0")
     assert chip(tpu_held.stand_ins[0]).astext().startswith("XLA on the CPU ✘ refuted torch_xla 2.9.0")
+
+
+def test_the_check_your_model_line_leads_to_the_check_page_where_the_site_has_one():
+    from types import SimpleNamespace
+
+    from sphinx import addnodes
+
+    from torchclaims.sphinxext.accelerators import check_your_model
+
+    [line] = check_your_model(SimpleNamespace(found_docs={"docs/check"}))
+    assert line.astext().startswith("Check your own model: torchclaims check lists the operators")
+    assert [ref["reftarget"] for ref in line.findall(addnodes.pending_xref)] == ["/docs/check"]
+    assert check_your_model(SimpleNamespace(found_docs=set())) == []

@@ -6,11 +6,13 @@ directive) opens with a tally computed from the records
 only their claimants' word, those checked on the backend's own hardware (when,
 with which versions, from which source) and those checked only on a stand-in
 (XLA on the CPU counts as one, never as the hardware) and what the stand-ins
-showed. Then the claims in the groups a reader acts on, one line each with its verdict
+showed, and a line leading to ``torchclaims check`` for a reader's own model.
+Then the claims in the groups a reader acts on, one line each with its verdict
 chips leading to the evidence, and the command a hardware owner runs to fill
-the column. ``accelerator-choice`` lists the pages with their tallies (the
-home page); ``accelerator-groups`` lists the groups in words (the page that
-explains them). Every number here is counted from the records at build time.
+the column. ``accelerator-choice`` lists the pages with their tallies, after
+the same line to ``torchclaims check`` (the home page); ``accelerator-groups``
+lists the groups in words (the page that explains them). Every number here is
+counted from the records at build time.
 """
 
 from __future__ import annotations
@@ -177,11 +179,20 @@ def fill_the_column(env: BuildEnvironment, backend: str, name: str, executable: 
             " says what the file holds and how it is checked.",
         ]
     section += paragraph(*parts)
-    if "docs/check" in env.found_docs:
-        section += paragraph(
-            "To apply this knowledge base to your own model: ", doc_link("torchclaims check", "docs/check"), "."
-        )
     return section
+
+
+def check_your_model(env: BuildEnvironment) -> list[nodes.paragraph]:
+    """The line to ``torchclaims check``, for the first screen of the pages a migrating team opens first."""
+    if "docs/check" not in env.found_docs:
+        return []
+    line = paragraph(
+        nodes.strong("", "Check your own model: "),
+        doc_link("torchclaims check", "docs/check"),
+        " lists the operators one step of it dispatches and what every measured backend and release did with each.",
+    )
+    line["classes"].append("tc-check-line")
+    return [line]
 
 
 def card_facts(summary: Summary) -> str:
@@ -217,6 +228,7 @@ class AcceleratorDirective(SphinxDirective):
         page += nodes.title("", f"Moving PyTorch code to {name}")
         page += paragraph(all_backends()[backend].description)
         page += tally(summary, name)
+        page += check_your_model(self.env)
         for group in Group:
             standings = summary.group(group)
             if not standings:
@@ -248,7 +260,7 @@ class AcceleratorChoiceDirective(SphinxDirective):
             return []
         out = bullets(items)
         out["classes"].append("tc-choice")
-        return [out]
+        return check_your_model(self.env) + [out]
 
 
 class AcceleratorGroupsDirective(SphinxDirective):
