@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -16,7 +17,7 @@ from torchclaims.errors import UsageError
 from torchclaims.evidence.records import CheckResult, Measurement, Verdict
 from torchclaims.evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, load_store
 from torchclaims.sphinxext.downloads import download_for, records_csv, write_downloads
-from torchclaims.sphinxext.grid import Grid, device_words
+from torchclaims.sphinxext.grid import Grid, device_words, stand_in
 from torchclaims.sphinxext.site import leftovers, publish
 
 XLA = make_environment(
@@ -51,7 +52,7 @@ def test_every_known_backend_has_a_column_and_versions_sit_inside_it(tmp_path):
     assert [c.backend for c in grid.columns] == ["cpu", "cuda", "rocm", "mps", "xpu", "xla", "neuron", "tpu"]
     cpu = grid.column("cpu")
     assert cpu.versions == ("torch 2.13.0", "torch 2.14.1")  # this build's version first, then the newest
-    assert grid.column("xla").header() == "xla · XLA on CPU (Test CPU) · torch_xla 2.9.0"
+    assert grid.column("xla").header() == "xla · XLA on the CPU (Test CPU) · torch_xla 2.9.0"
     assert grid.column("neuron").header() == "neuron · AWS Trainium (TorchNeuron) · not run"
 
 
@@ -84,8 +85,50 @@ def test_versions_sort_as_numbers():
 
 
 def test_device_words_name_xla_on_the_cpu():
-    assert device_words(XLA) == "XLA on CPU (Test CPU)"
+    assert device_words(XLA) == "XLA on the CPU (Test CPU)"
     assert device_words(make_environment(device_name="AMD EPYC")) == "AMD EPYC"
+
+
+def test_xla_on_the_host_cpu_is_a_stand_in_by_its_device_kind_or_by_pjrt_device():
+    tpu = XLA.model_copy(update={"device_name": "XLA TPU", "env_vars": {"PJRT_DEVICE": "TPU"}})
+    assert (stand_in(tpu), device_words(tpu)) == ("", "XLA on TPU")  # the hardware
+    assert stand_in(XLA) == "XLA on the CPU"  # the device kind torch_xla reported
+    said_cpu = tpu.model_copy(update={"env_vars": {"PJRT_DEVICE": "cpu"}})  # a record whose two signs disagree
+    assert stand_in(said_cpu) == "XLA on the CPU"
+    assert device_words(said_cpu) == "XLA on the CPU (device reported as 'XLA TPU')"
+    assert stand_in(make_environment(device_name="XLA CPU")) == ""  # the CPU reference is a backend of its own
+
+
+def test_a_column_says_when_every_record_in_it_ran_on_a_stand_in(tmp_path):
+    tpu = XLA.model_copy(update={"device_name": "XLA TPU", "env_vars": {"PJRT_DEVICE": "TPU"}})
+    only_cpu = grid_of(tmp_path / "cpu", [Entry(make_record("a", environment=XLA), "xla.json")])
+    assert only_cpu.column("xla").stand_in == "XLA on the CPU"
+    assert only_cpu.column("cpu").stand_in == "" and only_cpu.column("neuron").stand_in == ""
+    both = grid_of(
+        tmp_path / "both",
+        [Entry(make_record("a", environment=XLA), "xla.json"), Entry(make_record("a", environment=tpu), "tpu.json")],
+    )
+    assert both.column("xla").stand_in == ""
+    assert both.newest(both.claims.claims["a"], "xla", own_device=True).entry.origin == "tpu.json"
+    assert both.newest(both.claims.claims["a"], "xla", own_device=False).entry.origin == "xla.json"
+
+
+def test_the_backend_filter_note_says_when_the_backends_own_column_is_a_stand_in(tmp_path):
+    from torchclaims.sphinxext.matrix import _backend_notes
+
+    grid = grid_of(
+        tmp_path, [Entry(make_record("a", environment=XLA), "xla.json"), Entry(make_record("a"), THIS_BUILD)]
+    )
+    notes = {
+        backend: text
+        for backend, text in re.findall(r'data-backend="(\w+)" hidden>(.*?)</p>', str(_backend_notes(grid, {})))
+    }
+    assert notes["xla"] == (
+        "Claims about xla (torch_xla (TPUs and other PJRT devices)): its column shows what ran on XLA on the CPU, "
+        "a stand-in like the other columns: evidence about what ran there, never about torch_xla (TPUs and other "
+        "PJRT devices)."
+    )
+    assert "its column shows what ran there" in notes["cpu"]
 
 
 def test_csv_has_a_row_per_measurement_and_never_a_formula():

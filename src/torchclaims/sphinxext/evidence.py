@@ -80,7 +80,7 @@ def scope_words(claim: Claim, backend: str) -> list[nodes.Node]:
 
 
 def run_line(grid: Grid, cell: Cell) -> list[nodes.Node]:
-    """'xla · XLA on CPU (AMD EPYC) · torch_xla 2.9.0 ✘ refuted 2026-11-29, xla-….json (outside the scope …)'."""
+    """'xla · XLA on the CPU (AMD EPYC) · torch_xla 2.9.0 ✘ refuted 2026-11-29, xla-….json (outside the scope …)'."""
     entry = cell.entry
     return [
         nodes.strong("", grid.column(cell.backend).header(cell.version)),
