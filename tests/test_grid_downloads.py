@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ from torchclaims.evidence.records import CheckResult, Measurement, Verdict
 from torchclaims.evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, load_store
 from torchclaims.sphinxext.downloads import download_for, records_csv, write_downloads
 from torchclaims.sphinxext.grid import Grid, device_words, stand_in
-from torchclaims.sphinxext.site import leftovers, publish
+from torchclaims.sphinxext.site import MANIFEST, leftovers, publish
 
 XLA = make_environment(
     backend="xla",
@@ -168,25 +169,25 @@ def test_every_results_file_shown_is_published_as_json_and_csv(tmp_path):
     assert download_for(Entry(make_record("a"), THIS_BUILD)).json == "downloads/torchclaims-results.json"
 
 
+def published(site: Path) -> list[str]:
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file() and p.name != MANIFEST)
+
+
 def test_publishing_leaves_the_build_leftovers_behind(tmp_path):
     built = tmp_path / "built"
     for name in ("index.html", ".buildinfo", "_sources/index.md.txt", ".doctrees/index.doctree", "_static/a.css"):
         (built / name).parent.mkdir(parents=True, exist_ok=True)
         (built / name).write_text(name)
     site = tmp_path / "site"
-    (site / "old.html").parent.mkdir(parents=True)
-    (site / "old.html").write_text("a page that is gone")
+    site.mkdir()  # empty: a folder to publish into
     publish(built, site)
-    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()) == [
-        "_static/a.css",
-        "index.html",
-    ]
+    assert published(site) == ["_static/a.css", "index.html"]
     assert leftovers(built) == [".buildinfo", ".doctrees", "_sources"]
     with pytest.raises(UsageError, match="must be outside the build folder"):
         publish(built, built / "site")
 
 
-def test_publishing_again_copies_what_changed_and_removes_what_is_gone(tmp_path):
+def test_publishing_again_copies_what_changed_and_removes_only_what_it_wrote(tmp_path):
     built, site = tmp_path / "built", tmp_path / "site"
     for name in ("index.html", "a/page.html", "a/gone.html", "b/c.html"):
         (built / name).parent.mkdir(parents=True, exist_ok=True)
@@ -197,13 +198,62 @@ def test_publishing_again_copies_what_changed_and_removes_what_is_gone(tmp_path)
     (built / "a" / "gone.html").unlink()
     shutil.rmtree(built / "b")
     (built / "b").write_text("a file where a folder was")
-    (site / "stray.html").write_text("not from the build")
+    (site / "stray.html").write_text("the user's own file")
     os.symlink(tmp_path, site / "a" / "link")
     publish(built, site)
-    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*")) == ["a", "a/page.html", "b", "index.html"]
+    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.name != MANIFEST) == [
+        "a",
+        "a/link",
+        "a/page.html",
+        "b",
+        "index.html",
+        "stray.html",
+    ]
     assert (site / "a" / "page.html").read_text() == "a new version of the page"
     assert (site / "b").read_text() == "a file where a folder was"
+    assert (site / "stray.html").read_text() == "the user's own file"
     assert (site / "index.html").stat().st_ino == kept  # unchanged: the same file, not a new copy
+
+
+def test_publishing_refuses_a_folder_it_did_not_make_and_never_replaces_a_file_it_did_not_write(tmp_path):
+    built, site = tmp_path / "built", tmp_path / "site"
+    (built / "docs").mkdir(parents=True)
+    (built / "index.html").write_text("the site")
+    (built / "docs" / "page.html").write_text("a page")
+    site.mkdir()
+    (site / "notes.txt").write_text("the user's notes")
+    with pytest.raises(UsageError, match="not empty and no publish made it"):
+        publish(built, site)
+    assert sorted(p.name for p in site.iterdir()) == ["notes.txt"]  # nothing written, nothing removed
+    (site / "notes.txt").unlink()
+    publish(built, site)
+    (site / "docs" / "new.html").write_text("the user's page, where the next build has one")
+    (site / "docs" / "mine.txt").write_text("the user's file in a folder the site has")
+    (built / "docs" / "new.html").write_text("a new page")
+    with pytest.raises(UsageError, match=r"would replace 1 file\(s\) it did not write: docs/new.html"):
+        publish(built, site)
+    assert (site / "docs" / "new.html").read_text() == "the user's page, where the next build has one"
+    (site / "docs" / "new.html").unlink()
+    shutil.rmtree(built / "docs")
+    publish(built, site)  # the site's docs/ is gone: the user's file in it stays, and so does the folder
+    assert (site / "docs" / "mine.txt").read_text() == "the user's file in a folder the site has"
+    (site / "file").write_text("a file where the published folder should be")
+    with pytest.raises(UsageError, match="is a file; it is not replaced"):
+        publish(built, site / "file")
+    assert (site / "file").read_text() == "a file where the published folder should be"
+
+
+@pytest.mark.parametrize("manifest", ['{"format": "torchclaims-published", "files": ["../outside"]}', "[1, 2", "{}"])
+def test_a_malformed_list_of_published_files_removes_nothing(tmp_path, manifest):
+    built, site = tmp_path / "built", tmp_path / "site"
+    built.mkdir()
+    (built / "index.html").write_text("the site")
+    publish(built, site)
+    (tmp_path / "outside").write_text("beside the site")
+    (site / MANIFEST).write_text(manifest)
+    with pytest.raises(UsageError, match=MANIFEST):
+        publish(built, site)
+    assert (tmp_path / "outside").exists() and (site / "index.html").exists()
 
 
 def test_a_run_with_a_vendor_package_but_not_its_device_is_its_own_slice_named_so(tmp_path):

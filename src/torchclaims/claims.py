@@ -135,13 +135,15 @@ class Source(BaseModel):
     quote: Annotated[
         str, Field(min_length=1, max_length=limits.QUOTE_CHARS, description="Verbatim excerpt, under 40 words")
     ]
-    publisher: Annotated[str, Field(min_length=1, max_length=limits.NAME_CHARS, description="Who published the source")]
+    publisher: Annotated[
+        str, Field(min_length=1, max_length=limits.NAME_CHARS, description="Who published the source"), limits.ONE_LINE
+    ]
     date: Annotated[str, Field(pattern=SOURCE_DATE, description="YYYY, YYYY-MM or YYYY-MM-DD")]
     confirmed: StrictBool = Field(True, description="False when the quote could not be seen in the primary source")
     note: str = Field(
         "", max_length=limits.NOTE_CHARS, description="Context, e.g. how this source disagrees with another"
     )
-    claimant: Annotated[str | None, Field(min_length=1, max_length=limits.NAME_CHARS)] = Field(
+    claimant: Annotated[limits.OneLine | None, Field(min_length=1, max_length=limits.NAME_CHARS)] = Field(
         None,
         description="Who makes the claim in this source, in their own words; left out when the source is evidence only "
         "(source code, a page quoted for a fact, every source of an own finding)",
@@ -204,7 +206,7 @@ class Claim(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Annotated[str, Field(pattern=CLAIM_ID, description="kebab-case; equals the file name")]
-    title: Annotated[str, Field(min_length=3, max_length=120), limits.NEUTRAL]
+    title: Annotated[str, Field(min_length=3, max_length=120), limits.ONE_LINE]
     proposition: Annotated[
         str,
         Field(

@@ -26,6 +26,7 @@ from .evidence.provenance import from_github_actions
 from .evidence.records import Verdict
 from .evidence.results import ResultsFile, build_results, read_results
 from .history.changes import describe
+from .text_safety import guarded
 
 if TYPE_CHECKING:
     from .history.upgrades import Moved
@@ -689,6 +690,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with guarded():  # every console line: data never drives the terminal (text_safety)
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.run(args))

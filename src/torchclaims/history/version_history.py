@@ -21,6 +21,7 @@ from datetime import datetime
 from ..evidence.provenance import Source
 from ..evidence.records import Environment, ResultRecord, Verdict
 from ..evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store
+from ..text_safety import quoted
 from .builds import build_of, builds_named
 from .releases import Series, version_key
 
@@ -51,7 +52,7 @@ class Run:
 
     def describe(self) -> str:
         """'cpu-torch2.14.1-….json (cpu, torch 2.14.1, 2026-11-29, sweep: …; submitted by hand, not reproduced)'."""
-        label = f", {self.label}" if self.label else ""
+        label = f", labelled {quoted(self.label)}" if self.label else ""
         name = "this build" if self.origin == THIS_BUILD else self.origin
         mark = f"; {self.source.mark}" if self.source and self.origin != THIS_BUILD else ""
         return (
