@@ -201,7 +201,7 @@ def docs(session: nox.Session) -> None:
         "TORCHCLAIMS_FORCE": "1" if opts.force else "0",
         "TORCHCLAIMS_PUBLISH_DIR": "_build/html",
     }
-    session.log("sphinx-build -q prints warnings only; a first build verifies every claim, minutes on 2 cores")
+    session.log("sphinx-build -q: warnings and the claims' progress; a first build runs every claim (minutes)")
     session.run("sphinx-build", *SPHINX_BUILD, *opts.rest, env=env)
     verdicts = Path("_build/doctrees/torchclaims-verdicts.txt")  # written by the build (torchclaims.sphinxext.summary)
     if verdicts.is_file():

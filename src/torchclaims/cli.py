@@ -65,6 +65,7 @@ def _report(problems: list[Problem], verb: str = "rejected") -> None:
 def cmd_verify(args) -> ExitCode:
     from .evidence.output import write_run
     from .run.execution import Settings, verify
+    from .run.progress import console
 
     root = _root(args)
     timeout = config.seconds(
@@ -104,6 +105,7 @@ def cmd_verify(args) -> ExitCode:
             extra_reasons=figures.reasons,
             log=print,
             warn=lambda m: print(f"warning: {m}", file=sys.stderr),
+            progress=console(),
         )
     except KeyboardInterrupt as exc:
         raise KeyboardInterrupt(f"{exc or 'interrupted'}; no results file written") from None
