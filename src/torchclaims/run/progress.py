@@ -102,9 +102,10 @@ def summary(reran: dict[str, str], current: int, seconds: float) -> str:
     return f"re-ran {len(reran)} of {total} claims in {_duration(seconds)}: {', '.join(named)}{more}; {current} current"
 
 
-def console() -> Progress:
-    """Progress on this process's stdout: a bar on a terminal, plain lines in a log."""
-    return Progress(lambda line: print(line, flush=True), terminal=sys.stdout)
+def console(stream: TextIO | None = None) -> Progress:
+    """Progress on ``stream`` (this process's stdout by default): a bar on a terminal, plain lines in a log."""
+    stream = stream or sys.stdout
+    return Progress(lambda line: print(line, file=stream, flush=True), terminal=stream)
 
 
 def _is_terminal(stream: TextIO) -> bool:
