@@ -82,3 +82,38 @@ def test_a_terminal_bar_starts_no_thread_in_the_process_that_starts_claims():
     progress.begin(3)
     assert threading.active_count() == before
     progress.end()
+
+
+def test_what_a_script_wrote_never_drives_the_terminal_in_a_log_or_on_a_bar():
+    hostile = "boom\x1b]52;c;ZXZpbA==\x07\x1b[2J"
+    clock = Clock()
+    progress, lines = plain(clock)
+    progress.begin(1)
+    progress.started("a-claim", hostile)
+    progress.done("a-claim", f"error in 1.0s: {hostile}")
+    progress.report({"a-claim": hostile}, current=0)
+    screen = Terminal()
+    on_a_bar = Progress(lambda line: None, terminal=screen)
+    on_a_bar.begin(1)
+    on_a_bar.started("a-claim", hostile)
+    on_a_bar.end()
+    for text in [*lines, screen.getvalue()]:
+        assert "\x1b]" not in text and "\x07" not in text and "\x1b[2J" not in text, text
+    assert "\\x1b]52" in lines[0]
+
+
+def test_a_bar_draws_on_the_terminal_beneath_the_guarded_stream(monkeypatch):
+    import sys
+
+    from torchclaims.run.progress import console
+    from torchclaims.text_safety import guarded
+
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    with guarded():
+        progress = console()
+        progress.begin(2)
+        progress.started("a-claim", "--force")
+        progress.end()
+    assert "\r" in screen.getvalue(), "tqdm's own carriage returns reach the terminal unescaped"
+    assert "\\r" not in screen.getvalue()

@@ -18,6 +18,8 @@ from typing import TextIO
 
 from tqdm import tqdm
 
+from ..text_safety import for_terminal, unguarded
+
 HEARTBEAT_S = 10.0
 NAMED = 5  # claims a closing line names before "and N more"
 
@@ -75,7 +77,7 @@ class Progress:
     def report(self, reran: dict[str, str], current: int) -> None:
         """The closing line: which claims re-ran and why, and how many were current."""
         self.end()
-        self.write(f"torchclaims: {summary(reran, current, self.clock() - self.began)}")
+        self.write(for_terminal(f"torchclaims: {summary(reran, current, self.clock() - self.began)}"))
 
     def _where(self) -> str:
         elapsed = self.clock() - self.began
@@ -84,8 +86,10 @@ class Progress:
         return f"[{self.finished}/{self.total} done, {_duration(elapsed)}{estimate}]"
 
     def _line(self, text: str) -> None:
+        """One line of a claim's progress; its text (claim ids, reasons a script gave) never drives the terminal."""
+        text = for_terminal(text)
         if self.bar is not None:
-            self.bar.set_postfix_str(", ".join(sorted(self.running)), refresh=False)
+            self.bar.set_postfix_str(for_terminal(", ".join(sorted(self.running))), refresh=False)
             self.bar.write(f"torchclaims: {text}", file=self.terminal)
         else:
             self.write(f"torchclaims: {text} {self._where()}")
@@ -105,7 +109,7 @@ def summary(reran: dict[str, str], current: int, seconds: float) -> str:
 def console(stream: TextIO | None = None) -> Progress:
     """Progress on ``stream`` (this process's stdout by default): a bar on a terminal, plain lines in a log."""
     stream = stream or sys.stdout
-    return Progress(lambda line: print(line, file=stream, flush=True), terminal=stream)
+    return Progress(lambda line: print(line, file=stream, flush=True), terminal=unguarded(stream))
 
 
 def _is_terminal(stream: TextIO) -> bool:
