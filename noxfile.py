@@ -16,13 +16,21 @@ Every install holds the packages claim scripts import at sweep/constraints.txt,
 so a build and the sweep's run of the same release are the same configuration.
 A session whose requirements did not change since its last install installs
 nothing (a stamp in the venv), so a no-change build starts no process.
+
+docs, tests and benchmark share one environment, .nox/project (one torch on
+disk instead of one per session), which holds lint's tools too;
+`source .nox/project/bin/activate` puts `torchclaims` on PATH. lint keeps a small
+one without torch; verify, xla, tpu and sweep keep their own: a hardware
+owner's verify needs no site or test tools, and the others pin another torch.
 """
 
 import argparse
 import hashlib
 import json
+import logging
 import os
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -33,6 +41,17 @@ nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "venv"  # pip sees the local torch wheel; uv does not
 nox.options.reuse_venv = "yes"
 nox.options.sessions = ["lint", "tests", "docs"]
+
+
+class _WithoutUvNotice(logging.Filter):
+    """nox looks for uv whatever the backend and logs "uv binary not found." in every session;
+    these sessions use venv and pip on purpose, so the line says nothing here."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "uv binary not found."
+
+
+logging.getLogger("nox").addFilter(_WithoutUvNotice())
 
 TORCH = os.environ.get("TORCHCLAIMS_TORCH", "torch==2.13.0")
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU builds of torch: about 200 MB instead of several GB
@@ -45,7 +64,6 @@ STAMP = "torchclaims-install.json"
 SPHINX_JOBS = str((os.cpu_count() or 1) + 1)
 # benchmarks/build_speed.py times this very command
 SPHINX_BUILD = ("-q", "-j", SPHINX_JOBS, "-b", "html", "-d", "_build/doctrees", ".", "_build/sphinx")
-RUFF = "ruff==0.17.6"  # pinned: another release may format or flag the same code differently
 # The code ruff formats and checks (gallery/ too: its text is hashed into results, so a refresh follows a change).
 RUFF_PATHS = ("src", "tests", "benchmarks", "gallery", "noxfile.py", "conf.py")
 
@@ -120,10 +138,42 @@ def pending_install(session: nox.Session, **wanted: str):
     wanted["inputs"] = hashlib.sha256(b"".join(Path(name).read_bytes() for name in INSTALL_INPUTS)).hexdigest()
     path = Path(session.bin).parent / STAMP
     if path.is_file() and json.loads(path.read_text(encoding="utf-8")) == wanted:
-        session.log("installed already, nothing changed since (nox --reuse-venv=no makes the environment again)")
+        session.log(f"installed already, nothing changed since (removing {Path(session.bin).parent} makes it again)")
         return None
     path.unlink(missing_ok=True)  # until the new install is complete
     return lambda: path.write_text(json.dumps(wanted), encoding="utf-8")
+
+
+SHARED_VENV = Path(".nox/project")
+# Every extra the shared sessions need, installed by each: the same install, so the stamp holds for all
+# (lint: the quick path, `torchclaims lint`, runs ruff in this environment).
+SHARED_EXTRAS = "docs,claims,test,lint"
+
+
+class Shared:
+    """A session working in the shared environment, with what the helpers here use of a nox session."""
+
+    def __init__(self, session: nox.Session, location: Path | None = None):
+        self.session = session
+        venv = (location or SHARED_VENV).resolve()
+        self.bin = str(venv / "bin")
+        if not (venv / "bin" / "python").is_file():
+            session.log(f"making the shared environment {venv} (docs, tests and benchmark use it)")
+            session.run(sys.executable, "-m", "venv", str(venv), external=True)
+        self.env = {"VIRTUAL_ENV": str(venv), "PATH": os.pathsep.join([self.bin, os.environ.get("PATH", "")])}
+
+    def install(self, *args: str) -> None:
+        self.run("python", "-m", "pip", "install", *args)
+
+    def run(self, program: str, *args: str, env: dict | None = None, **options):
+        """``program`` from the shared environment's bin/ where it is there (nox resolves it on its own PATH)."""
+        own = Path(self.bin) / program
+        return self.session.run(
+            str(own) if own.is_file() else program, *args, env={**self.env, **(env or {})}, external=True, **options
+        )
+
+    def __getattr__(self, name: str):
+        return getattr(self.session, name)  # log, warn, error, posargs, name
 
 
 def install(session: nox.Session, torch_requirement: str, extras: str, torch_index: str = "auto") -> None:
@@ -136,21 +186,22 @@ def install(session: nox.Session, torch_requirement: str, extras: str, torch_ind
     done()
 
 
-@nox.session
+@nox.session(python=False)  # the shared environment (Shared)
 def docs(session: nox.Session) -> None:
     """Build the site, verifying every claim on the backend; publish it into _build/html.
 
     Sphinx works in _build/sphinx (pages) and _build/doctrees; the extension copies
     the pages to _build/html without doctrees, sources or build information.
     """
+    session = Shared(session)
     opts = options(session)
-    install(session, opts.torch, "docs,claims", opts.torch_index)
+    install(session, opts.torch, SHARED_EXTRAS, opts.torch_index)
     env = {
         "TORCHCLAIMS_BACKEND": opts.backend,
         "TORCHCLAIMS_FORCE": "1" if opts.force else "0",
         "TORCHCLAIMS_PUBLISH_DIR": "_build/html",
     }
-    session.log("sphinx-build -q prints warnings only; a first build verifies every claim, minutes on 2 cores")
+    session.log("sphinx-build -q: warnings and the claims' progress; a first build runs every claim (minutes)")
     session.run("sphinx-build", *SPHINX_BUILD, *opts.rest, env=env)
     verdicts = Path("_build/doctrees/torchclaims-verdicts.txt")  # written by the build (torchclaims.sphinxext.summary)
     if verdicts.is_file():
@@ -164,15 +215,16 @@ def docs(session: nox.Session) -> None:
 FAST_LANE = "not (claims or processes or browser)"
 
 
-@nox.session
+@nox.session(python=False)  # the shared environment (Shared)
 def tests(session: nox.Session) -> None:
     """Run the test suite (includes every real claim on the CPU); CI and a pull request run it whole.
 
     `nox -s tests -- --fast` leaves out the slow lanes (real claims, claim processes and
     site builds, the browser), for a quick check while editing; other arguments go to pytest.
     """
+    session = Shared(session)
     opts = options(session)
-    install(session, opts.torch, "docs,claims,test", opts.torch_index)
+    install(session, opts.torch, SHARED_EXTRAS, opts.torch_index)
     lane = ["-m", FAST_LANE] if "--fast" in opts.rest else []
     session.run("pytest", *lane, *(a for a in opts.rest if a != "--fast"))
 
@@ -181,11 +233,13 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """Check claim records and scripts, as a reviewer would; then the code's format and ruff's checks.
 
-    `ruff format` and `ruff check --fix` (on the same paths) fix most of what ruff reports.
+    `ruff format` and `ruff check --fix` (on the same paths) fix most of what ruff reports;
+    ruff's pin is the `lint` extra of pyproject.toml. An environment of its own without torch,
+    so CI's lint job installs in seconds; the shared one holds the same ruff for the quick path.
     """
-    done = pending_install(session, extras="", ruff=RUFF)
+    done = pending_install(session, extras="lint")
     if done is not None:
-        session.install("-e", ".", RUFF)
+        session.install("-e", ".[lint]")
         done()
     session.run("torchclaims", "lint")
     session.run("ruff", "format", "--check", *RUFF_PATHS)
@@ -322,14 +376,15 @@ def tpu(session: nox.Session) -> None:
     )
 
 
-@nox.session(default=False)
+@nox.session(default=False, python=False)  # the shared environment (Shared)
 def benchmark(session: nox.Session) -> None:
     """Time the build against plain sphinx-gallery on the same scripts (benchmarks/build_speed.py).
 
     Takes about 10 minutes on 2 cores; arguments after -- go to the script (--help lists them).
     """
+    session = Shared(session)
     opts = options(session, add_help=False)  # --help is the script's
-    install(session, opts.torch, "docs,claims", opts.torch_index)
+    install(session, opts.torch, SHARED_EXTRAS, opts.torch_index)
     session.run("python", "benchmarks/build_speed.py", *opts.rest)
 
 

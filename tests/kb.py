@@ -212,11 +212,11 @@ def write_accelerator_pages(root: Path, backends: tuple[str, ...] = ("neuron", "
     index.write_text(index.read_text().replace("```{toctree}\n", "```{toctree}\ndocs/accelerators/index\n", 1))
 
 
-def build(root: Path, **env: str) -> subprocess.CompletedProcess:
-    """Build the site in a separate process, as a user would."""
+def build(root: Path, *options: str, **env: str) -> subprocess.CompletedProcess:
+    """Build the site in a separate process, as a user would (``options``: sphinx-build's, such as -q)."""
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]), **env)
     return subprocess.run(
-        [sys.executable, "-m", "sphinx", "-b", "html", str(root), str(root / "_build" / "html")],
+        [sys.executable, "-m", "sphinx", *options, "-b", "html", str(root), str(root / "_build" / "html")],
         capture_output=True,
         text=True,
         env=environment,
@@ -224,9 +224,9 @@ def build(root: Path, **env: str) -> subprocess.CompletedProcess:
     )
 
 
-def built(root: Path, **env: str) -> subprocess.CompletedProcess:
+def built(root: Path, *options: str, **env: str) -> subprocess.CompletedProcess:
     """``build``, for a test that needs the build to succeed: a failure shows Sphinx's last lines."""
-    result = build(root, **env)
+    result = build(root, *options, **env)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 

@@ -780,32 +780,17 @@ def test_hf_architecture_coverage_is_not_refuted_where_only_the_cpu_reference_fa
 LEFT: set[str] = set()
 
 
-def broken_here() -> set[str]:
-    """The gallery scripts this file runs against a broken stand-in: the first argument of each
-    run_gallery call, read from the syntax tree, so the way a call is laid out does not matter."""
-    import ast
+def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
     from pathlib import Path
 
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    return {
-        call.args[0].value
-        for call in ast.walk(tree)
-        if isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Name)
-        and call.func.id == "run_gallery"
-        and call.args
-        and isinstance(call.args[0], ast.Constant)
-    }
-
-
-def test_every_executable_claim_has_a_breaking_test_or_says_why_not():
+    from torchclaims.authoring import breaking_tests
     from torchclaims.claims import load_claims
 
     claims = load_claims(GALLERY.parent / "claims").executable()
-    scripts = broken_here()
-    covered = {c.id for c in claims if c.script.removeprefix("gallery/").removesuffix(".py") in scripts}
-    explained = {c.id for c in claims if c.no_breaking_test}
-    unexplained = {c.id for c in claims} - covered - explained
+    scripts = breaking_tests.scripts_broken_in(Path(__file__))
+    covered = breaking_tests.broken(claims, scripts)
+    explained = breaking_tests.explained(claims)
+    unexplained = breaking_tests.unexplained(claims, scripts)
     assert unexplained <= LEFT, (
         f"claims with no breaking test and no reason in their record: {sorted(unexplained - LEFT)}"
     )

@@ -308,7 +308,9 @@ def test_backend_run_on_the_cpu_writes_a_record_that_diff_accepts(tmp_path, caps
     target = str(EXAMPLES / "native_mlp.py:mlp")
     out = tmp_path / "run.json"
     assert main(["check", target, "--root", str(ROOT), "--backend", "cpu", "--output", str(out)]) == 0
-    assert "holds      outputs match the CPU" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "holds      outputs match the CPU" in captured.out
+    assert "torchclaims: running check-" in captured.err and "[1/1 done, " in captured.err  # progress, off the report
     shutil.copy(out, tmp_path / "again.json")
     assert main(["diff", str(out), str(tmp_path / "again.json"), "--root", str(tmp_path)]) == 0
     assert "1 claims compared, 0 changed verdict" in capsys.readouterr().out
@@ -354,7 +356,7 @@ class FakeRunner:
 
         return Probe("cuda", "asked for", self.unavailable, CUDA_ENV)
 
-    def run(self, jobs, environment):
+    def run(self, jobs, environment, **progress):  # on_done, on_tick: what a run reports as it goes
         (job,) = jobs
         return {job.claim_id: self.record.model_copy(update={"claim_id": job.claim_id, "environment": environment})}
 

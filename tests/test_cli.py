@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -211,21 +213,56 @@ def test_show_reports_a_rejected_results_file(tmp_path, capsys):
 # -- lint ------------------------------------------------------------------------------
 
 
-def test_lint_clean_knowledge_base_exits_zero(tmp_path, capsys):
-    make_kb(tmp_path, "a-claim")
+RUFF_FINDS_NOTHING = [sys.executable, "-c", "print('[]')"]  # ruff itself: tests/test_quick_path.py
+
+
+def as_ci_has_it(root: Path, monkeypatch, *broken_scripts: str) -> Path:
+    """A breaking-test file that runs ``broken_scripts``, and a ruff that finds nothing."""
+    from torchclaims.authoring import formatting
+
+    monkeypatch.setattr(formatting, "ruff_command", lambda: RUFF_FINDS_NOTHING)
+    (root / "tests").mkdir(exist_ok=True)
+    calls = "".join(f"    run_gallery({name!r}, monkeypatch, tmp_path)\n" for name in broken_scripts)
+    (root / "tests" / "test_breaking_checks.py").write_text(f"def test_it(monkeypatch, tmp_path):\n{calls}")
+    return root
+
+
+def test_lint_clean_knowledge_base_exits_zero(tmp_path, capsys, monkeypatch):
+    as_ci_has_it(make_kb(tmp_path, "a-claim"), monkeypatch, "a_claim")
     assert main(["lint", "--root", str(tmp_path)]) == 0
     assert "no problems" in capsys.readouterr().out
 
 
-def test_lint_with_problems_exits_one_and_prints_them(tmp_path, capsys):
-    make_kb(tmp_path, "a-claim")
+def test_lint_with_problems_exits_one_and_prints_them(tmp_path, capsys, monkeypatch):
+    as_ci_has_it(make_kb(tmp_path, "a-claim"), monkeypatch, "a_claim")
     write_claim(tmp_path / "claims", "b-claim", topic="speed")
-    write_claim(tmp_path / "claims", "c-claim")  # no script
+    write_claim(tmp_path / "claims", "c-claim")  # no script, and so no breaking test
     assert main(["lint", "--root", str(tmp_path)]) == 1
     captured = capsys.readouterr()
     assert "b-claim.toml [topic]" in captured.out
     assert "c-claim.toml [script]" in captured.out
-    assert "2 problem(s)" in captured.err
+    assert "c-claim.toml [no_breaking_test]" in captured.out
+    assert "3 problem(s)" in captured.err
+
+
+def test_lint_without_ruff_says_the_formatting_was_not_checked_and_fails(tmp_path, capsys, monkeypatch):
+    from torchclaims.authoring import formatting
+
+    as_ci_has_it(make_kb(tmp_path, "a-claim"), monkeypatch, "a_claim")
+    monkeypatch.setattr(formatting, "ruff_command", lambda: None)
+    assert main(["lint", "--root", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "formatting and line length were not checked: ruff is not installed" in captured.err
+    assert "no problems" not in captured.out
+
+
+def test_lint_where_ruff_breaks_says_so_and_fails(tmp_path, capsys, monkeypatch):
+    from torchclaims.authoring import formatting
+
+    as_ci_has_it(make_kb(tmp_path, "a-claim"), monkeypatch, "a_claim")
+    monkeypatch.setattr(formatting, "ruff_command", lambda: [sys.executable, "-c", "print('not json'); exit(1)"])
+    assert main(["lint", "--root", str(tmp_path)]) == 1
+    assert "ruff could not judge the scripts" in capsys.readouterr().err
 
 
 # -- new -------------------------------------------------------------------------------

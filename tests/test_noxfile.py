@@ -108,27 +108,66 @@ def test_the_local_wheel_check_asks_pip_without_any_index(noxfile, monkeypatch, 
     assert noxfile.local_wheel(session, "no-such-distribution-anywhere==1.0") is False
 
 
+class NoxSession(Session):
+    """A nox session of one of the shared environment's sessions: it records what it runs, by program name."""
+
+    def __init__(self, venv: Path, *posargs: str):
+        super().__init__(venv)
+        self.name, self.posargs, self.runs = "shared", list(posargs), []
+
+    def run(self, program, *args, **options):
+        self.runs.append([Path(program).name, *args])
+        return ""
+
+
+def shared_session(noxfile, monkeypatch, tmp_path, *posargs: str) -> NoxSession:
+    """A session whose shared environment exists already (a fake one: nothing in it runs)."""
+    monkeypatch.setattr(noxfile, "local_wheel", lambda session, requirement: True)
+    python = tmp_path / noxfile.SHARED_VENV / "bin" / "python"
+    python.parent.mkdir(parents=True, exist_ok=True)
+    python.touch()
+    return NoxSession(tmp_path / "unused-venv", *posargs)
+
+
+def pip_installs(session: NoxSession) -> list[list[str]]:
+    return [run for run in session.runs if run[:4] == ["python", "-m", "pip", "install"]]
+
+
+def test_docs_and_tests_share_one_environment_and_install_it_once(noxfile, monkeypatch, tmp_path):
+    first = shared_session(noxfile, monkeypatch, tmp_path)
+    noxfile.docs(first)
+    assert len(pip_installs(first)) == 2  # torch, then the project with every shared extra
+    assert f".[{noxfile.SHARED_EXTRAS}]" in pip_installs(first)[1]
+    later = shared_session(noxfile, monkeypatch, tmp_path)
+    noxfile.tests(later)
+    assert pip_installs(later) == [], "tests installed again into the shared environment"
+
+
+def test_the_shared_environment_is_made_where_it_is_missing(noxfile, tmp_path):
+    session = NoxSession(tmp_path / "unused-venv")
+    shared = noxfile.Shared(session)
+    assert session.runs == [[Path(sys.executable).name, "-m", "venv", str((tmp_path / noxfile.SHARED_VENV).resolve())]]
+    assert shared.bin == str((tmp_path / noxfile.SHARED_VENV / "bin").resolve())
+
+
 class LintSession(Session):
     def run(self, *args):
         self.runs.append(list(args))
 
 
-def lint(noxfile, tmp_path) -> LintSession:
+def test_lint_runs_the_quick_path_then_ruff_on_the_code_with_the_pinned_ruff(noxfile, tmp_path):
+    import tomllib
+
     session = LintSession(tmp_path / "venv")
     session.runs = []
     noxfile.lint(session)
-    return session
-
-
-def test_lint_runs_ruff_on_the_code_and_installs_again_only_for_another_ruff(noxfile, monkeypatch, tmp_path):
-    assert lint(noxfile, tmp_path).installs == [["-e", ".", noxfile.RUFF]]
-    again = lint(noxfile, tmp_path)
-    assert again.installs == []
+    assert session.installs == [["-e", ".[lint]"]]  # no torch: CI's lint job installs in seconds
     paths = list(noxfile.RUFF_PATHS)
-    assert again.runs == [["torchclaims", "lint"], ["ruff", "format", "--check", *paths], ["ruff", "check", *paths]]
+    assert session.runs == [["torchclaims", "lint"], ["ruff", "format", "--check", *paths], ["ruff", "check", *paths]]
     assert all((ROOT / path).exists() for path in paths), "every path ruff is given exists"
-    monkeypatch.setattr(noxfile, "RUFF", "ruff==0.17.7")
-    assert lint(noxfile, tmp_path).installs == [["-e", ".", "ruff==0.17.7"]]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(r.startswith("ruff==") for r in extras["lint"]), "ruff is pinned in the lint extra"
+    assert "lint" in noxfile.SHARED_EXTRAS.split(","), "the quick path finds the same ruff in the shared environment"
 
 
 def test_the_fast_lane_leaves_out_every_slow_lane_and_nothing_else(noxfile, monkeypatch, tmp_path):
@@ -140,13 +179,12 @@ def test_the_fast_lane_leaves_out_every_slow_lane_and_nothing_else(noxfile, monk
         "own_process"
     }  # own_process says how a test runs, not how long
     assert set(re.findall(r"[a-z_]+", noxfile.FAST_LANE)) - {"not", "or", "and"} == lanes
-    monkeypatch.setattr(noxfile, "local_wheel", lambda session, requirement: True)
-    session = LintSession(tmp_path / "venv")  # it records what it runs
-    session.name, session.posargs, session.runs = "tests", ["--fast", "-x"], []
+    session = shared_session(noxfile, monkeypatch, tmp_path, "--fast", "-x")
     noxfile.tests(session)
     session.posargs = ["tests/test_lint.py"]
     noxfile.tests(session)
-    assert session.runs == [["pytest", "-m", noxfile.FAST_LANE, "-x"], ["pytest", "tests/test_lint.py"]]
+    ran = [run for run in session.runs if run[0] == "pytest"]
+    assert ran == [["pytest", "-m", noxfile.FAST_LANE, "-x"], ["pytest", "tests/test_lint.py"]]
 
 
 def test_the_speed_benchmark_builds_the_site_as_the_docs_session_does(loaded, monkeypatch):

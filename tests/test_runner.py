@@ -239,3 +239,23 @@ def test_a_claim_that_runs_alone_gets_every_cpu_and_one_among_others_its_share(t
     cpus = os.cpu_count() or 1
     assert shares(alone) == {(cpus, cpus)}
     assert shares(among) == {(max(1, cpus // 2),) * 2}  # run() starts 2 at a time
+
+
+def test_a_run_ticks_its_progress_while_a_claim_runs_and_closes_with_what_re_ran(tmp_path, monkeypatch):
+    from torchclaims.run import execution
+    from torchclaims.run.progress import Progress
+
+    ticks: list[float] = []
+
+    class Counting(Progress):
+        def tick(self) -> None:
+            ticks.append(time.monotonic())
+            super().tick()
+
+    monkeypatch.setattr(execution, "HEARTBEAT_S", 0.2)
+    write_claim(tmp_path, "kb-hang", "hang")
+    lines: list[str] = []
+    claims = load_claims(tmp_path / "claims").executable()
+    verify(claims, Settings(root=tmp_path, timeout=2, parallel=1), log=lines.append, progress=Counting(lines.append))
+    assert len(ticks) >= 5, "the runner waits on its claims no longer than the heartbeat"
+    assert lines[-1].startswith("torchclaims: re-ran 1 of 1 claims in ") and "kb-hang (" in lines[-1]

@@ -27,7 +27,7 @@ from torchclaims.run import _child
 from torchclaims.run._child import ChildJob, GalleryTarget
 from torchclaims.run.cache import InputScanner
 from torchclaims.run.compiler_caches import CONDITION_NAME
-from torchclaims.run.probe_cache import cache_path, key_parts, recall, remember
+from torchclaims.run.probe_cache import MEANING, cache_path, key_parts, recall, remember
 from torchclaims.run.runner import Job, Probe, Runner
 from torchclaims.run.scheduling import longest_first
 
@@ -44,7 +44,7 @@ def probe() -> Probe:
 
 def test_a_remembered_probe_is_used_while_nothing_it_reads_changed(tmp_path):
     path = cache_path(tmp_path, "cpu")
-    assert recall(path, key_parts("cpu")) == (None, "no earlier probe")
+    assert recall(path, key_parts("cpu")) == (None, "no earlier probe in this records folder (a first run)")
     remember(path, key_parts("cpu"), probe())
     assert recall(path, key_parts("cpu")) == (probe(), "")
 
@@ -58,11 +58,10 @@ def test_a_changed_variable_or_distribution_makes_the_probe_run_again_and_says_w
     site = tmp_path / "site-packages"
     (site / "torch-9.9.9.dist-info").mkdir(parents=True)
     monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
-    assert recall(path, key_parts("cpu")) == (None, "changed since the last probe: the installed distributions")
-    assert (
-        recall(path, key_parts("auto"))[1]
-        == "changed since the last probe: the backend asked for, the installed distributions"
-    )
+    packages = MEANING["the installed distributions"]
+    assert recall(path, key_parts("cpu")) == (None, f"changed since the last probe: {packages}")
+    assert recall(path, key_parts("auto"))[1] == f"changed since the last probe: the backend asked for, {packages}"
+    assert "installed or upgraded" in packages  # says what a newcomer may have done
 
 
 def test_running_as_sphinx_build_or_python_m_sphinx_is_the_same_environment(monkeypatch):

@@ -65,6 +65,7 @@ def _report(problems: list[Problem], verb: str = "rejected") -> None:
 def cmd_verify(args) -> ExitCode:
     from .evidence.output import write_run
     from .run.execution import Settings, verify
+    from .run.progress import console
 
     root = _root(args)
     timeout = config.seconds(
@@ -104,6 +105,7 @@ def cmd_verify(args) -> ExitCode:
             extra_reasons=figures.reasons,
             log=print,
             warn=lambda m: print(f"warning: {m}", file=sys.stderr),
+            progress=console(),
         )
     except KeyboardInterrupt as exc:
         raise KeyboardInterrupt(f"{exc or 'interrupted'}; no results file written") from None
@@ -179,15 +181,18 @@ def print_table(records) -> None:
 
 
 def cmd_lint(args) -> ExitCode:
-    from .authoring.lint import lint
+    from .authoring.ci_review import review
 
-    problems = lint(_root(args))
-    for problem in problems:
+    found = review(_root(args))
+    for problem in found.problems:
         print(problem)
-    if problems:
-        print(f"{len(problems)} problem(s) found", file=sys.stderr)
+    if found.unchecked:  # could not check is never a pass
+        print(f"lint: the scripts' formatting and line length were not checked: {found.unchecked}", file=sys.stderr)
+    if found.problems:
+        print(f"{len(found.problems)} problem(s) found", file=sys.stderr)
+    if found.problems or found.unchecked:
         return ExitCode.FAILED
-    print("lint: no problems found")
+    print("lint: no problems found (records, scripts, breaking tests, ruff)")
     return ExitCode.OK
 
 
@@ -535,7 +540,7 @@ def parser() -> argparse.ArgumentParser:
     )
     verify.set_defaults(run=cmd_verify)
 
-    lint = add("lint", "check claim records and scripts; report every problem")
+    lint = add("lint", "check claim records and scripts, the breaking-test inventory and ruff, as CI does")
     lint.set_defaults(run=cmd_lint)
 
     diff = add(

@@ -91,6 +91,12 @@ class _EscapingStream(io.TextIOBase):
         return getattr(self._inner, "encoding", "utf-8")
 
 
+def unguarded(stream):
+    """The terminal beneath ``stream`` when ``guarded`` wrapped it: for a writer that passes its own data
+    through ``for_terminal`` and must reach the terminal with its own controls (a progress bar's)."""
+    return stream._inner if isinstance(stream, _EscapingStream) else stream
+
+
 @contextmanager
 def guarded() -> Iterator[None]:
     """While inside, everything written to ``sys.stdout`` and ``sys.stderr`` passes ``for_terminal``."""

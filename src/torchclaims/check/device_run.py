@@ -65,6 +65,7 @@ def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeo
 
 def _record(target: str, backend: str, *, rtol: float, atol: float, timeout: float) -> ResultRecord:
     """The step's record from the isolated runner; unverified, without running, where the backend is not usable."""
+    from ..run.progress import HEARTBEAT_S, console
     from ..run.runner import Job, Runner, unverified_record
 
     claim_id = claim_id_for(target)
@@ -101,4 +102,18 @@ def _record(target: str, backend: str, *, rtol: float, atol: float, timeout: flo
                 "TORCHCLAIMS_CHECK_CWD": os.getcwd(),
             }
         )
-        return runner.run([job], probe.environment)[claim_id]
+        progress = console(sys.stderr)  # the step may take minutes: say what runs, and that it still does
+        progress.begin(1)
+        progress.started(claim_id, f"{target} on {probe.backend}, against the CPU")
+        try:
+            return runner.run(
+                [job],
+                probe.environment,
+                on_done=lambda job, record: progress.done(
+                    claim_id, f"{record.verdict.value} in {record.duration_s:.1f}s"
+                ),
+                on_tick=progress.tick,
+                tick_s=HEARTBEAT_S,
+            )[claim_id]
+        finally:
+            progress.end()

@@ -32,6 +32,7 @@ from ..fileio import decode_utf8, leaves, read_bytes
 from ._child import GalleryTarget
 from .cache import InputScanner, Staleness, cache_key, staleness
 from .probe_cache import cache_path, key_parts, recall, remember
+from .progress import HEARTBEAT_S, Progress
 from .runner import Job, Probe, Runner, error_record, unverified_record
 from .scheduling import longest_first
 
@@ -122,8 +123,10 @@ def verify(
     extra_reasons: Callable[[Claim], list[str]] = lambda claim: [],
     log: Callable[[str], None] = print,
     warn: Callable[[str], None] = print,
+    progress: Progress | None = None,
 ) -> Outcome:
-    """Bring the records of ``claims`` up to date on the configured backend."""
+    """Bring the records of ``claims`` up to date on the configured backend; ``progress`` shows
+    the claims as they run (by default as lines of ``log``)."""
     # Backend plugins are imported in each child, not in the fork server: importing
     # torch_xla there marks every forked child as a bad fork for torch.cuda calls.
     with Runner(settings.backend, parallel=settings.parallel, shortcuts=settings.shortcuts, log=log) as runner:
@@ -151,7 +154,7 @@ def verify(
             stopped = runner.sandbox_stops_device()
             if stopped is not None:
                 raise TorchclaimsError(stopped)
-        return _carry_out(runner, plan, probe, settings, log)
+        return _carry_out(runner, plan, probe, settings, progress or Progress(log))
 
 
 def _preload(runner: Runner, uses: list[frozenset[str]], log: Callable[[str], None]) -> None:
@@ -243,20 +246,31 @@ def _plan(claims, settings: Settings, probe: Probe, scanner: InputScanner, galle
     return plan
 
 
-def _carry_out(runner: Runner, plan: Plan, probe: Probe, settings: Settings, log) -> Outcome:
+def _carry_out(runner: Runner, plan: Plan, probe: Probe, settings: Settings, progress: Progress) -> Outcome:
     for record in plan.archived:
         archive(record, settings)
     for claim_id, record in plan.written.items():
         write_record(record_path(settings, probe.backend, claim_id), record)
     records = {**plan.current, **plan.written}
-
-    def started(job: Job) -> None:
-        log(f"torchclaims: running {job.claim_id} ({plan.stale[job.claim_id]})")
+    reran = {job.claim_id: str(plan.stale[job.claim_id]) for job in plan.jobs}
 
     def done(job: Job, record: ResultRecord) -> None:
         reason = f": {record.reason}" if record.reason else ""
-        log(f"torchclaims: {job.claim_id} -> {record.verdict.value} in {record.duration_s:.1f}s{reason}")
+        progress.done(job.claim_id, f"{record.verdict.value} in {record.duration_s:.1f}s{reason}")
 
     jobs = longest_first(plan.jobs, plan.took, probe.backend, settings.results_dir)
-    records.update(runner.run(jobs, probe.environment, on_start=started, on_done=done))
+    progress.begin(len(jobs))
+    try:
+        ran = runner.run(
+            jobs,
+            probe.environment,
+            on_start=lambda job: progress.started(job.claim_id, reran[job.claim_id]),
+            on_done=done,
+            on_tick=progress.tick,
+            tick_s=HEARTBEAT_S,
+        )
+    finally:
+        progress.end()  # a terminal's bar goes, also when the run stopped
+    records.update(ran)
+    progress.report(reran, len(plan.current))
     return Outcome(probe, records, plan.stale)

@@ -118,6 +118,14 @@ def key_parts(backend: str) -> dict[str, str]:
     }
 
 
+# What a changed part means to someone who changed nothing on purpose (a part not listed speaks for itself).
+MEANING = {
+    "the installed distributions": "the installed Python packages (this is another environment than the last "
+    "probe's, or something was installed or upgraded since)",
+    "the Python interpreter": "the Python interpreter (another environment, or Python was upgraded)",
+}
+
+
 def cache_path(records_root: Path, backend: str) -> Path:
     """Beside the records' backend folders, never in one (they hold records only)."""
     return records_root / f"probe-{hashlib.sha256(backend.encode()).hexdigest()[:16]}.json"
@@ -126,7 +134,7 @@ def cache_path(records_root: Path, backend: str) -> Path:
 def recall(path: Path, parts: dict[str, str]) -> tuple[Probe | None, str]:
     """The remembered probe when every key part is unchanged; else None and why it must run."""
     if not path.exists():
-        return None, "no earlier probe"
+        return None, "no earlier probe in this records folder (a first run)"
     try:
         data = read_json(path, MAX_FILE_BYTES, "remembered probe")
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("parts"), dict):
@@ -146,7 +154,7 @@ def recall(path: Path, parts: dict[str, str]) -> tuple[Probe | None, str]:
         return None, f"{path} is not a valid remembered probe"
     changed = [name for name, digest in parts.items() if data["parts"].get(name) != digest]
     if changed:
-        return None, "changed since the last probe: " + ", ".join(changed)
+        return None, "changed since the last probe: " + ", ".join(MEANING.get(name, name) for name in changed)
     return probe, ""
 
 

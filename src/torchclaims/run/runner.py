@@ -216,8 +216,11 @@ class Runner:
         environment: Environment,
         on_start: Callable[[Job], None] = lambda job: None,
         on_done: Callable[[Job, ResultRecord], None] = lambda job, record: None,
+        on_tick: Callable[[], None] = lambda: None,
+        tick_s: float | None = None,
     ) -> dict[str, ResultRecord]:
-        """Run every job; always return one record per job."""
+        """Run every job; always return one record per job. ``on_tick`` is called at least
+        every ``tick_s`` while claims run (a progress display's heartbeat)."""
         pending = deque(jobs)
         # Each claim's share of the CPUs (its torch threads, the workers a sweep starts with):
         # all of them for a claim that runs alone.
@@ -245,8 +248,9 @@ class Runner:
                         file(ended.pop(0), timed_out=False)
                     if not running:
                         continue
-                    deadline = min(r.deadline for r in running.values())
-                    multiprocessing.connection.wait(list(running), timeout=max(0.0, deadline - time.monotonic()))
+                    wait = min(r.deadline for r in running.values()) - time.monotonic()
+                    multiprocessing.connection.wait(list(running), timeout=max(0.0, min(wait, tick_s or wait)))
+                    on_tick()
                     for sentinel, item in list(running.items()):
                         timed_out = item.process.is_alive() and time.monotonic() >= item.deadline
                         if item.process.is_alive() and not timed_out:

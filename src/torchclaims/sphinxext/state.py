@@ -40,6 +40,7 @@ from ..evidence.store_memo import STORE_MEMO, remembered_store, store_digest
 from ..fileio import decode_utf8, leaves, read_bytes
 from ..run._child import GalleryTarget
 from ..run.execution import MEMO_FILE, Outcome, Settings, history_dir, verify
+from ..run.progress import console
 from ..text_safety import for_terminal
 from .grid import Grid
 
@@ -270,6 +271,7 @@ def prepare(app: Sphinx) -> None:
             extra_reasons=_page_missing(app, gallery_dir),
             log=lambda message: logger.info(for_terminal(message)),
             warn=lambda message: warn(message, "record"),
+            progress=console(),  # sphinx-build -q drops the info log, not the console
         )
         build_records = outcome.records
         for claim_id, record in sorted(outcome.records.items()):
