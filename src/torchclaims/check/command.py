@@ -8,10 +8,9 @@ from pathlib import Path
 
 from ..backends import resolve_backend
 from ..evidence.records import write_if_changed
-from . import check_step, default_root
+from . import check_target, default_root
 from .device_run import run_on_backend
 from .html_report import render
-from .target import load_target
 from .terminal import summary
 
 
@@ -20,11 +19,8 @@ def run_check(args) -> str:
     if args.backend and args.backend != "auto":
         resolve_backend(args.backend)  # an unknown name is a usage error, not a failed run
     root = default_root(None if args.root == "." else args.root)
-    step = load_target(args.target)
     targets = set(args.target_backend) or None
-    report = check_step(
-        step, root=root, targets=targets, site_url=args.site_url, target=args.target, accept=args.accept
-    )
+    report = check_target(args.target, root=root, targets=targets, site_url=args.site_url, accept=args.accept)
     if args.backend:
         report.measured.append(
             run_on_backend(

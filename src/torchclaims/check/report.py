@@ -118,6 +118,7 @@ class Report:
     architecture: str = ""  # the model's transformers model_type, when it has one
     problems: list[str] = field(default_factory=list)  # records the load checks left out
     measured: list[BackendRun] = field(default_factory=list)
+    sandbox: str = ""  # how the model's code was confined in the trace ("": the caller's own process)
 
     @property
     def failed(self) -> bool:

@@ -1,0 +1,39 @@
+"""The static trace of ``torchclaims check``, as the isolated runner runs a claim script.
+
+Everything of the model's own runs here, in the sandbox: the import of its
+file (code at import included), the function that builds it, and one step on
+the CPU under the dispatch recorder. What it found goes back to the caller as
+data only, one measurement per operator (:mod:`.traced` reads them back and
+checks each); the report is made outside, by the engine.
+"""
+
+import json
+import os
+import sys
+
+from torchclaims.check import model_type
+from torchclaims.check.recorder import record_step
+from torchclaims.check.target import load_target
+from torchclaims.check.traced import LOADS, MODEL_TYPE, OPERATOR, TRACED
+from torchclaims.errors import UsageError
+from torchclaims.verify import verification
+
+TARGET = os.environ["TORCHCLAIMS_TRACE_TARGET"]
+sys.path.insert(0, os.environ.get("TORCHCLAIMS_TRACE_CWD", os.getcwd()))  # package.module targets
+
+v = verification(os.environ["TORCHCLAIMS_TRACE_CLAIM"], model=TARGET, method="one step on the CPU, recorded")
+step, why = None, ""
+with v.check(LOADS) as check:
+    try:
+        step = load_target(TARGET)
+    except UsageError as exc:  # the caller says it as a usage error
+        why = str(exc)
+    check.expect(step is not None, why)
+if step is not None:
+    with v.check(TRACED) as check:
+        used = record_step(step)
+        check.measure(MODEL_TYPE, model_type(step.model))
+        for operator in used:
+            check.measure(OPERATOR, json.dumps(operator.as_dict()))
+        check.expect(bool(used), "the step dispatched no operator")
+v.finish()
