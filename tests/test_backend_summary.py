@@ -6,7 +6,7 @@ from factories import make_environment, make_record, write_claim
 from torchclaims.claims import load_claims
 from torchclaims.evidence.records import Verdict
 from torchclaims.evidence.store import THIS_BUILD, Entry, Store
-from torchclaims.sphinxext.backend_summary import Group, summarize
+from torchclaims.sphinxext.backend_summary import ON_HARDWARE, Group, summarize
 from torchclaims.sphinxext.grid import Grid
 
 XLA = make_environment(
@@ -118,11 +118,123 @@ def test_the_tally_says_what_ran_on_the_hardware_when_with_which_versions_and_fr
         in text
     )
     assert (
-        "2 of the 7 executable ones ran on neuron (Trainium2), with torch-neuronx 2.14.0, 2026-03-01: "
+        "2 of the 7 executable ones ran on neuron hardware (Trainium2), with torch-neuronx 2.14.0, 2026-03-01: "
         "✔ 1 held, ✘ 1 refuted. "
         "From: submitted by hand, not reproduced 2."
     ) in text
     assert (
-        "1 was checked only on a stand-in: on xla (XLA on CPU (Test CPU), torch_xla 2.9.0), 1 claim: ✔ 1 held." in text
+        "1 was checked only on a stand-in: on xla (XLA on the CPU (Test CPU), torch_xla 2.9.0), 1 claim: ✔ 1 held."
+        in text
     )
     assert "4 are not yet checked anywhere." in text
+
+
+# torch_xla on a TPU host, as its records would read: the device kind torch_xla reports, PJRT_DEVICE=TPU.
+XLA_TPU = make_environment(
+    backend="xla",
+    device="xla:0",
+    device_name="XLA TPU",
+    torch="2.9.0",
+    packages={"torch": "2.9.0", "torch_xla": "2.9.0", "libtpu": "0.0.21"},
+    env_vars={"PJRT_DEVICE": "TPU"},
+)
+XLA_CPU = XLA.model_copy(update={"env_vars": {"PJRT_DEVICE": "CPU"}})  # as the committed xla results files read
+ABOUT_XLA = {
+    "tpu-held": {"about": ["xla"]},
+    "cpu-refuted": {"about": ["xla"]},
+    "cpu-held": {"about": ["xla"]},
+}
+
+
+def xla_grid(tmp_path, tpu: bool) -> Grid:
+    """Three claims about xla run on XLA on the CPU (two refuted there), and, with ``tpu``, one of them on a TPU."""
+    entries = [
+        Entry(make_record("tpu-held", Verdict.REFUTED, environment=XLA_CPU), "xla-cpu.json"),
+        Entry(make_record("cpu-refuted", Verdict.REFUTED, environment=XLA_CPU), "xla-cpu.json"),
+        Entry(make_record("cpu-held", environment=XLA_CPU), "xla-cpu.json"),
+        Entry(make_record("cpu-held"), THIS_BUILD),
+        Entry(make_record("cpu-refuted"), THIS_BUILD),  # held on the CPU reference: not what its heading names
+    ]
+    if tpu:  # the same torch_xla version as the CPU runs: a slice of the same column
+        entries.append(Entry(make_record("tpu-held", environment=XLA_TPU), "xla-tpu.json"))
+    return grid_of(tmp_path, ABOUT_XLA, entries)
+
+
+def test_xla_on_the_cpu_is_a_stand_in_and_only_a_tpu_run_counts_as_the_xla_hardware(tmp_path):
+    summary = summarize(xla_grid(tmp_path, tpu=True), "xla")
+    groups = {s.claim.id: s.group for s in summary.standings}
+    assert groups == {
+        "tpu-held": Group.CONFIRMED,  # the TPU's verdict, though the CPU run of the same version was refuted
+        "cpu-refuted": Group.STAND_IN_REFUTED,
+        "cpu-held": Group.STAND_IN_HELD,
+    }
+    assert [c.claim.id for c in summary.hardware_runs] == ["tpu-held"]
+    assert summary.devices() == ["XLA on TPU"]
+    assert {s.backend: s.devices for s in summary.stand_ins()} == {
+        "xla": ("XLA on the CPU (Test CPU)",),
+        "cpu": ("Test CPU",),
+    }
+    tpu_held = next(s for s in summary.standings if s.claim.id == "tpu-held")
+    assert [(c.where, c.kind) for c in tpu_held.stand_ins] == [("XLA on the CPU", "refuted")]  # its chip, beside
+
+
+def test_no_heading_puts_a_stand_ins_verdict_under_the_accelerators_name(tmp_path):
+    summary = summarize(xla_grid(tmp_path, tpu=True), "xla")
+    titles = {group: summary.title(group) for group in Group if summary.group(group)}
+    assert titles == {
+        Group.CONFIRMED: "Held on xla hardware",
+        Group.STAND_IN_REFUTED: "Refuted on a stand-in (XLA on the CPU), not yet run on xla hardware",
+        Group.STAND_IN_HELD: "Held on a stand-in (XLA on the CPU and cpu), not yet run on xla hardware",
+    }
+    only_cpu = summarize(xla_grid(tmp_path / "only-cpu", tpu=False), "xla")
+    assert only_cpu.count(*ON_HARDWARE) == 0  # were "Held on xla" and "Refuted on xla" before XLA on the CPU stood in
+    assert only_cpu.title(Group.STAND_IN_REFUTED) == (
+        "Refuted on a stand-in (XLA on the CPU), not yet run on xla hardware"
+    )
+
+
+def test_the_card_and_the_tally_count_only_runs_on_the_hardware_as_ran_on_it(tmp_path):
+    from torchclaims.sphinxext.accelerators import card_facts, tally
+
+    name = "torch_xla (TPUs and other PJRT devices)"
+    only_cpu = summarize(xla_grid(tmp_path / "only-cpu", tpu=False), "xla")
+    assert card_facts(only_cpu) == (
+        "3 claims about it · 0 only their word · 0 ran on its hardware · 3 only on a stand-in (XLA on the CPU and cpu)"
+    )
+    text = " ".join(tally(only_cpu, name).astext().split())
+    assert "0 of the 3 executable ones ran on xla hardware: no record from there yet." in text
+    assert (
+        "3 were checked only on a stand-in: on xla (XLA on the CPU (Test CPU), torch_xla 2.9.0), 3 claims: "
+        "✔ 1 held, ✘ 2 refuted; on cpu (Test CPU, torch 2.13.0), 2 claims: ✔ 2 held." in text
+    )
+    with_tpu = summarize(xla_grid(tmp_path / "with-tpu", tpu=True), "xla")
+    assert card_facts(with_tpu) == (
+        "3 claims about it · 0 only their word · 1 ran on its hardware · 2 only on a stand-in (XLA on the CPU and cpu)"
+    )
+    text = " ".join(tally(with_tpu, name).astext().split())
+    assert (
+        "1 of the 3 executable ones ran on xla hardware (XLA on TPU), with torch_xla 2.9.0, 2026-03-01: ✔ 1 held."
+        in text
+    )
+
+
+def test_a_chip_names_xla_on_the_cpu_and_the_backend_only_for_its_hardware(tmp_path):
+    from torchclaims.sphinxext.accelerators import chip
+
+    summary = summarize(xla_grid(tmp_path, tpu=True), "xla")
+    tpu_held = next(s for s in summary.standings if s.claim.id == "tpu-held")
+    assert chip(tpu_held.here).astext().startswith("xla ✔ holds torch_xla 2.9.0")
+    assert chip(tpu_held.stand_ins[0]).astext().startswith("XLA on the CPU ✘ refuted torch_xla 2.9.0")
+
+
+def test_the_check_your_model_line_leads_to_the_check_page_where_the_site_has_one():
+    from types import SimpleNamespace
+
+    from sphinx import addnodes
+
+    from torchclaims.sphinxext.accelerators import check_your_model
+
+    [line] = check_your_model(SimpleNamespace(found_docs={"docs/check"}))
+    assert line.astext().startswith("Check your own model: torchclaims check lists the operators")
+    assert [ref["reftarget"] for ref in line.findall(addnodes.pending_xref)] == ["/docs/check"]
+    assert check_your_model(SimpleNamespace(found_docs=set())) == []

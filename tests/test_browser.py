@@ -230,7 +230,9 @@ def test_filter_refuted_claims_about_cpu_share_the_url_land_on_the_evidence_and_
         landed
     )  # in view (a layout in fractions of a pixel may scroll a fraction past)
     assert (
-        "✘ refuted" in landed["text"] and "XLA on CPU (Test CPU)" in landed["text"] and "xla-run.json" in landed["text"]
+        "✘ refuted" in landed["text"]
+        and "XLA on the CPU (Test CPU)" in landed["text"]
+        and "xla-run.json" in landed["text"]
     )
     screenshot(driver, "evidence-desktop")
 

@@ -10,7 +10,7 @@ import pytest
 import torchclaims
 from factories import make_environment, make_record
 from torchclaims.evidence.records import Verdict
-from torchclaims.run.cache import cache_key, script_inputs, staleness
+from torchclaims.run.cache import InputScanner, cache_key, script_inputs, staleness
 
 SCRIPT = '''"""Title\n=====\n"""
 import torch
@@ -79,6 +79,17 @@ def test_script_inputs_survive_an_import_cycle_and_a_syntax_error(project):
     (gallery / "a_claim.py").write_text(SCRIPT + "import _broken\n")
     inputs = script_inputs(gallery / "a_claim.py", project)
     assert {"gallery/_helper.py", "gallery/_deep.py", "gallery/_broken.py"} <= set(inputs)
+
+
+def test_a_scripts_own_imports_leave_out_the_harness_and_keep_its_helpers(project):
+    """The harness imports torch_xla (its descriptor gets the XLA device) for every script: only a
+    script, or a helper it imports, that imports a package uses it (the version strips name only such packages)."""
+    gallery = project / "gallery"
+    (gallery / "_deep.py").write_text("import transformers\nconstant = 1\n")
+    scanner = InputScanner(project)
+    assert "torch_xla" in scanner.uses_of(gallery / "other_claim.py")  # through the harness
+    assert scanner.uses_of(gallery / "other_claim.py", harness=False) == {"torch"}
+    assert "transformers" in scanner.uses_of(gallery / "a_claim.py", harness=False)  # through _helper, then _deep
 
 
 # -- staleness ---------------------------------------------------------------------------

@@ -312,3 +312,32 @@ def test_an_unknown_backend_is_a_usage_error_before_anything_runs(tmp_path, caps
     assert main(["verify", "--backend", "bogus", "--root", str(tmp_path)]) == 2
     assert "unknown backend 'bogus'" in capsys.readouterr().err
     assert not (tmp_path / "_build").exists()
+
+
+# -- what data may do to a terminal ----------------------------------------------------------
+
+# Erase the line, write the clipboard (OSC 52), ring the bell: what a hostile results file held.
+TERMINAL_ATTACK = "\x1b[2K\x1b]52;c;cm0gLXJmIH4=\x07\x9b31m"
+
+
+def test_no_control_character_from_data_reaches_the_terminal(tmp_path, capsys):
+    make_kb(tmp_path, "a-claim")
+    (tmp_path / "results").mkdir()
+    hostile = tmp_path / "results" / f"cpu{TERMINAL_ATTACK}.json"
+    write_results_file(hostile, [make_record("a-claim", "refuted", script=script_info(tmp_path, "a-claim"))])
+    main(["show", "a-claim", "--root", str(tmp_path)])
+    main(["show", "--root", str(tmp_path)])
+    old, _ = results_pair(tmp_path, {"a-claim": "holds"})
+    main(["diff", old, str(hostile), "--root", str(tmp_path)])
+    captured = capsys.readouterr()
+    printed = captured.out + captured.err
+    assert not any(c in printed for c in "\x1b\x07\x9b")
+    assert printed.count("cpu\\x1b[2K\\x1b]52;c;cm0gLXJmIH4=\\x07\\x9b31m.json") >= 2  # shown, as escapes
+
+
+def test_a_build_warning_made_of_data_drives_no_terminal(caplog):
+    from torchclaims.sphinxext.state import warn
+
+    warn(f"results/cpu{TERMINAL_ATTACK}.json: not valid JSON", "results")
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert not any(c in message for c in "\x1b\x07\x9b") and "cpu\\x1b[2K" in message

@@ -1,33 +1,61 @@
-"""The committed results files in results/ are never outdated when they land.
+"""The sweep's committed results files in results/ are never outdated when they land.
 
 A results file made by an older version of a script that still exists shows a
 verdict the current script may not give. Bring the release sweep's files up
 to date with ``nox -s sweep`` (it re-runs only the changed claims, per release,
-and merges them into each release's file); a file the sweep did not make goes
-back to whoever made it. This test names what to redo.
+and merges them into each release's file); a file the sweep did not make (a
+hardware owner's submission) keeps its records as they were made, and the site
+shows those stale. These tests name what to redo.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 
 from torchclaims.claims import load_claims
 from torchclaims.evidence.admission import Admission
-from torchclaims.evidence.freshness import outdated_results
+from torchclaims.evidence.freshness import outdated_results, stale_reason
 from torchclaims.evidence.store import load_store
+from torchclaims.history.release_sweep import sweep_made
+from torchclaims.history.releases import load_releases
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_committed_results_were_made_by_the_current_scripts():
-    outdated = outdated_results(ROOT, ROOT / "results")
+def test_committed_sweep_results_were_made_by_the_current_scripts():
+    made = sweep_made(load_releases(ROOT), ROOT / "results")
+    assert made, "results/ holds the sweep's files"
+    outdated = {name: ids for name, ids in outdated_results(ROOT, ROOT / "results").items() if name in made}
     listing = "\n".join(f"  results/{name}: {', '.join(ids)}" for name, ids in sorted(outdated.items()))
     assert not outdated, (
-        "committed results made by an older version of a script that still exists "
+        "the sweep's committed results made by an older version of a script that still exists "
         "(`nox -s sweep` re-runs those claims in each release's environment; "
         f"`-- --dry-run` says what that costs):\n{listing}"
     )
+
+
+def test_outdated_records_of_submitted_files_are_shown_stale():
+    """A file someone submitted (the H200 run) is not re-made by the sweep: where a script changed
+    since, its records stay, and the site shows them stale rather than current."""
+    claims = load_claims(ROOT / "claims").claims
+    made = sweep_made(load_releases(ROOT), ROOT / "results")
+    outdated = {
+        (name, claim_id)
+        for name, ids in outdated_results(ROOT, ROOT / "results").items()
+        if name not in made
+        for claim_id in ids
+    }
+    store = load_store({}, None, ROOT / "results")
+    shown = set()
+    for claim_id, entries in store.entries.items():
+        current = hashlib.sha256((ROOT / claims[claim_id].script).read_bytes()).hexdigest()
+        for entry in entries:
+            if (entry.origin, claim_id) in outdated:
+                assert "script changed" in stale_reason(entry.record, current, max_age_days=10_000), entry.origin
+                shown.add((entry.origin, claim_id))
+    assert shown == outdated
 
 
 def test_committed_results_pass_every_load_check():

@@ -165,8 +165,9 @@ def write_project(root: Path, pages: dict[str, str] = PAGES) -> None:
         page = root / "docs" / f"{name}.md"
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(f"# {name}\n\n{body}")
+    (root / "docs" / "check.md").write_text("# Check your own model\n")  # the accelerator pages link to it
     (root / "index.md").write_text(
-        "# Directives\n\n```{toctree}\n" + "".join(f"docs/{name}\n" for name in pages) + "```\n"
+        "# Directives\n\n```{toctree}\n" + "".join(f"docs/{name}\n" for name in [*pages, "check"]) + "```\n"
     )
 
 

@@ -6,7 +6,9 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +18,8 @@ from torchclaims.errors import UsageError
 from torchclaims.evidence.records import CheckResult, Measurement, Verdict
 from torchclaims.evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, load_store
 from torchclaims.sphinxext.downloads import download_for, records_csv, write_downloads
-from torchclaims.sphinxext.grid import Grid, device_words
-from torchclaims.sphinxext.site import leftovers, publish
+from torchclaims.sphinxext.grid import Grid, device_words, stand_in
+from torchclaims.sphinxext.site import MANIFEST, leftovers, publish
 
 XLA = make_environment(
     backend="xla",
@@ -51,7 +53,7 @@ def test_every_known_backend_has_a_column_and_versions_sit_inside_it(tmp_path):
     assert [c.backend for c in grid.columns] == ["cpu", "cuda", "rocm", "mps", "xpu", "xla", "neuron", "tpu"]
     cpu = grid.column("cpu")
     assert cpu.versions == ("torch 2.13.0", "torch 2.14.1")  # this build's version first, then the newest
-    assert grid.column("xla").header() == "xla · XLA on CPU (Test CPU) · torch_xla 2.9.0"
+    assert grid.column("xla").header() == "xla · XLA on the CPU (Test CPU) · torch_xla 2.9.0"
     assert grid.column("neuron").header() == "neuron · AWS Trainium (TorchNeuron) · not run"
 
 
@@ -84,8 +86,50 @@ def test_versions_sort_as_numbers():
 
 
 def test_device_words_name_xla_on_the_cpu():
-    assert device_words(XLA) == "XLA on CPU (Test CPU)"
+    assert device_words(XLA) == "XLA on the CPU (Test CPU)"
     assert device_words(make_environment(device_name="AMD EPYC")) == "AMD EPYC"
+
+
+def test_xla_on_the_host_cpu_is_a_stand_in_by_its_device_kind_or_by_pjrt_device():
+    tpu = XLA.model_copy(update={"device_name": "XLA TPU", "env_vars": {"PJRT_DEVICE": "TPU"}})
+    assert (stand_in(tpu), device_words(tpu)) == ("", "XLA on TPU")  # the hardware
+    assert stand_in(XLA) == "XLA on the CPU"  # the device kind torch_xla reported
+    said_cpu = tpu.model_copy(update={"env_vars": {"PJRT_DEVICE": "cpu"}})  # a record whose two signs disagree
+    assert stand_in(said_cpu) == "XLA on the CPU"
+    assert device_words(said_cpu) == "XLA on the CPU (device reported as 'XLA TPU')"
+    assert stand_in(make_environment(device_name="XLA CPU")) == ""  # the CPU reference is a backend of its own
+
+
+def test_a_column_says_when_every_record_in_it_ran_on_a_stand_in(tmp_path):
+    tpu = XLA.model_copy(update={"device_name": "XLA TPU", "env_vars": {"PJRT_DEVICE": "TPU"}})
+    only_cpu = grid_of(tmp_path / "cpu", [Entry(make_record("a", environment=XLA), "xla.json")])
+    assert only_cpu.column("xla").stand_in == "XLA on the CPU"
+    assert only_cpu.column("cpu").stand_in == "" and only_cpu.column("neuron").stand_in == ""
+    both = grid_of(
+        tmp_path / "both",
+        [Entry(make_record("a", environment=XLA), "xla.json"), Entry(make_record("a", environment=tpu), "tpu.json")],
+    )
+    assert both.column("xla").stand_in == ""
+    assert both.newest(both.claims.claims["a"], "xla", own_device=True).entry.origin == "tpu.json"
+    assert both.newest(both.claims.claims["a"], "xla", own_device=False).entry.origin == "xla.json"
+
+
+def test_the_backend_filter_note_says_when_the_backends_own_column_is_a_stand_in(tmp_path):
+    from torchclaims.sphinxext.matrix import _backend_notes
+
+    grid = grid_of(
+        tmp_path, [Entry(make_record("a", environment=XLA), "xla.json"), Entry(make_record("a"), THIS_BUILD)]
+    )
+    notes = {
+        backend: text
+        for backend, text in re.findall(r'data-backend="(\w+)" hidden>(.*?)</p>', str(_backend_notes(grid, {})))
+    }
+    assert notes["xla"] == (
+        "Claims about xla (torch_xla (TPUs and other PJRT devices)): its column shows what ran on XLA on the CPU, "
+        "a stand-in like the other columns: evidence about what ran there, never about torch_xla (TPUs and other "
+        "PJRT devices)."
+    )
+    assert "its column shows what ran there" in notes["cpu"]
 
 
 def test_csv_has_a_row_per_measurement_and_never_a_formula():
@@ -125,25 +169,25 @@ def test_every_results_file_shown_is_published_as_json_and_csv(tmp_path):
     assert download_for(Entry(make_record("a"), THIS_BUILD)).json == "downloads/torchclaims-results.json"
 
 
+def published(site: Path) -> list[str]:
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file() and p.name != MANIFEST)
+
+
 def test_publishing_leaves_the_build_leftovers_behind(tmp_path):
     built = tmp_path / "built"
     for name in ("index.html", ".buildinfo", "_sources/index.md.txt", ".doctrees/index.doctree", "_static/a.css"):
         (built / name).parent.mkdir(parents=True, exist_ok=True)
         (built / name).write_text(name)
     site = tmp_path / "site"
-    (site / "old.html").parent.mkdir(parents=True)
-    (site / "old.html").write_text("a page that is gone")
+    site.mkdir()  # empty: a folder to publish into
     publish(built, site)
-    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()) == [
-        "_static/a.css",
-        "index.html",
-    ]
+    assert published(site) == ["_static/a.css", "index.html"]
     assert leftovers(built) == [".buildinfo", ".doctrees", "_sources"]
     with pytest.raises(UsageError, match="must be outside the build folder"):
         publish(built, built / "site")
 
 
-def test_publishing_again_copies_what_changed_and_removes_what_is_gone(tmp_path):
+def test_publishing_again_copies_what_changed_and_removes_only_what_it_wrote(tmp_path):
     built, site = tmp_path / "built", tmp_path / "site"
     for name in ("index.html", "a/page.html", "a/gone.html", "b/c.html"):
         (built / name).parent.mkdir(parents=True, exist_ok=True)
@@ -154,13 +198,62 @@ def test_publishing_again_copies_what_changed_and_removes_what_is_gone(tmp_path)
     (built / "a" / "gone.html").unlink()
     shutil.rmtree(built / "b")
     (built / "b").write_text("a file where a folder was")
-    (site / "stray.html").write_text("not from the build")
+    (site / "stray.html").write_text("the user's own file")
     os.symlink(tmp_path, site / "a" / "link")
     publish(built, site)
-    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*")) == ["a", "a/page.html", "b", "index.html"]
+    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.name != MANIFEST) == [
+        "a",
+        "a/link",
+        "a/page.html",
+        "b",
+        "index.html",
+        "stray.html",
+    ]
     assert (site / "a" / "page.html").read_text() == "a new version of the page"
     assert (site / "b").read_text() == "a file where a folder was"
+    assert (site / "stray.html").read_text() == "the user's own file"
     assert (site / "index.html").stat().st_ino == kept  # unchanged: the same file, not a new copy
+
+
+def test_publishing_refuses_a_folder_it_did_not_make_and_never_replaces_a_file_it_did_not_write(tmp_path):
+    built, site = tmp_path / "built", tmp_path / "site"
+    (built / "docs").mkdir(parents=True)
+    (built / "index.html").write_text("the site")
+    (built / "docs" / "page.html").write_text("a page")
+    site.mkdir()
+    (site / "notes.txt").write_text("the user's notes")
+    with pytest.raises(UsageError, match="not empty and no publish made it"):
+        publish(built, site)
+    assert sorted(p.name for p in site.iterdir()) == ["notes.txt"]  # nothing written, nothing removed
+    (site / "notes.txt").unlink()
+    publish(built, site)
+    (site / "docs" / "new.html").write_text("the user's page, where the next build has one")
+    (site / "docs" / "mine.txt").write_text("the user's file in a folder the site has")
+    (built / "docs" / "new.html").write_text("a new page")
+    with pytest.raises(UsageError, match=r"would replace 1 file\(s\) it did not write: docs/new.html"):
+        publish(built, site)
+    assert (site / "docs" / "new.html").read_text() == "the user's page, where the next build has one"
+    (site / "docs" / "new.html").unlink()
+    shutil.rmtree(built / "docs")
+    publish(built, site)  # the site's docs/ is gone: the user's file in it stays, and so does the folder
+    assert (site / "docs" / "mine.txt").read_text() == "the user's file in a folder the site has"
+    (site / "file").write_text("a file where the published folder should be")
+    with pytest.raises(UsageError, match="is a file; it is not replaced"):
+        publish(built, site / "file")
+    assert (site / "file").read_text() == "a file where the published folder should be"
+
+
+@pytest.mark.parametrize("manifest", ['{"format": "torchclaims-published", "files": ["../outside"]}', "[1, 2", "{}"])
+def test_a_malformed_list_of_published_files_removes_nothing(tmp_path, manifest):
+    built, site = tmp_path / "built", tmp_path / "site"
+    built.mkdir()
+    (built / "index.html").write_text("the site")
+    publish(built, site)
+    (tmp_path / "outside").write_text("beside the site")
+    (site / MANIFEST).write_text(manifest)
+    with pytest.raises(UsageError, match=MANIFEST):
+        publish(built, site)
+    assert (tmp_path / "outside").exists() and (site / "index.html").exists()
 
 
 def test_a_run_with_a_vendor_package_but_not_its_device_is_its_own_slice_named_so(tmp_path):

@@ -25,6 +25,7 @@ from torchclaims.evidence.provenance import Trust
 from torchclaims.evidence.records import CheckResult, ScriptInfo, Verdict, now, read_record
 from torchclaims.evidence.results import read_results, write_results
 from torchclaims.evidence.store import THIS_BUILD, load_store
+from torchclaims.text_safety import quoted, shown
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 CUDA = dict(backend="cuda", device="cuda:0", device_name="NVIDIA H100 80GB HBM3", accelerator_runtime={"cuda": "12.8"})
@@ -197,7 +198,8 @@ def test_html_and_any_text_in_every_text_field_loads_as_plain_data(tmp_path, tex
     store = load_store({}, None, tmp_path)
     assert store.problems == []
     (entry,) = store.entries["a-claim"]
-    assert entry.record.checks[0].name == text[: limits.RECORD_NAME_CHARS] or "cut" in entry.record.checks[0].name
+    name = entry.record.checks[0].name  # as text_safety shows it: one character for one
+    assert name == shown(text)[: limits.RECORD_NAME_CHARS] or "cut" in name
 
 
 # -- forged and inconsistent records -------------------------------------------------
@@ -442,6 +444,25 @@ def test_bidi_controls_in_text_are_neutralised(kb):
     assert results.label == "\ufffdgnp.exe" and results.records[0].checks[0].name == "abc\ufffddcba"
     factories.write_claim(kb / "claims", "c-claim", title="Title \u202eTXET")
     assert load_claims(kb / "claims").claims["c-claim"].title == "Title \ufffdTXET"
+
+
+def test_titles_and_labels_hide_nothing_and_keep_to_one_line(kb):
+    """Zero-width characters, the BOM and line separators, as a hostile run put them in titles and labels."""
+    path = kb / "results" / "hidden.json"
+    write_results(path, make_results([record(kb)], label="\ufeffmy\u200blaptop\u2028\nproject workflow, attested"))
+    assert read_results(path).label == "\ufffdmy\ufffdlaptop project workflow, attested"
+    factories.write_claim(kb / "claims", "c-claim", title="\ufeffTitle\u200d with\u2029 a\nbreak")
+    assert load_claims(kb / "claims").claims["c-claim"].title == "\ufffdTitle\ufffd with a break"
+
+
+def test_a_label_is_shown_as_the_submitters_words():
+    from torchclaims.evidence.provenance import Source
+
+    source = Source(Trust.BY_HAND, "sent.json", "project workflow, attested · this build")
+    assert source.describe().startswith(
+        "sent.json: submitted by hand (labelled “project workflow, attested · this build”)"
+    )
+    assert quoted("say “done”") == '“say "done"”'  # its own marks cannot close the quotation
 
 
 # -- links out of the repository -----------------------------------------------------

@@ -11,6 +11,7 @@ PACKAGE = Path(torchclaims.__file__).resolve().parent
 # Bottom to top, as torchclaims/__init__.py lists them: a unit may import only units before it.
 ORDER = [
     "errors",
+    "text_safety",
     "limits",
     "fileio",
     "config",

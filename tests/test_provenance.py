@@ -269,10 +269,13 @@ def test_a_committed_file_names_its_commit_author_and_the_command_its_label_give
     (sweep,) = store.entries["a-claim"]
     sent, new = sorted(store.entries["b-claim"], key=lambda e: e.origin)[::-1]
     assert sweep.source.mark == "sweep run, not reproduced"
-    assert "made by torchclaims sweep, its label says (sweep: torch 2.13.0 on cpu)" in sweep.source.describe()
+    assert "made by torchclaims sweep, as its label “sweep: torch 2.13.0 on cpu” says" in sweep.source.describe()
     assert "added in commit" in sweep.source.describe() and "by Ada Maintainer on" in sweep.source.describe()
     assert sent.origin == "sent.json" and sent.source.mark == "submitted by hand, not reproduced"
-    assert "submitted by hand (my laptop); not reproduced by the project; added in commit" in sent.source.describe()
+    assert (
+        "submitted by hand (labelled “my laptop”); not reproduced by the project; added in commit"
+        in sent.source.describe()
+    )
     assert new.origin == "new.json" and "no commit adding it is known in this checkout" in new.source.describe()
     # A later change by someone else is named too, and so is an edit not committed yet.
     sweep_file = tmp_path / "results" / "sweep.json"

@@ -8,7 +8,7 @@ import pytest
 
 from factories import make_environment
 from torchclaims.errors import InvalidFileError
-from torchclaims.history.releases import load_releases, read_constraints, version_key
+from torchclaims.history.releases import Series, load_releases, read_constraints, version_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,6 +61,25 @@ def test_versions_sort_as_numbers():
         "2.10.0",
         "2.15.0",
     ]
+    # PEP 440's order, where splitting on dots is wrong: a candidate comes before its release;
+    # a string that is no version sorts first instead of breaking the page
+    assert sorted(["2.10.0", "2.10.0rc1", "2.9.0.post1", "no-version"], key=version_key) == [
+        "no-version",
+        "2.9.0.post1",
+        "2.10.0rc1",
+        "2.10.0",
+    ]
+
+
+def test_a_series_concerns_a_claim_whose_script_uses_its_package():
+    transformers = Series("transformers", "cpu", "transformers", ("5.24.0",))
+    assert not transformers.concerns(frozenset({"torch", "torchclaims.verify"}))
+    assert transformers.concerns(frozenset({"transformers.models.auto"}))
+    assert Series("torch", "cpu", "torch", ("2.13.0",)).concerns(frozenset())  # every run loads torch
+    # the backend's own package is loaded for the script by its descriptor, imported or not
+    assert Series("torch_xla", "xla", "torch_xla", ("2.9.0",)).concerns(frozenset({"torch"}))
+    assert Series("xla-of-cpu", "cpu", "torch_xla", ("2.9.0",)).concerns(frozenset({"torch_xla.core"}))
+    assert not Series("xla-of-cpu", "cpu", "torch_xla", ("2.9.0",)).concerns(frozenset({"torch"}))
 
 
 def test_requirements_of_a_release_include_the_series_pins(tmp_path):

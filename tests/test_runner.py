@@ -27,7 +27,17 @@ CASES = {
     "kb-segfault": ("segfault", Verdict.ERROR, "SIGSEGV"),
     "kb-hang": ("hang", Verdict.ERROR, "timed out after 6s"),
     "kb-no-finish": ("no_finish", Verdict.ERROR, "without calling finish()"),
+    "kb-own-stamp": ("own_stamp", Verdict.HOLDS, ""),
 }
+# A script that states when it ran and a condition the harness owns (compiler caches), as pages show them.
+OWN_STAMP = """
+import datetime
+v._started_at = datetime.datetime(2001, 1, 1, tzinfo=datetime.timezone.utc)
+v.conditions["compiler caches"] = "cold: every cache empty (attested)"
+with v.check("runs") as check:
+    check.expect(True, "")
+v.finish()
+"""
 
 
 def run(root: Path, **settings):
@@ -47,7 +57,7 @@ def run(root: Path, **settings):
 def isolated(tmp_path_factory):
     root = tmp_path_factory.mktemp("kb")
     for claim_id, (body, _, _) in CASES.items():
-        write_claim(root, claim_id, body)
+        write_claim(root, claim_id, OWN_STAMP if body == "own_stamp" else body)
     outcome, _ = run(root)
     return root, outcome
 
@@ -68,6 +78,13 @@ def test_each_way_a_script_can_end_gives_its_record(isolated, claim_id):
 def test_error_records_keep_the_output_of_the_failed_script(isolated):
     _, outcome = isolated
     assert "boom from the script" in outcome.records["kb-raise"].log_tail
+
+
+def test_when_a_claim_ran_and_the_harness_conditions_are_the_harness_word(isolated):
+    _, outcome = isolated
+    record = outcome.records["kb-own-stamp"]
+    assert record.started_at.year >= 2026  # the script's 2001 is replaced by the time the harness started it
+    assert record.conditions == {"model": "a tensor of three ones"}  # its "compiler caches" is dropped
 
 
 def test_a_holding_claim_records_its_checks_and_conditions(isolated):

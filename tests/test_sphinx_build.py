@@ -334,15 +334,15 @@ def test_an_accelerator_page_counts_the_claims_about_it_from_the_records(site):
     root, _, _ = site
     text = html(root, "docs/accelerators/neuron")
     assert "1 claim is about AWS Trainium (TorchNeuron)." in text
-    assert "0 of the 1 executable ones ran on neuron: no record from AWS Trainium (TorchNeuron) yet." in text
+    assert "0 of the 1 executable ones ran on neuron hardware: no record from there yet." in text
     assert re.search(
         r"1 was checked only on a stand-in: on cpu \(.+?, torch 2\.13\.0\), 1 claim: ✔ 1 held\. "
         r"A stand-in.s verdict is evidence about what ran there, never about AWS Trainium \(TorchNeuron\)\.",
         text,
     )
-    group = text[text.index("Held on a stand-in, not yet run on neuron (1)") :]
+    group = text[text.index("Held on a stand-in (cpu), not yet run on neuron hardware (1)") :]
     assert re.match(
-        r"Held on a stand-in, not yet run on neuron \(1\) ¶ "
+        r"Held on a stand-in \(cpu\), not yet run on neuron hardware \(1\) ¶ "
         r"Claim kb-vendor cpu ✔ holds torch 2\.13\.0, \S+ this build outside its scope",
         group,
     )
@@ -360,8 +360,8 @@ def test_the_accelerator_choice_lists_each_page_with_its_tally_and_the_matrix_he
     root, _, _ = site
     text = html(root, "docs/accelerators/index")
     assert (
-        "neuron · AWS Trainium (TorchNeuron) 1 claim about it · 0 only their word · 0 ran on it · 1 only on a stand-in"
-        in text
+        "neuron · AWS Trainium (TorchNeuron) 1 claim about it · 0 only their word · 0 ran on its hardware · "
+        "1 only on a stand-in (cpu)" in text
     )
     assert text.index("neuron · AWS") < text.index("xla · torch_xla")  # the backend most claims are about first
     raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()

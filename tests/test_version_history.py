@@ -7,9 +7,19 @@ from datetime import timedelta
 from factories import STARTED, make_environment, make_record
 from torchclaims.evidence.records import CheckResult, Measurement, Verdict
 from torchclaims.evidence.store import THIS_BUILD, Entry, Store
+from torchclaims.history.changes import predecessor
 from torchclaims.history.releases import Series
 from torchclaims.history.upgrades import compare, moved_beyond_tolerance
-from torchclaims.history.version_history import Run, baseline_for, consecutive, range_sentence, runs, series_runs, strip
+from torchclaims.history.version_history import (
+    Run,
+    baseline_for,
+    consecutive,
+    range_sentence,
+    runs,
+    series_runs,
+    strand_of,
+    strip,
+)
 
 TORCH = Series("torch", "cpu", "torch", ("2.9.0", "2.10.0", "2.11.0", "2.12.1"), held={"numpy": "2.4.6"})
 
@@ -71,15 +81,61 @@ def test_the_store_groups_runs_and_strips_prefer_this_build_to_a_file_of_its_rel
     store.add(Entry(build.records["a"], THIS_BUILD))
     found = runs(store)
     assert sorted(r.origin for r in found) == ["cpu-torch2.10.0.json", "cpu-torch2.9.0.json", THIS_BUILD]
-    assert series_runs(found, TORCH)["2.10.0"].origin == THIS_BUILD
-    committed = series_runs([r for r in found if r.committed], TORCH)
-    assert committed["2.10.0"].origin == "cpu-torch2.10.0.json"
-    assert consecutive(committed) == [("2.9.0", "2.10.0")]
+    [strand] = series_runs(found, TORCH)
+    assert strand.runs["2.10.0"].origin == THIS_BUILD
+    [committed] = series_runs([r for r in found if r.committed], TORCH)
+    assert committed.runs["2.10.0"].origin == "cpu-torch2.10.0.json"
+    assert consecutive(committed.runs) == [("2.9.0", "2.10.0")]
 
 
 def test_a_run_with_other_held_versions_is_no_release_of_the_series():
     other = run("2.10.0", {"a": "holds"}, packages={"torch": "2.10.0", "numpy": "1.26.4"})
-    assert series_runs([other], TORCH) == {}
+    assert series_runs([other], TORCH) == []
+
+
+def test_two_builds_of_one_release_tell_no_version_story():
+    """The site's torch 2.13.0+cpu against a sweep of CUDA wheels: the +cpu run is no later
+    release of the CUDA strand, so no sentence says the claim broke in 2.13.0."""
+    series = Series("torch", "cpu", "torch", ("2.12.1", "2.13.0"), held={"numpy": "2.4.6"})
+    sweep = [run(v, {"c": "holds"}, origin=f"cpu-torch{v}.json", day=-1) for v in ("2.12.1+cu130", "2.13.0+cu130")]
+    build = run("2.13.0+cpu", {"c": "refuted"}, origin=THIS_BUILD)
+    strands = series_runs([*sweep, build], series)
+    assert [(s.kind, list(s.runs), s.builds) for s in strands] == [
+        ("cuda", ["2.12.1", "2.13.0"], "CUDA build (+cu130)"),
+        ("cpu", ["2.13.0"], "CPU-only build (+cpu)"),
+    ]
+    sentences = [range_sentence(series, strip(series, s.runs, "c")) for s in strands]
+    assert sentences == [
+        "holds on every torch release with a run (torch 2.12.1 to 2.13.0)",
+        "refuted on every torch release with a run (torch 2.13.0); no run of 2.12.1",
+    ]
+    assert strand_of(strands, build.environment) is strands[1]
+
+
+def test_the_cuda_version_of_a_wheel_moves_with_the_release_and_is_named():
+    series = Series("torch", "cpu", "torch", ("2.10.0", "2.11.0"), held={"numpy": "2.4.6"})
+    [strand] = series_runs([run("2.10.0+cu128", {"c": "holds"}), run("2.11.0+cu130", {"c": "refuted"})], series)
+    assert strand.builds == "CUDA builds (+cu128, +cu130)"
+    assert range_sentence(series, strip(series, strand.runs, "c")) == (
+        "refuted from torch 2.11.0; holds before torch 2.11.0"
+    )
+
+
+def test_a_record_is_compared_with_the_last_one_of_its_own_build():
+    """The 'what changed' page: this build's +cpu record against the newest +cpu record before it,
+    not against the CUDA wheel's run of the same day; with none of its kind, the one before it."""
+    entries = [
+        Entry(run(v, {"c": "holds"}, day=-i).records["c"], f"cpu-torch{v}.json")
+        for i, v in enumerate(("2.13.0+cpu", "2.13.0+cu130", "2.12.1+cpu"))
+    ]
+    assert predecessor(entries).origin == "cpu-torch2.12.1+cpu.json"
+    assert predecessor(entries[:2]).origin == "cpu-torch2.13.0+cu130.json"
+
+
+def test_a_run_whose_torch_is_no_version_stands_for_no_release():
+    broken = run("2.10.0-custom", {"c": "holds"})  # a results file's fingerprint that PEP 440 cannot read
+    assert TORCH.release_of(broken.environment) == "2.10.0-custom"
+    assert series_runs([broken], TORCH) == []
 
 
 def test_the_build_is_compared_with_its_release_or_the_nearest_earlier_one():

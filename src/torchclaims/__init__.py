@@ -3,7 +3,8 @@
 Data flows one way, claim → script → record → page. Each unit below imports
 only from units listed before it (``tests/test_layout.py`` holds the order):
 
-- foundation: :mod:`.errors` (one error hierarchy, exit codes), :mod:`.limits`
+- foundation: :mod:`.errors` (one error hierarchy, exit codes), :mod:`.text_safety` (what text
+  from data may hold where it is shown), :mod:`.limits`
   (every size and time bound), :mod:`.fileio` (bounded, atomic file reading
   and writing), :mod:`.config` (settings given as text), :mod:`.backends` (one
   descriptor per device backend);

@@ -38,6 +38,9 @@ class Backend:
     env_prefixes: tuple[str, ...] = ()  # environment variables a result records
     modules: tuple[str, ...] = ()  # imported before use (plugins that register the device)
     dist_init_method: str | None = None  # None: env:// with a loopback address
+    # The process-group backend that lets several ranks share one device, where dist_backend needs one
+    # device per rank (NCCL refuses two ranks on one GPU; gloo takes CUDA tensors); None: no such one.
+    shared_device_dist_backend: str | None = None
     primary_package: str = "torch"  # the version that names a column of the matrix
     hardware: str = ""  # what a reader calls what a claim about this backend is about ("AWS Trainium")
     runtime: str | None = None  # the accelerator runtime a fitting torch build records ("cuda", "hip")
@@ -235,6 +238,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
         hardware="NVIDIA GPUs",
         device_type="cuda",
         dist_backend="nccl",
+        shared_device_dist_backend="gloo",
         compile_backend="inductor",
         packages=("torch", "numpy", "transformers", "accelerate", "triton"),
         env_prefixes=("CUDA_", "CUBLAS_", "NCCL_", "TORCH_", "PYTORCH_"),
@@ -249,6 +253,7 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
         hardware="AMD GPUs",
         device_type="cuda",
         dist_backend="nccl",
+        shared_device_dist_backend="gloo",
         compile_backend="inductor",
         packages=("torch", "numpy", "transformers", "accelerate", "pytorch-triton-rocm"),
         env_prefixes=("HIP_", "ROCM_", "HSA_", "PYTORCH_", "TORCH_"),

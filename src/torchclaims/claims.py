@@ -96,6 +96,28 @@ class Network(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and 
     LOOPBACK = "loopback"  # a process group of its own processes on 127.0.0.1
 
 
+class Trigger(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and f"{member}" to the value
+    """A kind of argument a defect needs: `torchclaims check` records which of them each call of a model has
+    (torchclaims.check.recorder), and flags a defect claim only where some call meets its trigger."""
+
+    ZERO_DIM_INPUT = "zero-dim-input"  # a tensor input with no dimension (a scalar tensor)
+    COMPLEX_INPUT = "complex-input"  # a tensor input of a complex dtype
+    NEGATIVE_SLICE_START = "negative-slice-start"  # aten::slice with a start below 0
+    SLICE_START_BEFORE_FRONT = "slice-start-before-front"  # aten::slice with a start below -size of its dimension
+
+    @property
+    def meaning(self) -> str:
+        return TRIGGER_MEANINGS[self]
+
+
+TRIGGER_MEANINGS = {
+    Trigger.ZERO_DIM_INPUT: "a 0-dim input",
+    Trigger.COMPLEX_INPUT: "a complex input",
+    Trigger.NEGATIVE_SLICE_START: "a slice with a negative start",
+    Trigger.SLICE_START_BEFORE_FRONT: "a slice whose negative start is before the front of its dimension",
+}
+
+
 class Source(BaseModel):
     """Where the claim was made, with a short verbatim quote."""
 
@@ -113,13 +135,15 @@ class Source(BaseModel):
     quote: Annotated[
         str, Field(min_length=1, max_length=limits.QUOTE_CHARS, description="Verbatim excerpt, under 40 words")
     ]
-    publisher: Annotated[str, Field(min_length=1, max_length=limits.NAME_CHARS, description="Who published the source")]
+    publisher: Annotated[
+        str, Field(min_length=1, max_length=limits.NAME_CHARS, description="Who published the source"), limits.ONE_LINE
+    ]
     date: Annotated[str, Field(pattern=SOURCE_DATE, description="YYYY, YYYY-MM or YYYY-MM-DD")]
     confirmed: StrictBool = Field(True, description="False when the quote could not be seen in the primary source")
     note: str = Field(
         "", max_length=limits.NOTE_CHARS, description="Context, e.g. how this source disagrees with another"
     )
-    claimant: Annotated[str | None, Field(min_length=1, max_length=limits.NAME_CHARS)] = Field(
+    claimant: Annotated[limits.OneLine | None, Field(min_length=1, max_length=limits.NAME_CHARS)] = Field(
         None,
         description="Who makes the claim in this source, in their own words; left out when the source is evidence only "
         "(source code, a page quoted for a fact, every source of an own finding)",
@@ -182,7 +206,7 @@ class Claim(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Annotated[str, Field(pattern=CLAIM_ID, description="kebab-case; equals the file name")]
-    title: Annotated[str, Field(min_length=3, max_length=120), limits.NEUTRAL]
+    title: Annotated[str, Field(min_length=3, max_length=120), limits.ONE_LINE]
     proposition: Annotated[
         str,
         Field(
@@ -211,6 +235,11 @@ class Claim(BaseModel):
         max_length=32,
         description="A defect claim: the ATen operators it concerns, as a dispatch mode names them on the CPU "
         "(aten::pixel_shuffle); `torchclaims check` flags a model that dispatches one where the claim is refuted",
+    )
+    trigger: list[Trigger] = Field(
+        default_factory=list,
+        description="A defect claim: the argument kinds that show the defect (one is enough); `torchclaims check` "
+        "flags only a model some call of which has one. Leave out when any call may: " + ", ".join(Trigger),
     )
     no_breaking_test: str = Field(
         "",
@@ -288,6 +317,15 @@ class Claim(BaseModel):
         if value != cls.model_fields[info.field_name].default and info.data.get("kind") is ClaimKind.ATTRIBUTED:
             raise ValueError(f"an attributed claim {RUNS_NOTHING[info.field_name]}")
         return value
+
+    @field_validator("trigger")
+    @classmethod
+    def _trigger_of_named_operators(cls, trigger: list[Trigger], info: ValidationInfo) -> list[Trigger]:
+        if trigger and not info.data.get("aten_operators"):
+            raise ValueError("a trigger says which calls of the claim's operators meet it: list them in aten_operators")
+        if len(set(trigger)) != len(trigger):
+            raise ValueError("an argument kind is listed twice")
+        return trigger
 
     @property
     def executable(self) -> bool:

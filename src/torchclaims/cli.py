@@ -26,6 +26,7 @@ from .evidence.provenance import from_github_actions
 from .evidence.records import Verdict
 from .evidence.results import ResultsFile, build_results, read_results
 from .history.changes import describe
+from .text_safety import guarded
 
 if TYPE_CHECKING:
     from .history.upgrades import Moved
@@ -36,8 +37,8 @@ class ExitCode(IntEnum):
     FAILED = 1  # a claim errored, lint found problems, diff found a regression, check found the model wrong
     USAGE_ERROR = 2
     INVALID_INPUT = 3  # a results file or record failed validation
-    CHECK_ERROR = 4  # check: the run on the backend broke (no evidence either way)
-    CHECK_UNVERIFIED = 5  # check: the backend could not be checked here
+    CHECK_ERROR = 4  # check: the model could not run (it raised here) or the run on the backend broke
+    CHECK_UNVERIFIED = 5  # check: the backend could not be checked here, or a targeted backend was never measured
     INTERRUPTED = 130  # Ctrl-C, as shells report it
 
 
@@ -487,6 +488,7 @@ def cmd_schema(args) -> ExitCode:
 
 def cmd_check(args) -> ExitCode:
     from .check.command import run_check
+    from .check.model_errors import ModelError
     from .check.report import ERROR, FAILED, PASSED, UNVERIFIED
 
     codes = {
@@ -495,7 +497,11 @@ def cmd_check(args) -> ExitCode:
         UNVERIFIED: ExitCode.CHECK_UNVERIFIED,
         PASSED: ExitCode.OK,
     }
-    return codes[run_check(args)]
+    try:
+        return codes[run_check(args)]
+    except ModelError as exc:  # the model's own error: one line naming its frame, no evidence either way
+        print(f"torchclaims: {exc}", file=sys.stderr)
+        return ExitCode.CHECK_ERROR
 
 
 def cmd_doctor(args) -> ExitCode:
@@ -657,7 +663,15 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--json", metavar="PATH", help="write the report as JSON ('-': standard output)")
     check.add_argument("--html", metavar="PATH", help="write the report as one self-contained HTML page")
     check.add_argument(
-        "--site-url", default="", help="address of the site the evidence links point to (default: paths from its root)"
+        "--sarif",
+        metavar="PATH",
+        help="write the risky findings as SARIF 2.1.0 (code scanning), one per operator x backend",
+    )
+    check.add_argument(
+        "--site-url",
+        default=None,
+        help=f"address of the site the evidence links point to (default: ${config.SITE_URL_VAR}, "
+        "else paths from the site's root)",
     )
     check.set_defaults(run=cmd_check)
 
@@ -676,6 +690,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with guarded():  # every console line: data never drives the terminal (text_safety)
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.run(args))

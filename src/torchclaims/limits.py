@@ -12,11 +12,12 @@ types below fix their lengths when the models are defined.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import AfterValidator, Field
+
+from . import text_safety
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -36,6 +37,7 @@ class Limits:
     log_tail_bytes: int = 8 * KIB  # the end of a script's output kept in its record
     log_tail_lines: int = 40
     page_html_bytes: int = 500_000  # one published page, uncompressed (data a page loads on demand is beside it)
+    publish_manifest_bytes: int = 4 * MIB  # the list of files a publish wrote, read back by the next one
 
 
 LIMITS = Limits()
@@ -70,19 +72,14 @@ def cut(limit: int):
     return AfterValidator(validate)
 
 
-# Characters that reorder the text around them (the "Trojan Source" controls): a
-# title or a check name holding them would read differently than it is.
-BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _neutral(text: str) -> str:
-    """``text`` with each bidirectional control shown as U+FFFD, so nothing reads reversed."""
-    return BIDI_CONTROLS.sub("\ufffd", text)
-
-
-NEUTRAL = AfterValidator(_neutral)
+# Text from data keeps nothing that acts instead of reading (torchclaims.text_safety):
+# record text keeps its lines, titles and labels are one line.
+NEUTRAL = AfterValidator(text_safety.shown)
+ONE_LINE = AfterValidator(text_safety.one_line)
+OneLine = Annotated[str, ONE_LINE]
 RecordText = Annotated[str, cut(RECORD_TEXT_CHARS), NEUTRAL]
 RecordName = Annotated[str, cut(RECORD_NAME_CHARS), NEUTRAL]
+RecordLabel = Annotated[str, cut(RECORD_NAME_CHARS), ONE_LINE]  # a results file's label
 ClaimId = Annotated[str, Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=100)]
 # Backend names become parts of file names: letters, digits, '_' and '-' only.
 BackendName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,40}$")]

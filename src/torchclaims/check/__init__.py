@@ -23,12 +23,14 @@ import sys
 import types
 from pathlib import Path
 
+from ..backends import BACKEND_NAMES
 from ..errors import UsageError
 from .knowledge import load_knowledge
-from .links import Links
+from .links import Links, site_base
 from .lookup import look_up
 from .recorder import UsedOperator, record_step
 from .report import Report
+from .standing import standings
 from .target import Step, as_step, parse_target
 from .terminal import summary
 from .traced import trace
@@ -53,6 +55,13 @@ def model_type(model) -> str:
     return value if isinstance(value, str) else ""
 
 
+def known_targets(targets: set[str] | None) -> None:
+    """A usage error for a target backend no descriptor has."""
+    unknown = sorted(set(targets or ()) - set(BACKEND_NAMES))
+    if unknown:
+        raise UsageError(f"unknown target backend(s) {', '.join(unknown)}; choose from {', '.join(BACKEND_NAMES)}")
+
+
 def check_step(step: Step, *, target: str = "", **options) -> Report:
     """The static report of one step, traced in this process (see the module docstring);
     ``options``: those of :func:`report_on`."""
@@ -63,6 +72,7 @@ def check_target(target: str, *, root: str | Path | None = None, name: str = "",
     """The static report of TARGET, whose code (import, build and step) runs sandboxed (:mod:`.traced`)."""
     default_root(root)  # usage errors before the model runs
     parse_target(target)
+    known_targets(options.get("targets"))
     traced = trace(target)
     report = report_on(traced.used, traced.model_type, name or target, root=root, **options)
     report.sandbox = traced.sandbox
@@ -80,18 +90,18 @@ def report_on(
     accept=(),
 ) -> Report:
     """The report on the operators a step dispatched; ``accept``: see :mod:`.lookup`."""
+    known_targets(targets)
     knowledge = load_knowledge(default_root(root))
-    columns = look_up(
-        used, knowledge, targets=targets, model_type=kind, links=Links(site_url), accepted=frozenset(accept)
-    )
-    unknown = sorted(set(targets or ()) - {c.backend for c in columns})
-    if unknown:
-        raise UsageError(f"no table or defect claim measured backend(s) {', '.join(unknown)}")
-    return Report(target, [u.as_dict() for u in used], columns, kind, [str(p) for p in knowledge.problems])
+    links = Links(site_base(site_url))
+    columns = look_up(used, knowledge, targets=targets, model_type=kind, links=links, accepted=frozenset(accept))
+    problems = [str(p) for p in knowledge.problems]
+    report = Report(target, [u.as_dict() for u in used], columns, kind, problems)
+    report.backends = standings(columns, knowledge.claims, len(used), set(targets or ()), links)
+    return report
 
 
 def check(
-    model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url: str = "", accept=()
+    model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url="", accept=()
 ) -> Report:
     """The static report of ``model`` on ``example_inputs`` (and, with ``loss``, its backward pass).
 

@@ -7,10 +7,13 @@ import sys
 from pathlib import Path
 
 from ..backends import resolve_backend
+from ..config import site_url
 from ..evidence.records import write_if_changed
 from . import check_target, default_root
 from .device_run import run_on_backend
 from .html_report import render
+from .links import site_base
+from .sarif import sarif
 from .terminal import summary
 
 
@@ -19,8 +22,9 @@ def run_check(args) -> str:
     if args.backend and args.backend != "auto":
         resolve_backend(args.backend)  # an unknown name is a usage error, not a failed run
     root = default_root(None if args.root == "." else args.root)
+    base = site_base(site_url() if args.site_url is None else args.site_url)
     targets = set(args.target_backend) or None
-    report = check_target(args.target, root=root, targets=targets, site_url=args.site_url, accept=args.accept)
+    report = check_target(args.target, root=root, targets=targets, site_url=base, accept=args.accept)
     if args.backend:
         report.measured.append(
             run_on_backend(
@@ -39,6 +43,9 @@ def run_check(args) -> str:
             sys.stdout.write(text)
         else:
             write_if_changed(Path(args.json), text)
+    if args.sarif:
+        write_if_changed(Path(args.sarif), json.dumps(sarif(report, base), indent=1) + "\n")
+        print(f"wrote {args.sarif}", file=sys.stderr if args.json == "-" else sys.stdout)
     if args.html:
         write_if_changed(Path(args.html), render(report))
         print(f"wrote {args.html}")

@@ -99,6 +99,25 @@ def _run(m: BackendRun) -> Markup:
     return Markup("<h2>Run on {}: {}</h2>{}{}{}{}").format(m.backend, RUN_WORDS[m.outcome], where, why, checks, log)
 
 
+def _standings(report: Report, _link) -> Markup:
+    """Every target backend: what is measured, what is unknown, and every attributed claim about it."""
+    rows = Markup("")
+    for standing in report.backends:
+        word = Markup("<br>").join(
+            Markup("{} ({}{})").format(
+                _link(v.url, v.claim), v.publisher, Markup(", ") + _link(v.source, v.source) if v.source else ""
+            )
+            for v in standing.vendor
+        )
+        rows += Markup("<tr><th>{}{}</th><td>{}</td><td>{}</td></tr>").format(
+            standing.backend, " (targeted)" if standing.asked else "", standing.line(), word or "none"
+        )
+    return Markup(
+        "<h2>Target backends</h2><table><thead><tr><th>backend</th><th>measured and unknown</th>"
+        "<th>the vendor's word (attributed claims, no verdict)</th></tr></thead><tbody>{}</tbody></table>"
+    ).format(rows)
+
+
 def render(report: Report, base: str = "") -> str:
     """The page; ``base`` goes before relative evidence links (the page's way to the site's root)."""
     css = STYLESHEET.read_text(encoding="utf-8") + EXTRA_CSS
@@ -120,7 +139,7 @@ def render(report: Report, base: str = "") -> str:
         "<title>torchclaims check {}</title><style>{}</style></head><body>"
         "<h1>torchclaims check <code>{}</code></h1>"
         "<p>{} ATen operator × dtype pairs recorded on the CPU{}. Result: <strong>{}</strong>.</p>"
-        "<table>{}</table>{}{}"
+        "<table>{}</table>{}{}{}"
         '<p class="tc-date">A static check knows only what the tables measured: the operators in the dtypes and '
         "releases listed, on the devices named (XLA on the CPU is not a TPU). Kernels, numerics and speed on hardware "
         "no table covers are not known.</p></body></html>\n"
@@ -132,6 +151,7 @@ def render(report: Report, base: str = "") -> str:
         architecture,
         report.result_line(),
         head,
+        _standings(report, link),
         Markup("").join(_column(c, link) for c in report.columns),
         Markup("").join(_run(m) for m in report.measured),
     )

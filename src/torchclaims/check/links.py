@@ -17,6 +17,11 @@ from ..claims import Claim
 COVERAGE_PAGES = {"operators": "docs/coverage/operators.html", "architectures": "docs/coverage/architectures.html"}
 
 
+def site_base(url: str) -> str:
+    """A site's address as links start with it: ending in '/' ('' stays: paths from the site's root)."""
+    return url if not url or url.endswith("/") else url + "/"
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
@@ -28,6 +33,9 @@ def evidence_anchor(claim_id: str, backend: str, version: str) -> str:
 @dataclass(frozen=True)
 class Links:
     base: str = ""
+
+    def claim(self, claim: Claim) -> str:
+        return f"{self.base}docs/topics/{claim.topic}.html#claim-{claim.id}"
 
     def evidence(self, claim: Claim, backend: str, version: str) -> str:
         return f"{self.base}docs/topics/{claim.topic}.html#{evidence_anchor(claim.id, backend, version)}"

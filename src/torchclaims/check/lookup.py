@@ -13,7 +13,10 @@ The cell of the operator's dtype decides: native, CPU fallback, mismatch
 (known wrong), raises or no kernel (raises); other outcomes (excluded by
 OpInfo, random, not reached...) judge nothing. The worst matched cell wins. A
 defect claim naming the operator makes it known wrong where the claim is
-refuted; where it holds, its record is cited and changes nothing. Rows and
+refuted, when the model's calls meet the claim's trigger (the argument kinds
+the defect needs, ``Claim.trigger``; any call meets a claim that states none);
+where it holds, or where no call meets its trigger, its record is cited and
+changes nothing. Rows and
 claims the user *accepts* (``--accept``: say, a defect that needs arguments
 the model never passes) still give the status, marked accepted, and leave the
 exit gate alone.
@@ -107,6 +110,7 @@ def _cells(
                 EXACT if index.exact else BY_NAME,
                 table_column.details.get(i, ""),
                 row in accepted,
+                row,
             )
         )
     return found, "; ".join(skipped)
@@ -120,9 +124,15 @@ def _defects(operator: UsedOperator, column: Column, links: Links, accepted: set
         verdict = measured.record.verdict
         if verdict not in (Verdict.REFUTED, Verdict.HOLDS):
             continue  # unverified or error: no evidence either way
-        status = WRONG if verdict is Verdict.REFUTED else ""
+        trigger = set(measured.claim.trigger)
+        met = not trigger or bool(trigger & operator.kinds)
+        status = WRONG if verdict is Verdict.REFUTED and met else ""
         taken = measured.claim.id in accepted
         what = f"claim {measured.claim.id} ({measured.claim.title}): {verdict.value}" + (" (accepted)" if taken else "")
+        if trigger:
+            needs = " or ".join(sorted(t.meaning for t in trigger))
+            affected = "affected" if met else "not affected"
+            what += f"; shown with {needs}; your calls: {operator.calls_in_words()}: {affected}"
         found.append(
             Evidence(
                 status,
@@ -133,6 +143,7 @@ def _defects(operator: UsedOperator, column: Column, links: Links, accepted: set
                 CLAIM,
                 measured.record.reason,
                 taken,
+                measured.claim.id,
             )
         )
     return found

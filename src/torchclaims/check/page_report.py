@@ -23,7 +23,7 @@ from .terminal import summary
 
 def main(argv: list[str]) -> int:
     target, root, text_path, html_path, base = argv
-    report = check_target(target, root=root, name=Path(target).name)
+    report = check_target(target, root=root, name=Path(target).name, site_url="")  # links in the site
     write_if_changed(Path(text_path), summary(report) + "\n")
     write_if_changed(Path(html_path), render(report, base))
     return 0

@@ -2,8 +2,11 @@
 
 A ``TorchDispatchMode`` (torch's documented interface for seeing every ATen
 call below autograd) notes each call's operator (``aten::name.overload``), the
-dtype it works in and whether it ran in the forward pass or in the backward
-pass of the loss. Composite operators (``torch.fft.rfft``, ``linear``) are
+dtype it works in, whether it ran in the forward pass or in the backward
+pass of the loss, the ranks of its inputs and the argument kinds a defect
+claim's trigger names (:class:`~torchclaims.claims.Trigger`), so that a defect
+that needs, say, a slice start before the front flags only a model whose calls
+have one. Composite operators (``torch.fft.rfft``, ``linear``) are
 seen as what they decompose into on the CPU, exactly as the coverage sweep's
 rows see them.
 """
@@ -16,6 +19,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from ..claims import Trigger
+from .model_errors import model_code
+
 FORWARD, BACKWARD = "forward", "backward"
 
 
@@ -27,6 +33,14 @@ class UsedOperator:
     dtype: str  # "float32"; "" when no tensor took part
     phases: set[str] = field(default_factory=set)
     calls: int = 0
+    ranks: set[int] = field(default_factory=set)  # of its tensor inputs, over every call
+    kinds: set[Trigger] = field(default_factory=set)  # the argument kinds some call had
+
+    def calls_in_words(self) -> str:
+        """``2-D and 3-D inputs``, and the argument kinds the calls had: what a trigger is held against."""
+        ranks = " and ".join(f"{r}-D" for r in sorted(self.ranks)) or "no tensor"
+        kinds = ", ".join(k.meaning for k in sorted(self.kinds)) or "none of the kinds a trigger names"
+        return f"{ranks} inputs; {kinds}"
 
     @property
     def packet(self) -> str:
@@ -35,7 +49,14 @@ class UsedOperator:
         return f"{namespace}::{rest.split('.')[0]}"
 
     def as_dict(self) -> dict:
-        return {"operator": self.name, "dtype": self.dtype, "phases": sorted(self.phases), "calls": self.calls}
+        return {
+            "operator": self.name,
+            "dtype": self.dtype,
+            "phases": sorted(self.phases),
+            "calls": self.calls,
+            "ranks": sorted(self.ranks),
+            "kinds": sorted(k.value for k in self.kinds),
+        }
 
 
 def _dtype(args, kwargs, out) -> str:
@@ -44,6 +65,27 @@ def _dtype(args, kwargs, out) -> str:
         if isinstance(value, torch.Tensor):
             return str(value.dtype).removeprefix("torch.")
     return ""
+
+
+def _slice_kinds(args) -> set[Trigger]:
+    """aten::slice(self, dim=0, start=None, end=None, step=1), as its schema orders them."""
+    if len(args) < 3 or not isinstance(args[2], int) or args[2] >= 0:
+        return set()
+    dim = args[1] if isinstance(args[1], int) else 0
+    size = args[0].shape[dim] if args[0].dim() else 0
+    return {Trigger.NEGATIVE_SLICE_START} | ({Trigger.SLICE_START_BEFORE_FRONT} if args[2] < -size else set())
+
+
+def call_kinds(name: str, tensors: list[torch.Tensor], args) -> set[Trigger]:
+    """The argument kinds of one call (see :class:`~torchclaims.claims.Trigger`)."""
+    kinds = set()
+    if any(t.dim() == 0 for t in tensors):
+        kinds.add(Trigger.ZERO_DIM_INPUT)
+    if any(t.is_complex() for t in tensors):
+        kinds.add(Trigger.COMPLEX_INPUT)
+    if name.startswith("aten::slice."):
+        kinds |= _slice_kinds(args)
+    return kinds
 
 
 class DispatchRecorder(TorchDispatchMode):
@@ -61,6 +103,9 @@ class DispatchRecorder(TorchDispatchMode):
         entry = self.used.setdefault(key, UsedOperator(*key))
         entry.phases.add(self.current)
         entry.calls += 1
+        tensors = [v for v in tree_leaves((args, kwargs)) if isinstance(v, torch.Tensor)]
+        entry.ranks.update(t.dim() for t in tensors)
+        entry.kinds |= call_kinds(key[0], tensors, args)
         return out
 
     def operators(self) -> list[UsedOperator]:
@@ -71,9 +116,12 @@ def record_step(step) -> list[UsedOperator]:
     """Run ``step`` (a :class:`~.target.Step`) once on the CPU; every operator it dispatched."""
     recorder = DispatchRecorder()
     with recorder:
-        output = step.forward(step.inputs)
+        with model_code("the model's forward pass"):
+            output = step.forward(step.inputs)
         if step.loss is not None:
-            loss = step.loss(output)
+            with model_code("the loss function"):
+                loss = step.loss(output)
             recorder.current = BACKWARD
-            loss.backward()
+            with model_code("the backward pass of the loss"):
+                loss.backward()
     return recorder.operators()

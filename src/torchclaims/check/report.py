@@ -9,7 +9,8 @@ measurement judges the operator in its dtype there.
 A report's result, worst first: ``failed`` (evidence that the model goes
 wrong: known wrong on a targeted backend, or measured parity that failed),
 ``error`` (a backend run broke: no evidence either way), ``unverified`` (a
-backend could not be checked here), ``passed``. Neither of the middle two is
+backend could not be checked here, or a backend named by ``--target-backend``
+was never measured), ``passed``. Neither of the middle two is
 ever read as a pass or as a failure.
 """
 
@@ -17,8 +18,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from ..evidence.records import Verdict
+
+if TYPE_CHECKING:
+    from .standing import BackendStanding
 
 WRONG, RAISES, FALLBACK, NATIVE, NOT_COVERED = "known wrong", "raises", "CPU fallback", "native", "not covered"
 STATUSES = (WRONG, RAISES, FALLBACK, NATIVE, NOT_COVERED)  # worst first
@@ -36,6 +41,7 @@ class Evidence:
     match: str  # EXACT, BY_NAME or CLAIM
     detail: str = ""
     accepted: bool = False  # the user accepted this row or claim (--accept): it leaves the exit gate alone
+    accept_id: str = ""  # what --accept takes to waive it: the row's name or the claim's id
 
 
 @dataclass
@@ -118,7 +124,13 @@ class Report:
     architecture: str = ""  # the model's transformers model_type, when it has one
     problems: list[str] = field(default_factory=list)  # records the load checks left out
     measured: list[BackendRun] = field(default_factory=list)
+    backends: list[BackendStanding] = field(default_factory=list)  # every target backend (.standing)
     sandbox: str = ""  # how the model's code was confined in the trace ("": the caller's own process)
+
+    @property
+    def unmeasured_targets(self) -> list[str]:
+        """Backends named by --target-backend that no table or defect claim measured."""
+        return [b.backend for b in self.backends if b.asked and not b.measured]
 
     @property
     def failed(self) -> bool:
@@ -133,7 +145,9 @@ class Report:
         outcomes = {m.outcome for m in self.measured}
         if self.failed:
             return FAILED
-        return ERROR if Verdict.ERROR in outcomes else UNVERIFIED if Verdict.UNVERIFIED in outcomes else PASSED
+        if Verdict.ERROR in outcomes:
+            return ERROR
+        return UNVERIFIED if Verdict.UNVERIFIED in outcomes or self.unmeasured_targets else PASSED
 
     def result_line(self) -> str:
         """The result in one line, naming every finding, error and backend not checked."""
@@ -148,6 +162,7 @@ class Report:
             for m in self.measured
             if m.outcome in RUN_PARTS
         ]
+        parts += [f"nothing measured on {name}" for name in self.unmeasured_targets]
         return f"{HEADLINES[self.result]}: " + "; ".join(parts)
 
     def as_dict(self) -> dict:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
+from .model_errors import ModelError, describe, model_code
 
 
 @dataclass
@@ -49,14 +50,18 @@ def _module(spec: str):
         sys.modules[name] = module  # as an import would: torch.compile looks functions' modules up there
         sys.path.insert(0, str(path.parent))  # so that the file imports its neighbours
         try:
-            loader.loader.exec_module(module)
+            with model_code(f"importing {spec}"):
+                loader.loader.exec_module(module)
         finally:
             sys.path.remove(str(path.parent))
         return module
     try:
         return importlib.import_module(spec)
-    except ImportError as exc:
-        raise UsageError(f"cannot import {spec}: {exc}") from None
+    except Exception as exc:
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing and (spec + ".").startswith(missing + "."):  # the target itself, not what it imports
+            raise UsageError(f"cannot import {spec}: {exc}") from None
+        raise ModelError(describe(f"importing {spec}", exc)) from None
 
 
 def parse_target(target: str) -> tuple[str, str]:
@@ -75,7 +80,9 @@ def load_target(target: str) -> Step:
     factory = getattr(_module(spec), function, None)
     if not callable(factory):
         raise UsageError(f"{target}: {spec} has no function {function!r}")
-    return as_step(factory(), function, where=target)
+    with model_code(f"{target}"):
+        returned = factory()
+    return as_step(returned, function, where=target)
 
 
 def _inputs(inputs, what: str, where: str) -> tuple | dict:

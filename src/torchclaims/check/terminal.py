@@ -61,6 +61,7 @@ def summary(report: Report) -> str:
     for what, labels in architectures.items():
         on = "every release above" if len(labels) == len(report.columns) else ", ".join(labels)
         lines.append(f"architecture: {what} on {on}")
+    lines += _standings(report)
     for status in (WRONG, RAISES, FALLBACK):
         groups = _groups(report, status)
         if not groups:
@@ -107,6 +108,21 @@ def summary(report: Report) -> str:
         lines.append(f"the model's code {report.sandbox[:300]}")
     lines.append(f"result: {report.result_line()}")
     return "\n".join(lines)
+
+
+def _standings(report: Report) -> list[str]:
+    """Every target backend: measured or not, how much is unknown, and the vendor's word (its first claim)."""
+    lines = ["target backends: what is measured, what is unknown, and the vendor's word (no verdict):"]
+    for standing in report.backends:
+        word = ""
+        if standing.vendor:
+            first = standing.vendor[0]
+            source = f", {first.source}" if first.source else ""
+            word = f"; the vendor's word: {len(standing.vendor)} attributed claim(s), e.g. {first.claim} "
+            word += f"({first.publisher}{source})"
+        asked = " (targeted)" if standing.asked else ""
+        lines.append(f"  {standing.backend:<7}{asked} {standing.line()}{word}")
+    return lines
 
 
 def _log_end(log: str) -> list[str]:

@@ -12,9 +12,10 @@ import os
 import sys
 
 from torchclaims.check import model_type
+from torchclaims.check.model_errors import ModelError
 from torchclaims.check.recorder import record_step
 from torchclaims.check.target import load_target
-from torchclaims.check.traced import LOADS, MODEL_TYPE, OPERATOR, TRACED
+from torchclaims.check.traced import FAILED_AS, MODEL, MODEL_TYPE, OPERATOR, RUNS, TRACED, USAGE
 from torchclaims.errors import UsageError
 from torchclaims.verify import verification
 
@@ -22,16 +23,20 @@ TARGET = os.environ["TORCHCLAIMS_TRACE_TARGET"]
 sys.path.insert(0, os.environ.get("TORCHCLAIMS_TRACE_CWD", os.getcwd()))  # package.module targets
 
 v = verification(os.environ["TORCHCLAIMS_TRACE_CLAIM"], model=TARGET, method="one step on the CPU, recorded")
-step, why = None, ""
-with v.check(LOADS) as check:
+step, used, said = None, None, {}  # said: how the target failed, as the caller tells the user
+with v.check(RUNS) as check:
     try:
         step = load_target(TARGET)
-    except UsageError as exc:  # the caller says it as a usage error
-        why = str(exc)
-    check.expect(step is not None, why)
-if step is not None:
-    with v.check(TRACED) as check:
         used = record_step(step)
+    except UsageError as exc:
+        said = {USAGE: str(exc)}
+    except ModelError as exc:
+        said = {MODEL: str(exc)}
+    for kind in said:
+        check.measure(FAILED_AS, kind)
+    check.expect(not said, "; ".join(said.values()))
+if used is not None:
+    with v.check(TRACED) as check:
         check.measure(MODEL_TYPE, model_type(step.model))
         for operator in used:
             check.measure(OPERATOR, json.dumps(operator.as_dict()))

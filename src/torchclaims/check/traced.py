@@ -6,7 +6,7 @@ records one step in the isolated runner, in the same sandbox as a claim
 script, and hands back a result record with one measurement per operator.
 Those measurements are the model's words, so each is checked here (its
 fields, their types and their shape) before the engine looks it up; a bad
-one is an error naming the measurement. Where the sandbox is missing the
+one is a :class:`~.model_errors.ModelError` naming the measurement. Where the sandbox is missing the
 runner does what it does for a claim script: the step runs, and the report
 says "ran without sandbox" (under ``CI=true`` it does not run).
 """
@@ -21,18 +21,23 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import TorchclaimsError, UsageError
+from ..claims import Trigger
+from ..errors import UsageError
 from ..evidence.records import ResultRecord, Verdict
 from ..run.runner import Runner
 from .isolated import absolute, run_step_script
+from .model_errors import ModelError
 from .recorder import BACKWARD, FORWARD, UsedOperator
 
 TRACE_SCRIPT = Path(__file__).resolve().with_name("trace_script.py")
 CLAIM_ID = "check-trace"
 TIMEOUT_S = 600.0
 # The record's checks and measurements, as trace_script writes them.
-LOADS, TRACED = "the target loads", "one step traced on the CPU"
+RUNS, TRACED = "the target loads and its step runs", "one step traced on the CPU"
 MODEL_TYPE, OPERATOR = "model type", "operator"
+FAILED_AS, USAGE, MODEL = "failed as", "usage", "model"  # a usage error, or the model's own (ModelError)
+FIELDS = {"operator", "dtype", "phases", "calls", "ranks", "kinds"}  # UsedOperator.as_dict()
+MAX_RANK = 64  # torch's limit on a tensor's dimensions
 _OPERATOR = re.compile(r"[A-Za-z_]\w{0,40}::[A-Za-z_][\w.]{0,200}")  # aten::add.Tensor
 _DTYPE = re.compile(r"[a-z][a-z0-9_]{0,40}|")  # float32, or "" when no tensor took part
 _MODEL_TYPE = re.compile(r"[\w.-]{0,100}")
@@ -46,7 +51,8 @@ class Traced:
 
 
 def trace(target: str, timeout: float = TIMEOUT_S) -> Traced:
-    """Import, build and trace ``target`` in the isolated runner; UsageError for the target's own mistakes."""
+    """Import, build and trace ``target`` in the isolated runner: UsageError for a mistake in naming it,
+    ModelError where the model could not run or said something a trace never says."""
     env = {
         "TORCHCLAIMS_TRACE_TARGET": absolute(target),
         "TORCHCLAIMS_TRACE_CLAIM": CLAIM_ID,
@@ -60,15 +66,16 @@ def trace(target: str, timeout: float = TIMEOUT_S) -> Traced:
 def read_trace(record: ResultRecord, target: str) -> Traced:
     """What a trace's record says, each measurement checked; the error says which one is wrong."""
     checks = {c.name: c for c in record.checks}
-    loads = checks.get(LOADS)
-    if loads is not None and loads.outcome is Verdict.REFUTED:
-        raise UsageError(loads.detail)
+    runs = checks.get(RUNS)
+    if runs is not None and runs.outcome is Verdict.REFUTED:
+        kind = next((m.value for m in runs.measurements if m.name == FAILED_AS), MODEL)
+        raise (UsageError if kind == USAGE else ModelError)(runs.detail)
     traced = checks.get(TRACED)
     if record.verdict is not Verdict.HOLDS or traced is None:
         broken = [f"{c.name}: {c.detail}" for c in record.checks if c.outcome is not Verdict.HOLDS]
         last = record.log_tail.strip().splitlines()[-1:]  # a traceback's end names the exception
         cause = "; ".join([record.reason or "; ".join(broken) or "no trace", *last])
-        raise TorchclaimsError(f"tracing {target} failed ({record.verdict.value}): {cause}")
+        raise ModelError(f"tracing {target} failed ({record.verdict.value}): {cause}")
     used, kind = [], ""
     for index, measurement in enumerate(traced.measurements):
         where = f"the trace of {target}, measurement {index} ({measurement.name})"
@@ -77,7 +84,7 @@ def read_trace(record: ResultRecord, target: str) -> Traced:
         elif measurement.name == OPERATOR and isinstance(measurement.value, str):
             used.append(_operator(measurement.value, where))
         else:
-            raise TorchclaimsError(f"{where}: not a measurement a trace writes")
+            raise ModelError(f"{where}: not a measurement a trace writes")
     return Traced(used, kind, record.sandbox)
 
 
@@ -85,19 +92,25 @@ def _operator(text: str, where: str) -> UsedOperator:
     try:
         data = json.loads(text)
     except ValueError:
-        raise TorchclaimsError(f"{where}: not JSON") from None
-    if not isinstance(data, dict) or set(data) != {"operator", "dtype", "phases", "calls"}:
-        raise TorchclaimsError(f"{where}: needs exactly operator, dtype, phases and calls")
-    phases, calls = data["phases"], data["calls"]
+        raise ModelError(f"{where}: not JSON") from None
+    if not isinstance(data, dict) or set(data) != FIELDS:
+        raise ModelError(f"{where}: needs exactly {', '.join(sorted(FIELDS))}")
+    phases, calls, ranks, kinds = data["phases"], data["calls"], data["ranks"], data["kinds"]
     if not isinstance(phases, list) or not phases or not set(phases) <= {FORWARD, BACKWARD}:
-        raise TorchclaimsError(f"{where}: phases must be {FORWARD} and/or {BACKWARD}")
+        raise ModelError(f"{where}: phases must be {FORWARD} and/or {BACKWARD}")
     if type(calls) is not int or calls < 1:
-        raise TorchclaimsError(f"{where}: calls must be a whole number of at least 1")
+        raise ModelError(f"{where}: calls must be a whole number of at least 1")
+    if not isinstance(ranks, list) or not all(type(r) is int and 0 <= r <= MAX_RANK for r in ranks):
+        raise ModelError(f"{where}: ranks must be whole numbers from 0 to {MAX_RANK}")
+    known = {t.value for t in Trigger}
+    if not isinstance(kinds, list) or not all(isinstance(k, str) and k in known for k in kinds):
+        raise ModelError(f"{where}: kinds must be among {', '.join(sorted(known))}")
     name = _matching(_OPERATOR, data["operator"], f"{where}: operator")
-    return UsedOperator(name, _matching(_DTYPE, data["dtype"], f"{where}: dtype"), set(phases), calls)
+    dtype = _matching(_DTYPE, data["dtype"], f"{where}: dtype")
+    return UsedOperator(name, dtype, set(phases), calls, set(ranks), {Trigger(k) for k in kinds})
 
 
 def _matching(pattern: re.Pattern, value: object, where: str) -> str:
     if not isinstance(value, str) or not pattern.fullmatch(value):
-        raise TorchclaimsError(f"{where}: {str(value)[:80]!r} is not one")
+        raise ModelError(f"{where}: {str(value)[:80]!r} is not one")
     return value

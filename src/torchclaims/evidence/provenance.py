@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UsageError
 from ..limits import NAME_CHARS, RecordName
+from ..text_safety import quoted
 
 if TYPE_CHECKING:
     from .attestation import Attestation
@@ -229,7 +230,7 @@ class Source:
         """One sentence for an evidence block, starting with the origin."""
         if self.trust is Trust.BUILD:
             return self.origin
-        label = f" ({self.label})" if self.label else ""
+        label = f" (labelled {quoted(self.label)})" if self.label else ""  # the submitter's words, not the site's
         git = f"; {self.committed.describe()}" if self.committed else "; no commit adding it is known in this checkout"
         if self.trust is Trust.ATTESTED:
             return (
@@ -240,7 +241,7 @@ class Source:
         if self.provenance and self.provenance.kind == WORKFLOW:
             declared = f"; it declares {self.provenance.describe()}, with no attestation verified by this build"
         command = made_by(self.label)
-        how = f"made by {command}, its label says{label}" if command else f"submitted by hand{label}"
+        how = f"made by {command}, as its label {quoted(self.label)} says" if command else f"submitted by hand{label}"
         return f"{self.origin}: {how}; not reproduced by the project{git}{declared}"
 
 

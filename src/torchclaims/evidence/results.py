@@ -17,7 +17,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 from .. import limits
 from ..errors import InvalidFileError, Problem
 from ..fileio import confined, safe_name
-from ..limits import RecordName
+from ..limits import RecordLabel
 from .provenance import Provenance
 from .records import Environment, ResultRecord, load_versioned_json, now, write_if_changed
 
@@ -33,7 +33,7 @@ class ResultsFile(BaseModel):
     format: str = RESULTS_FORMAT
     schema_version: int = RESULTS_SCHEMA_VERSION
     created: AwareDatetime  # as ResultRecord.started_at
-    label: RecordName = Field("", description="Free text naming the machine or CI runner")
+    label: RecordLabel = Field("", description="Free text naming the machine or CI runner")
     provenance: Provenance = Field(default_factory=Provenance, description="How the file was made")
     environment: Environment
     records: list[ResultRecord] = Field(max_length=limits.MAX_RECORDS)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from ..evidence.coverage_table import NOT_LISTED, SweepTable
 from ..evidence.records import Environment, ResultRecord, Verdict
+from ..evidence.store import Entry
+from .builds import same_kind
 
 ABSENT = "(not listed)"
 
@@ -33,6 +35,14 @@ def verdict_changes(old: dict[str, ResultRecord], new: dict[str, ResultRecord]) 
         for claim_id in sorted(set(old) & set(new))
         if old[claim_id].verdict is not new[claim_id].verdict
     ]
+
+
+def predecessor(entries: list[Entry]) -> Entry:
+    """What the newest of ``entries`` (one claim and backend, newest first, two at least) is compared
+    with: like with like, the newest earlier record of the same kind of torch build; else the one
+    before it, whose torch version (among the versions that differ) names the other build."""
+    newest = entries[0].record.environment
+    return next((e for e in entries[1:] if same_kind(e.record.environment, newest)), entries[1])
 
 
 def only_in(first: dict[str, ResultRecord], second: dict[str, ResultRecord]) -> list[str]:

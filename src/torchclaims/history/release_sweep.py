@@ -117,11 +117,7 @@ def release_files(
 ) -> tuple[list[tuple[Path, ResultsFile]], list[Path]]:
     """The sweep's own files of this release (oldest name first), and the other files that stand for it."""
     own, others = [], []
-    for path in sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []:
-        try:
-            results = read_results(path)
-        except InvalidFileError:
-            continue  # the site and the tests report it
+    for path, results in _readable(results_dir):
         if release.is_own(results, cpu_index):
             own.append((path, results))
         elif release.series.release_of(results.environment) == release.version:
@@ -239,6 +235,25 @@ def plan(
             Planned(release, base, tuple(sorted(changed | new)), why or f"current: {base.name}", prune, foreign)
         )
     return planned
+
+
+def sweep_made(releases: Releases, results_dir: Path) -> set[str]:
+    """Names of the results files the sweep made (any series, either torch index): the files it keeps
+    current; a file someone submitted stays as it was made, and its outdated records are shown stale."""
+    every = [Release(s, v) for s in releases.series.values() for v in s.versions]
+    return {
+        path.name
+        for path, results in _readable(results_dir)
+        if any(r.is_own(results, cpu_index) for r in every for cpu_index in (False, True))
+    }
+
+
+def _readable(results_dir: Path):
+    for path in sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []:
+        try:
+            yield path, read_results(path)
+        except InvalidFileError:
+            continue  # the site and the tests report it
 
 
 def select(releases: Releases, series: list[str], versions: list[str]) -> list[Release]:

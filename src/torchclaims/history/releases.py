@@ -18,9 +18,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated
 
+from packaging import version as pep440
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..backends import BACKEND_NAMES, vendor_packages_without_device
+from ..backends import BACKEND_NAMES, all_backends, vendor_packages_without_device
 from ..errors import InvalidFileError, Problem, problems_from_validation
 from ..evidence.records import Environment
 
@@ -39,8 +40,13 @@ def canonical(name: str) -> str:
 
 
 def version_key(version: str) -> tuple:
-    """'2.10.0' sorts after '2.9.0'; a local label ('+cpu') is ignored."""
-    return tuple(int(part) if part.isdigit() else -1 for part in re.split(r"[.]", version.split("+")[0]))
+    """The order of releases, PEP 440's (``packaging``): '2.10.0' after '2.9.0', '2.10.0rc1' before
+    '2.10.0'. The local label ('+cpu') names the build, not the release (history.builds), and is
+    ignored. A string that is no version sorts before every version, as text."""
+    try:
+        return (1, pep440.Version(pep440.Version(version).public), "")
+    except pep440.InvalidVersion:
+        return (0, pep440.Version("0"), version)
 
 
 class SeriesModel(BaseModel):
@@ -113,6 +119,15 @@ class Series:
             if name in installed and installed[name] != pinned:
                 return None
         return version
+
+    def concerns(self, imported: frozenset[str]) -> bool:
+        """Whether a claim depends on this series' package, given every module its script and the
+        project files it imports import: torch and the backend's own package are loaded by every
+        run on the backend; any other (transformers) only by a script that imports it."""
+        backend = all_backends().get(self.backend)
+        loaded = {"torch", canonical(backend.primary_package) if backend else "torch"}
+        module = canonical(self.package).replace("-", "_")  # the name 'import' uses: torch-xla -> torch_xla
+        return canonical(self.package) in loaded or module in {name.split(".")[0] for name in imported}
 
     def label(self, version: str) -> str:
         return f"{self.package} {version}"

@@ -2,9 +2,11 @@
 
 The results store holds runs (each committed results file, and this build). A
 run stands for a release of a series (releases.Series.release_of) when the
-release is the only thing that differs from the held versions. For each claim
-and series this module gives the strip (one step per release: the verdict of
-the run that stands for it, or nothing) and a sentence inferred from it,
+release is the only thing that differs from the held versions; runs of one
+kind of build (CPU-only, CUDA... wheels: history.builds) form a strand, and
+nothing compares runs of two strands. For each claim, series and strand this
+module gives the strip (one step per release: the verdict of the run that
+stands for it, or nothing) and a sentence inferred from it,
 "holds since torch 2.11.0", "refuted from torch 2.14.1", "unverified before
 torch 2.10.0 (…)", never more than the runs say: a release without a run is
 named as such, and a stale run is marked. Free of Sphinx imports.
@@ -19,6 +21,8 @@ from datetime import datetime
 from ..evidence.provenance import Source
 from ..evidence.records import Environment, ResultRecord, Verdict
 from ..evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store
+from ..text_safety import quoted
+from .builds import build_of, builds_named
 from .releases import Series, version_key
 
 REASON_CHARS = 90
@@ -48,7 +52,7 @@ class Run:
 
     def describe(self) -> str:
         """'cpu-torch2.14.1-….json (cpu, torch 2.14.1, 2026-11-29, sweep: …; submitted by hand, not reproduced)'."""
-        label = f", {self.label}" if self.label else ""
+        label = f", labelled {quoted(self.label)}" if self.label else ""
         name = "this build" if self.origin == THIS_BUILD else self.origin
         mark = f"; {self.source.mark}" if self.source and self.origin != THIS_BUILD else ""
         return (
@@ -78,15 +82,41 @@ def runs(store: Store) -> list[Run]:
     return out
 
 
-def series_runs(all_runs: list[Run], series: Series) -> dict[str, Run]:
-    """release -> the run that stands for it, oldest release first: this build before
-    committed files, the newest of equals. Upgrade pages pass committed runs only."""
-    chosen: dict[str, Run] = {}
+@dataclass(frozen=True)
+class Strand:
+    """The runs of one series on one kind of build (history.builds): release -> run, oldest release first.
+    A strip, a sentence and an upgrade compare runs of one strand only: two wheels of one release are
+    not two releases."""
+
+    kind: str
+    runs: dict[str, Run]
+
+    @property
+    def builds(self) -> str:
+        """'CUDA builds (+cu128, +cu130)'."""
+        return builds_named([build_of(run.environment) for run in self.runs.values()])
+
+
+def series_runs(all_runs: list[Run], series: Series) -> list[Strand]:
+    """The strands of a series, the one with most releases first: in each, per release, the run that
+    stands for it, this build before committed files, the newest of equals. Upgrade pages pass
+    committed runs only. A run whose torch version is no version stands for no release."""
+    chosen: dict[str, dict[str, Run]] = {}
     for run in sorted(all_runs, key=lambda run: (run.committed, -run.started.timestamp())):
-        version = series.release_of(run.environment)
-        if version is not None:
-            chosen.setdefault(version, run)
-    return dict(sorted(chosen.items(), key=lambda item: version_key(item[0])))
+        version, build = series.release_of(run.environment), build_of(run.environment)
+        if version is not None and build is not None:
+            chosen.setdefault(build.kind, {}).setdefault(version, run)
+    strands = [
+        Strand(kind, dict(sorted(by_version.items(), key=lambda item: version_key(item[0]))))
+        for kind, by_version in chosen.items()
+    ]
+    return sorted(strands, key=lambda strand: (-len(strand.runs), strand.kind))
+
+
+def strand_of(strands: list[Strand], environment: Environment) -> Strand | None:
+    """The strand of the same kind of build as ``environment``, if any."""
+    build = build_of(environment)
+    return next((strand for strand in strands if build and strand.kind == build.kind), None)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ class InputScanner:
         self._harness: dict[Path, tuple[dict[Path, str], frozenset[str]]] = {}  # script folder -> HARNESS closure
         self._labels: dict[Path, str] = {}
         self.uses: dict[Path, frozenset[str]] = {}  # script -> every module it or its project files import
+        self.own_uses: dict[Path, frozenset[str]] = {}  # the same, less what only the harness imports
 
     def inputs(self, script: Path) -> dict[str, str]:
         """sha256 of the script and of every project file it imports, transitively."""
@@ -55,14 +56,15 @@ class InputScanner:
             self._harness[folder] = self._closure(HARNESS, folder, {})
         harness, harness_uses = self._harness[folder]
         found, used = self._closure((script,), folder, harness)
-        self.uses[script] = used | harness_uses
+        self.uses[script], self.own_uses[script] = used | harness_uses, used
         return {self._label(path): digest for path, digest in sorted({**harness, **found}.items())}
 
-    def uses_of(self, script: Path) -> frozenset[str]:
-        """Every module the script or its project files import."""
+    def uses_of(self, script: Path, harness: bool = True) -> frozenset[str]:
+        """Every module the script or its project files import; with ``harness=False``, less what
+        only the harness imports (the fork server's preloads import transformers for every script)."""
         if script not in self.uses:
             self.inputs(script)
-        return self.uses[script]
+        return self.uses[script] if harness else self.own_uses[script]
 
     def _closure(self, start, search_dir: Path, known: dict[Path, str]) -> tuple[dict[Path, str], frozenset[str]]:
         """Digests of ``start`` and of the project files they import, transitively,

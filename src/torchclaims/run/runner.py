@@ -401,7 +401,14 @@ def _stamp(
     # The duration is the child's wall time, imports included: what the claim costs a build.
     # The environment is the one the child was started in (the cache key's), not
     # one the script may have changed (inductor sets its own variables, say).
+    # When it ran and under which of the harness's conditions are the harness's word:
+    # a script's own "compiler caches" condition is dropped, its start time replaced.
+    conditions = {k: v for k, v in record.conditions.items() if k != CONDITION_NAME}
+    if item.cold:  # the run had empty compiler caches: a condition of its verdict
+        conditions[CONDITION_NAME] = COLD_CONDITION
     update = {
+        "started_at": item.started_at,
+        "conditions": conditions,
         "cache_key": item.job.cache_key,
         "inputs": item.job.inputs,
         "script": script,
@@ -410,8 +417,6 @@ def _stamp(
         "figures": figures,
         "sandbox": sandboxed[:2000],  # what the supervisor learnt before the script ran, never the script's word
     }
-    if item.cold:  # the run had empty compiler caches: a condition of its verdict
-        update["conditions"] = {**record.conditions, CONDITION_NAME: COLD_CONDITION}
     return record.model_copy(update=update)
 
 

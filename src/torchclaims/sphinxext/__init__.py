@@ -34,12 +34,14 @@ def setup(app: Sphinx) -> dict:
     from .measure import setup_measure
     from .page_data import setup_page_data
     from .publishing import setup_publishing
+    from .source_links import setup_source_links
     from .state import setup_state
     from .summary import setup_summary
     from .tracking import setup_tracking
     from .upgrade_pages import setup_upgrade_pages
     from .versions import setup_versions
 
+    setup_source_links(app)  # no page source, image or static file is a link out of the repository
     setup_state(app)  # config values; verify claims before sphinx-gallery runs
     setup_tracking(app)  # re-read pages whose evidence changed
     setup_markup(app)  # folded blocks (<details>)

@@ -3,14 +3,16 @@
 A page per backend (``docs/accelerators/<backend>.md`` holds only the
 directive) opens with a tally computed from the records
 (torchclaims.sphinxext.backend_summary): the claims about the backend, those that are
-only their claimants' word, those checked on the backend itself (when, with
-which versions, from which source) and those checked only on a stand-in and
-what the stand-ins showed. Then the claims in the groups a reader acts on, one
-line each with its verdict chips leading to the evidence, and the command a
-hardware owner runs to fill the column. ``accelerator-choice`` lists the pages
-with their tallies (the home page); ``accelerator-groups`` lists the groups in
-words (the page that explains them). Every number here is counted from the
-records at build time.
+only their claimants' word, those checked on the backend's own hardware (when,
+with which versions, from which source) and those checked only on a stand-in
+(XLA on the CPU counts as one, never as the hardware) and what the stand-ins
+showed, and a line leading to ``torchclaims check`` for a reader's own model.
+Then the claims in the groups a reader acts on, one line each with its verdict
+chips leading to the evidence, and the command a hardware owner runs to fill
+the column. ``accelerator-choice`` lists the pages with their tallies, after
+the same line to ``torchclaims check`` (the home page); ``accelerator-groups``
+lists the groups in words (the page that explains them). Every number here is
+counted from the records at build time.
 """
 
 from __future__ import annotations
@@ -57,10 +59,11 @@ def _counts(verdicts: Counter) -> str:
 
 
 def chip(cell: Cell) -> nodes.Node:
-    """'cpu ✔ holds · torch 2.13.0', its source and scope, leading to that run's evidence."""
+    """'cpu ✔ holds · torch 2.13.0' ('XLA on the CPU ✘ refuted · …' for a stand-in run), its source and scope,
+    leading to that run's evidence."""
     record = cell.entry.record
     out = nodes.inline(classes=["tc-chip", cell.entry.source.css_class])
-    out += badge(f"{cell.backend} {SYMBOLS[record.verdict]} {record.verdict.value}", record.verdict.value)
+    out += badge(f"{cell.where} {SYMBOLS[record.verdict]} {record.verdict.value}", record.verdict.value)
     out += nodes.inline("", f" {cell.version}, {record.date}", classes=["tc-date"])
     out += badge(cell.entry.source.mark, "source")
     if record.unconfined:
@@ -111,7 +114,7 @@ def tally(summary: Summary, name: str) -> nodes.bullet_list:
         items.append(
             paragraph(
                 nodes.strong("", str(ran)),
-                f" of the {executable} executable ones ran on {summary.backend} ({and_words(summary.devices())}), "
+                f" of the {executable} executable ones ran on {summary.hardware} ({and_words(summary.devices())}), "
                 f"with {and_words(summary.versions())}, {when}: {verdicts}. From: {sources}.",
             )
         )
@@ -119,7 +122,7 @@ def tally(summary: Summary, name: str) -> nodes.bullet_list:
         items.append(
             paragraph(
                 nodes.strong("", "0"),
-                f" of the {executable} executable ones ran on {summary.backend}: no record from {name} yet.",
+                f" of the {executable} executable ones ran on {summary.hardware}: no record from there yet.",
             )
         )
     only = summary.count(*ON_STAND_IN)
@@ -176,11 +179,31 @@ def fill_the_column(env: BuildEnvironment, backend: str, name: str, executable: 
             " says what the file holds and how it is checked.",
         ]
     section += paragraph(*parts)
-    if "docs/check" in env.found_docs:
-        section += paragraph(
-            "To apply this knowledge base to your own model: ", doc_link("torchclaims check", "docs/check"), "."
-        )
     return section
+
+
+def check_your_model(env: BuildEnvironment) -> list[nodes.paragraph]:
+    """The line to ``torchclaims check``, for the first screen of the pages a migrating team opens first."""
+    if "docs/check" not in env.found_docs:
+        return []
+    line = paragraph(
+        nodes.strong("", "Check your own model: "),
+        doc_link("torchclaims check", "docs/check"),
+        " lists the operators one step of it dispatches and what every measured backend and release did with each.",
+    )
+    line["classes"].append("tc-check-line")
+    return [line]
+
+
+def card_facts(summary: Summary) -> str:
+    """'40 claims about it · 0 only their word · 0 ran on its hardware · 40 only on a stand-in (XLA on the CPU)'."""
+    stand_ins = summary.stand_in_names(*ON_STAND_IN)
+    return (
+        f"{_plural(len(summary.standings), 'claim')} about it · "
+        f"{summary.count(Group.ATTRIBUTED)} only their word · "
+        f"{summary.count(*ON_HARDWARE)} ran on its hardware · {summary.count(*ON_STAND_IN)} only on a stand-in"
+        + (f" ({and_words(stand_ins)})" if stand_ins else "")
+    )
 
 
 class AcceleratorDirective(SphinxDirective):
@@ -205,12 +228,13 @@ class AcceleratorDirective(SphinxDirective):
         page += nodes.title("", f"Moving PyTorch code to {name}")
         page += paragraph(all_backends()[backend].description)
         page += tally(summary, name)
+        page += check_your_model(self.env)
         for group in Group:
             standings = summary.group(group)
             if not standings:
                 continue
             part = nodes.section(ids=[f"{backend}-{group.name.lower().replace('_', '-')}"], classes=["tc-group"])
-            part += nodes.title("", f"{group.title(backend)} ({len(standings)})")
+            part += nodes.title("", f"{summary.title(group)} ({len(standings)})")
             part += nodes.container("", *[standing_line(s) for s in standings], classes=["tc-standings"])
             page += part
         about = len(summary.standings) - summary.count(Group.ATTRIBUTED)
@@ -227,12 +251,7 @@ class AcceleratorChoiceDirective(SphinxDirective):
         items = []
         summaries = [summarize(state.grid, b) for b in accelerator_backends() if page_docname(self.env, b)]
         for summary in sorted(summaries, key=lambda s: -len(s.standings)):
-            ran, only = summary.count(*ON_HARDWARE), summary.count(*ON_STAND_IN)
-            facts = (
-                f"{_plural(len(summary.standings), 'claim')} about it · "
-                f"{summary.count(Group.ATTRIBUTED)} only their word · "
-                f"{ran} ran on it · {only} only on a stand-in"
-            )
+            facts = card_facts(summary)
             link = doc_link(
                 f"{summary.backend} · {reader_name(summary.backend)}", page_docname(self.env, summary.backend)
             )
@@ -241,14 +260,15 @@ class AcceleratorChoiceDirective(SphinxDirective):
             return []
         out = bullets(items)
         out["classes"].append("tc-choice")
-        return [out]
+        return check_your_model(self.env) + [out]
 
 
 class AcceleratorGroupsDirective(SphinxDirective):
     """``{accelerator-groups}``: the groups an accelerator page sorts claims into, in its order."""
 
     def run(self) -> list[nodes.Node]:
-        return [nodes.enumerated_list("", *[nodes.list_item("", paragraph(g.title("the backend"))) for g in Group])]
+        items = [nodes.list_item("", paragraph(g.title("the backend's hardware"))) for g in Group]
+        return [nodes.enumerated_list("", *items)]
 
 
 def setup_accelerators(app) -> None:

@@ -2,10 +2,11 @@
 
 A claim is *about* a backend when its scope says so (torchclaims.evidence.scope); each
 claim about it falls in exactly one group, decided by its newest verdict on that
-backend, else by what ran on a stand-in (any other backend with a record: the
-CPU reference, XLA on the CPU), else by whether it can be checked at all. The
-accelerator pages (sphinxext/accelerators.py) draw this; nothing here is typed
-by hand but the names of the groups. Free of Sphinx imports.
+backend's own hardware, else by what ran on a stand-in (any other backend with a
+record, such as the CPU reference, or the backend itself on a device that is not
+its hardware: XLA on the CPU, grid.stand_in), else by whether it can be checked
+at all. The accelerator pages (sphinxext/accelerators.py) draw this; nothing
+here is typed by hand but the names of the groups. Free of Sphinx imports.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from enum import Enum
 
 from ..claims import Claim
 from ..evidence.records import Verdict
+from ..evidence.scope import and_words
 from .grid import Cell, Grid, device_words
 
 
@@ -25,18 +27,22 @@ class Group(Enum):
     CONFIRMED = "Held on {here}"
     REFUTED = "Refuted on {here}"
     INCONCLUSIVE = "Ran on {here}, without a verdict either way"
-    STAND_IN_REFUTED = "Refuted on a stand-in, not yet run on {here}"
-    STAND_IN_HELD = "Held on a stand-in, not yet run on {here}"
-    STAND_IN_OPEN = "Ran only on a stand-in, without a verdict either way"
+    STAND_IN_REFUTED = "Refuted on {stand_in}, not yet run on {here}"
+    STAND_IN_HELD = "Held on {stand_in}, not yet run on {here}"
+    STAND_IN_OPEN = "Ran only on {stand_in}, without a verdict either way"
     ATTRIBUTED = "Only their claimants' word: attributed, no public method to check"
     UNCHECKED = "Not yet checked anywhere: no record on any backend"
 
-    def title(self, here: str) -> str:
-        return self.value.format(here=here)
+    def title(self, here: str, stand_ins: list[str] | None = None) -> str:
+        """'Refuted on a stand-in (XLA on the CPU and cpu), not yet run on xla hardware'."""
+        named = f"a stand-in ({and_words(stand_ins)})" if stand_ins else "a stand-in"
+        return self.value.format(here=here, stand_in=named)
 
 
 ON_HARDWARE = (Group.CONFIRMED, Group.REFUTED, Group.INCONCLUSIVE)
 ON_STAND_IN = (Group.STAND_IN_REFUTED, Group.STAND_IN_HELD, Group.STAND_IN_OPEN)
+# The stand-in verdict that puts a claim in each group, the most telling first.
+DECIDED_BY = {Group.STAND_IN_REFUTED: Verdict.REFUTED.value, Group.STAND_IN_HELD: Verdict.HOLDS.value}
 
 
 @dataclass(frozen=True)
@@ -45,8 +51,9 @@ class Standing:
 
     claim: Claim
     group: Group
-    here: Cell | None  # the newest record on the backend itself
-    stand_ins: tuple[Cell, ...]  # the newest record on each other backend, in matrix order
+    here: Cell | None  # the newest record on the backend's own hardware
+    # the newest record on a stand-in of the backend itself (XLA on the CPU), then on each other backend in matrix order
+    stand_ins: tuple[Cell, ...]
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,23 @@ class Summary:
     backend: str
     standings: list[Standing]
     hardware_runs: list[Cell] = field(default_factory=list)  # the newest record here of each claim that ran here
+
+    @property
+    def hardware(self) -> str:
+        """What 'here' is on the page: 'xla hardware', never XLA on the CPU."""
+        return f"{self.backend} hardware"
+
+    def stand_in_names(self, *groups: Group, kind: str | None = None) -> list[str]:
+        """Where the claims of these groups ran instead (with that verdict kind, if given), in chip order:
+        ['XLA on the CPU', 'cpu']."""
+        cells = [cell for s in self.standings if s.group in groups for cell in s.stand_ins]
+        return list(dict.fromkeys(cell.where for cell in cells if kind in (None, cell.kind)))
+
+    def title(self, group: Group) -> str:
+        """The group's heading, naming the stand-ins that gave the verdict it is named for."""
+        if group not in ON_STAND_IN:
+            return group.title(self.hardware)
+        return group.title(self.hardware, self.stand_in_names(group, kind=DECIDED_BY.get(group)))
 
     def group(self, group: Group) -> list[Standing]:
         return [s for s in self.standings if s.group is group]
@@ -116,10 +140,9 @@ def _group(claim: Claim, here: Cell | None, stand_ins: list[Cell]) -> Group:
             here.entry.record.verdict, Group.INCONCLUSIVE
         )
     kinds = {cell.kind for cell in stand_ins}
-    if Verdict.REFUTED.value in kinds:
-        return Group.STAND_IN_REFUTED
-    if Verdict.HOLDS.value in kinds:
-        return Group.STAND_IN_HELD
+    for group, kind in DECIDED_BY.items():
+        if kind in kinds:
+            return group
     return Group.STAND_IN_OPEN if kinds else Group.UNCHECKED
 
 
@@ -129,9 +152,10 @@ def summarize(grid: Grid, backend: str) -> Summary:
     for claim in sorted(grid.claims.claims.values(), key=lambda c: c.id):
         if not claim.covers(backend):
             continue
-        here = grid.newest(claim, backend) if claim.executable else None
+        here = grid.newest(claim, backend, own_device=True) if claim.executable else None
         others = (
-            [grid.newest(claim, column.backend) for column in grid.columns if column.backend != backend]
+            [grid.newest(claim, backend, own_device=False)]
+            + [grid.newest(claim, column.backend) for column in grid.columns if column.backend != backend]
             if claim.executable
             else []
         )

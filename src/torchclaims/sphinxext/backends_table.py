@@ -18,7 +18,13 @@ class BackendDescriptorsDirective(SphinxDirective):
                     nodes.literal("", backend.name),
                     backend.description,
                     nodes.literal("", backend.device_type),
-                    f"{backend.dist_backend}" + (f" ({backend.dist_init_method})" if backend.dist_init_method else ""),
+                    f"{backend.dist_backend}"
+                    + (f" ({backend.dist_init_method})" if backend.dist_init_method else "")
+                    + (
+                        f"; ranks share a device through {backend.shared_device_dist_backend}"
+                        if backend.shared_device_dist_backend
+                        else ""
+                    ),
                     backend.compile_backend,
                     ", ".join(backend.packages),
                     ", ".join(backend.env_prefixes) or "—",

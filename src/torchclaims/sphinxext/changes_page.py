@@ -1,7 +1,8 @@
 """The ``claims-changes`` directive: verdicts that moved, and which versions moved.
 
 For every claim and backend it compares the newest record with the one before
-it (from an earlier build or a committed results file) and lists those whose
+it (from an earlier build or a committed results file) of the same kind of
+torch build, if there is one (history.builds) and lists those whose
 verdict differs, with the packages whose versions differ between the two.
 """
 
@@ -11,7 +12,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from ..evidence.store import Entry
-from ..history.changes import describe
+from ..history.changes import describe, predecessor
 from .evidence import origin_text, verdict_badge
 from .links import claim_ref, evidence_anchor
 from .markup import paragraph, table
@@ -33,7 +34,7 @@ class ClaimsChangesDirective(SphinxDirective):
                 if len(entries) < 2:
                     continue
                 compared += 1
-                new, old = entries[0], entries[1]
+                new, old = entries[0], predecessor(entries)
                 if new.record.verdict is old.record.verdict:
                     continue
                 title = state.claims.claims[claim_id].title if claim_id in state.claims.claims else claim_id

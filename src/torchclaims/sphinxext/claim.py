@@ -32,7 +32,7 @@ from .versions import strip_placeholder
 
 
 def freshness_text(entry: Entry) -> str:
-    """'— xla · XLA on CPU (AMD EPYC) · torch_xla 2.9.0 (torch 2.9.0), 2026-11-29, xla-….json':
+    """'— xla · XLA on the CPU (AMD EPYC) · torch_xla 2.9.0 (torch 2.9.0), 2026-11-29, xla-….json':
     where, with what, when, from where."""
     env = entry.record.environment
     return (

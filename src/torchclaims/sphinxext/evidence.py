@@ -22,6 +22,7 @@ from ..claims import Claim
 from ..evidence.records import CheckResult, ResultRecord, Verdict
 from ..evidence.scope import scope_note
 from ..evidence.store import EARLIER_BUILD, THIS_BUILD, Entry
+from ..text_safety import quoted
 from .downloads import download_for
 from .grid import Cell, Grid
 from .links import evidence_anchor
@@ -57,7 +58,7 @@ def origin_text(entry: Entry) -> str:
     """Where a record came from: this build, an earlier build, or a results file (and its label)."""
     if entry.origin in (THIS_BUILD, EARLIER_BUILD):
         return entry.origin
-    return f"{entry.origin}" + (f", {entry.label}" if entry.label else "")
+    return f"{entry.origin}" + (f", labelled {quoted(entry.label)}" if entry.label else "")  # the submitter's words
 
 
 def source_paragraph(entry: Entry) -> nodes.paragraph:
@@ -80,7 +81,7 @@ def scope_words(claim: Claim, backend: str) -> list[nodes.Node]:
 
 
 def run_line(grid: Grid, cell: Cell) -> list[nodes.Node]:
-    """'xla · XLA on CPU (AMD EPYC) · torch_xla 2.9.0 ✘ refuted 2026-11-29, xla-….json (outside the scope …)'."""
+    """'xla · XLA on the CPU (AMD EPYC) · torch_xla 2.9.0 ✘ refuted 2026-11-29, xla-….json (outside the scope …)'."""
     entry = cell.entry
     return [
         nodes.strong("", grid.column(cell.backend).header(cell.version)),
@@ -129,7 +130,8 @@ def checks_table(record: ResultRecord, label: str) -> nodes.table:
 
 def environment(record: ResultRecord) -> nodes.bullet_list:
     env = record.environment
-    facts = [[f"{k}: ", value_text(v)] for k, v in record.conditions.items()]
+    # "condition": the script's statement of its inputs, never read as a fact the build recorded
+    facts = [[f"condition {k}: ", value_text(v)] for k, v in record.conditions.items()]
     facts.append(["device: ", value_text(f"{env.device} ({env.device_name})")])
     facts.append(["software: ", value_text(", ".join(f"{k} {v}" for k, v in sorted(env.packages.items())))])
     if env.accelerator_runtime:

@@ -77,6 +77,7 @@ def limit_rows() -> list[tuple[str, str]]:
             "on demand (coverage tables, the matrix's other versions, a claim's table of every record) "
             "lies beside it, once",
         ),
+        ("the list of files a publish wrote (read back by the next)", size(L.publish_manifest_bytes)),
     ]
 
 

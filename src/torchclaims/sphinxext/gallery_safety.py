@@ -6,7 +6,9 @@ Lint rejects raw HTML, includes and ``javascript:`` links in gallery text
 - ``source-read``: before a generated example page is parsed, each text block
   of its script that holds such markup is replaced by the same text as a
   literal block (the reader sees it, nothing renders). A page whose blocks
-  cannot be found in its source is withheld rather than shown unchecked.
+  cannot be found in its source is withheld rather than shown unchecked. The
+  whole page, its title included, is then shown as torchclaims.text_safety
+  shows data: bidi controls, zero-width characters and the BOM as U+FFFD.
 - ``doctree-read``: on every page, links to ``javascript:``, ``vbscript:`` or
   ``data:`` addresses become plain text; on example pages, raw HTML that holds
   a script, an event handler or such a link becomes a literal block.
@@ -22,6 +24,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 from ..authoring.gallery_text import unsafe_markup
+from ..text_safety import shown
 from .state import get_state, warn
 
 _SCRIPT_URI = re.compile(r"^\s*(javascript|vbscript|data)\s*:", re.IGNORECASE)
@@ -40,7 +43,8 @@ def as_text(block: str) -> str:
 
 
 def neutralise_page(source: str, script: Path) -> tuple[str, list[str]]:
-    """The generated page source with the script's unsafe text blocks as literal text."""
+    """The generated page source with the script's unsafe text blocks as literal text,
+    and its title (the page's ``<title>`` and ``<h1>``), text and code as text_safety shows them."""
     from sphinx_gallery.py_source_parser import split_code_and_text_blocks
 
     _, blocks = split_code_and_text_blocks(str(script))[:2]
@@ -56,7 +60,7 @@ def neutralise_page(source: str, script: Path) -> tuple[str, list[str]]:
             withheld = f"{script.stem}\n{'=' * len(script.stem)}\n\n" + as_text("the page of this script is withheld")
             return withheld, reasons + ["its text could not be located on the page, so the page is withheld"]
         source = source.replace(block.content.strip(), as_text(block.content.strip()).strip())
-    return source, reasons
+    return shown(source), reasons
 
 
 def example_script(app: Sphinx, docname: str) -> Path | None:

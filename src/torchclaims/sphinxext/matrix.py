@@ -206,14 +206,18 @@ def _backend_notes(grid: Grid, pages: dict[str, str]) -> Html:
     notes = Html("")
     for column in grid.columns:
         name = column.reader_name
-        where = (
-            "its column shows what ran there, and the other columns what ran on stand-ins"
-            if column.versions
-            else (
+        if column.stand_in:  # its own column is a stand-in too: XLA on the CPU
+            where = (
+                f"its column shows what ran on {column.stand_in}, a stand-in like the other columns: "
+                f"evidence about what ran there, never about {name}"
+            )
+        elif column.versions:
+            where = "its column shows what ran there, and the other columns what ran on stand-ins"
+        else:
+            where = (
                 "no claim ran there yet, so every column shows a stand-in: evidence about what ran there, never about "
                 + name
             )
-        )
         page = (
             Html(' <a href="{}">What is known about {}</a>.').format(pages[column.backend], name)
             if column.backend in pages

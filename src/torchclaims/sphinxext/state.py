@@ -40,6 +40,7 @@ from ..evidence.store_memo import STORE_MEMO, remembered_store, store_digest
 from ..fileio import decode_utf8, leaves, read_bytes
 from ..run._child import GalleryTarget
 from ..run.execution import MEMO_FILE, Outcome, Settings, history_dir, verify
+from ..text_safety import for_terminal
 from .grid import Grid
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ WARNING_TYPE = "torchclaims"
 
 
 def warn(message: str, subtype: str, location=None) -> None:
-    logger.warning(message, type=WARNING_TYPE, subtype=subtype, location=location)
+    """A build warning; what data put in it never drives the terminal (text_safety)."""
+    logger.warning(for_terminal(message), type=WARNING_TYPE, subtype=subtype, location=location)
 
 
 @dataclass
@@ -266,7 +268,7 @@ def prepare(app: Sphinx) -> None:
             settings,
             gallery_target=_gallery_target(app, root, gallery_dir),
             extra_reasons=_page_missing(app, gallery_dir),
-            log=logger.info,
+            log=lambda message: logger.info(for_terminal(message)),
             warn=lambda message: warn(message, "record"),
         )
         build_records = outcome.records

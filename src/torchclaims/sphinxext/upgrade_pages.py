@@ -1,9 +1,11 @@
 """Upgrade sections: what each release changed, and what this build changed against the history.
 
-For every series of sweep/releases.toml, each pair of neighbouring releases
-that both have a committed run gets a section of the page that holds
-``upgrade-index`` (``docs/upgrades``), with its own anchor
-(``#upgrade-<series>-<old>-<new>``). No page is generated: Sphinx has no
+For every series of sweep/releases.toml and every kind of build its committed
+runs used (history.builds: a CPU-only and a CUDA wheel of one release are
+never compared as an upgrade), each pair of neighbouring releases that both
+have a committed run gets a section of the page that holds ``upgrade-index``
+(``docs/upgrades``), with its own anchor
+(``#upgrade-<series>-<build>-<old>-<new>``). No page is generated: Sphinx has no
 documented way to add a document that has no source file (sphinx-doc/sphinx
 issue 10641), and writing sources into the source tree would let data decide
 what is written there. A section on a fixed page is in the page's table of
@@ -14,7 +16,8 @@ section holds the two runs it compares, the packages that differ, the
 verdicts that moved, the measurements that moved beyond their tolerance and
 whatever else upgrades.RECORD_COMPARERS finds. ``build-against-history``
 compares this build with the committed run of its release (or the nearest
-older one). The comparison itself is torchclaims.history.upgrades, the same as
+older one) of the same kind of build, and names the build when only another
+kind has a committed run. The comparison itself is torchclaims.history.upgrades, the same as
 ``torchclaims diff``.
 """
 
@@ -28,9 +31,10 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..evidence.scope import ran_on
 from ..evidence.store import THIS_BUILD
+from ..history.builds import build_of, builds_named
 from ..history.releases import Series, version_key
 from ..history.upgrades import Comparison, compare
-from ..history.version_history import Run, baseline_for, consecutive
+from ..history.version_history import Run, Strand, baseline_for, consecutive, strand_of
 from .evidence import verdict_badge
 from .links import claim_ref
 from .markup import bullets, paragraph, table
@@ -53,10 +57,11 @@ def myst_token(text: str) -> str:
     return text
 
 
-def section_id(series: Series, old: str, new: str) -> str:
-    """The anchor of the section comparing ``old`` with ``new``; ValueError for a name or version
-    that is not a token."""
-    return nodes.make_id("-".join(["upgrade", *(myst_token(part) for part in (series.name, old, new))]))
+def section_id(series: Series, strand: Strand, old: str, new: str) -> str:
+    """The anchor of the section comparing ``old`` with ``new`` on one kind of build; ValueError for a
+    name or version that is not a token."""
+    parts = (series.name, strand.kind, old, new)
+    return nodes.make_id("-".join(["upgrade", *(myst_token(part) for part in parts)]))
 
 
 def comparison_nodes(comparison: Comparison) -> list[nodes.Node]:
@@ -119,40 +124,50 @@ class UpgradeIndexDirective(SphinxDirective):
         note_shown(self.env, ids, state.digest(ids), key=ALL_CLAIMS)
         out: list[nodes.Node] = []
         for series in (s for s in versions.series() if s.default or versions.committed[s.name]):
-            committed = versions.committed[series.name]
             part = nodes.section(ids=[nodes.make_id(f"upgrades-{series.name}")])
             part += nodes.title("", f"{series.package} on {series.backend}")
-            items, sections = [], []
-            for old, new in reversed(consecutive(committed)):
-                try:
-                    anchor = section_id(series, old, new)
-                except ValueError as exc:
-                    warn(f"no upgrade section for {series.name}: {exc}", "releases", location=self.get_location())
-                    continue
-                comparison = compare(committed[old], committed[new])
-                counts = (
-                    f": {len(comparison.verdicts)} verdicts moved, "
-                    f"{sum(len(m) for m in comparison.moved.values())} measurements or rows moved"
-                )
-                title = f"{series.package} {old} → {new}"
-                items.append(paragraph(nodes.reference("", title, refid=anchor, internal=True), counts))
-                section = nodes.section(ids=[anchor])
-                section += nodes.title("", f"{title} on {series.backend}")
-                section.extend(comparison_nodes(comparison))
-                sections.append(section)
-            part += (
-                bullets(items) if items else paragraph("Fewer than two releases of this series have a committed run.")
+            strands = versions.committed[series.name] or [Strand("", {})]  # none: every release is missing
+            for strand in strands:
+                part.extend(self.strand_nodes(series, strand, len(strands) > 1))
+            out.append(part)
+        return out
+
+    def strand_nodes(self, series: Series, strand: Strand, named: bool) -> list[nodes.Node]:
+        """One kind of build's upgrades: the list, the releases without a run, a section per upgrade;
+        ``named``: other builds have runs too, so the list says which build it is about."""
+        committed = strand.runs
+        items, sections = [], []
+        for old, new in reversed(consecutive(committed)):
+            try:
+                anchor = section_id(series, strand, old, new)
+            except ValueError as exc:
+                warn(f"no upgrade section for {series.name}: {exc}", "releases", location=self.get_location())
+                continue
+            comparison = compare(committed[old], committed[new])
+            counts = (
+                f": {len(comparison.verdicts)} verdicts moved, "
+                f"{sum(len(m) for m in comparison.moved.values())} measurements or rows moved"
             )
-            missing = [v for v in series.versions if v not in committed]
-            if missing:
-                part += paragraph(
+            title = f"{series.package} {old} → {new}"
+            items.append(paragraph(nodes.reference("", title, refid=anchor, internal=True), counts))
+            section = nodes.section(ids=[anchor])
+            section += nodes.title("", f"{title} on {series.backend}, {strand.builds}")
+            section.extend(comparison_nodes(comparison))
+            sections.append(section)
+        out: list[nodes.Node] = [paragraph(nodes.strong("", f"{strand.builds}:"))] if named else []
+        out.append(
+            bullets(items) if items else paragraph("Fewer than two releases of this series have a committed run.")
+        )
+        missing = [v for v in series.versions if v not in committed]
+        if missing:
+            out.append(
+                paragraph(
                     f"No committed run yet of {', '.join(missing)} (",
                     nodes.literal("", "nox -s sweep"),
                     " makes them).",
                 )
-            part.extend(sections)
-            out.append(part)
-        return out
+            )
+        return out + sections
 
 
 class BuildAgainstHistoryDirective(SphinxDirective):
@@ -167,7 +182,10 @@ class BuildAgainstHistoryDirective(SphinxDirective):
             return [paragraph("This build ran no claim, so there is nothing to compare with the committed history.")]
         for series in versions.series():
             version = series.release_of(build.environment) if series.backend == build.environment.backend else None
-            baseline = baseline_for(versions.committed[series.name], version) if version else None
+            strands = versions.committed[series.name]
+            # like with like: a committed run of this build's kind, else (named as such) of another kind
+            strand = strand_of(strands, build.environment) or (strands[0] if strands else None)
+            baseline = baseline_for(strand.runs, version) if version and strand else None
             if baseline is not None:
                 return self.compared(build, baseline, series, version)
         return [
@@ -189,6 +207,10 @@ class BuildAgainstHistoryDirective(SphinxDirective):
             against = (
                 f"the committed run of the nearest later release, {series.package} {base} (no earlier release has one)"
             )
+        ours, theirs = build_of(build.environment), build_of(baseline.environment)
+        if ours is None or ours.kind != theirs.kind:
+            mine = builds_named([ours]) if ours else "torch build of no known kind"
+            against += f", a {builds_named([theirs])} (this build is a {mine}: what moved may be the build's)"
         headline = f"This build ({series.package} {version}) against {against}: " + (
             f"{len(moved)} claim{'s' if len(moved) != 1 else ''} moved: {', '.join(moved)}."
             if moved

@@ -3,11 +3,12 @@
 The data side (which runs stand for which release, the sentence a strip says)
 is torchclaims.history.version_history; this module only reads it and draws it. A
 claim section's line for a backend holds a ``version_strip`` placeholder
-(claim.py adds it); a post-transform replaces it with each of that backend's
-series that has runs: a badge per release, oldest first, and the inferred
-sentence. The matrix asks
+(claim.py adds it); a post-transform replaces it with a line per strand (one
+kind of build: history.builds) of each of that backend's series that has runs
+and whose package the claim's script uses: the build named, a badge per
+release, oldest first, and the inferred sentence. The matrix asks
 :func:`range_views` for each backend's ranges: its version picker offers them
-beside the single versions (``?v.cpu=range:torch`` in the URL), and each cell
+beside the single versions (``?v.cpu=range:torch:cuda`` in the URL), and each cell
 holds a hidden slice with the strip and the sentence, raw HTML from
 ``safe_html.Html``, which escapes every value in it.
 """
@@ -26,7 +27,8 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from ..errors import InvalidFileError
 from ..evidence.freshness import stale_reason
 from ..history.releases import CONSTRAINTS_FILE, RELEASES_FILE, Releases, Series, load_releases
-from ..history.version_history import Run, Step, range_sentence, runs, series_runs, strip
+from ..history.version_history import Run, Step, Strand, range_sentence, runs, series_runs, strip
+from ..run.cache import InputScanner
 from .evidence import SYMBOLS
 from .markup import badge, paragraph
 from .safe_html import Html
@@ -42,12 +44,17 @@ class VersionsState:
 
     releases: Releases | None
     runs: list[Run]
-    shown: dict[str, dict[str, Run]] = field(default_factory=dict)  # series -> release -> run (this build first)
-    committed: dict[str, dict[str, Run]] = field(default_factory=dict)  # series -> release -> committed results file
+    shown: dict[str, list[Strand]] = field(default_factory=dict)  # series -> its strands (this build first)
+    committed: dict[str, list[Strand]] = field(default_factory=dict)  # series -> strands of committed results files
+    imports: dict[str, frozenset[str]] = field(default_factory=dict)  # claim id -> what its script imports
     digest: str = ""  # of the release list and held versions: a change re-reads every claim page
 
     def series(self) -> list[Series]:
         return list(self.releases.series.values()) if self.releases else []
+
+    def concerned(self, series: Series, claim_id: str) -> bool:
+        """Whether the claim's script uses the series' package (torch always; transformers only when imported)."""
+        return series.concerns(self.imports.get(claim_id, frozenset()))
 
     def shown_series(self) -> list[Series]:
         """Series a page draws: a default one with any run, another once a committed file stands for one of its releases
@@ -70,8 +77,15 @@ def prepare_versions(app: Sphinx) -> None:
     except InvalidFileError as exc:
         for problem in exc.problems:
             warn(f"release list ignored: {problem}", "releases", location=str(problem.path))
-    all_runs = runs(get_state(app.env).store)
-    state = VersionsState(releases, all_runs)
+    build_state = get_state(app.env)
+    all_runs = runs(build_state.store)
+    scanner = InputScanner(root)
+    imports = {  # only scripts the build could read (state.readable_scripts): the others name no package
+        claim_id: scanner.uses_of(root / build_state.claims.claims[claim_id].script, harness=False)
+        for claim_id in build_state.script_sha
+        if claim_id in build_state.claims.claims
+    }
+    state = VersionsState(releases, all_runs, imports=imports)
     for series in state.series():
         state.shown[series.name] = series_runs(all_runs, series)
         state.committed[series.name] = series_runs([run for run in all_runs if run.committed], series)
@@ -92,11 +106,11 @@ def outdated_by_releases(app: Sphinx, env, added, changed, removed) -> list[str]
     return [docname for docname in shown(env) if docname not in changed and docname not in removed]
 
 
-def steps_for(state: BuildState, versions: VersionsState, series: Series, claim_id: str) -> list[Step]:
+def steps_for(state: BuildState, series: Series, strand: Strand, claim_id: str) -> list[Step]:
     sha = state.script_sha.get(claim_id)
     return strip(
         series,
-        versions.shown[series.name],
+        strand.runs,
         claim_id,
         lambda record: bool(stale_reason(record, sha, state.max_age_days)),
     )
@@ -137,37 +151,44 @@ class RenderVersionStrips(SphinxPostTransform):
         for node in list(self.document.findall(version_strip)):
             lines = []
             for series in versions.shown_series():
-                if series.backend != node["backend"]:
+                if series.backend != node["backend"] or not versions.concerned(series, node["claim_id"]):
                     continue
-                steps = steps_for(state, versions, series, node["claim_id"])
-                sentence = range_sentence(series, steps, said=node["said"])
-                lines.append(
-                    paragraph(
-                        nodes.strong("", f"{series.package}: "),
-                        strip_line(steps),
-                        nodes.inline("", " " + sentence, classes=["tc-range-sentence"]),
+                for strand in versions.shown[series.name]:
+                    steps = steps_for(state, series, strand, node["claim_id"])
+                    sentence = range_sentence(series, steps, said=node["said"])
+                    lines.append(
+                        paragraph(
+                            nodes.strong("", f"{series.package}, {strand.builds}: "),
+                            strip_line(steps),
+                            nodes.inline("", " " + sentence, classes=["tc-range-sentence"]),
+                        )
                     )
-                )
             node.replace_self(lines or [paragraph(f"no release sweep ran on {node['backend']}")])
 
 
 @dataclass(frozen=True)
 class RangeView:
-    """A series' whole range, offered by the matrix beside the single versions of its backend."""
+    """A series' whole range on one kind of build, offered by the matrix beside the single versions of its backend."""
 
     series: Series
-    label: str  # "torch 2.9.0–2.15.0 (range)"
+    strand: Strand
+    label: str  # "torch 2.9.0–2.15.0, CUDA builds (+cu128, +cu130) (range)"
     state: BuildState
     versions: VersionsState
 
     @property
     def value(self) -> str:
-        """The version picker's value (and the URL's): 'range:torch'."""
-        return f"range:{self.series.name}"
+        """The version picker's value (and the URL's): 'range:torch:cuda'."""
+        return f"range:{self.series.name}:{self.strand.kind}"
 
     def run_html(self, claim_id: str) -> Html:
         """The matrix cell's slice for this range: the strip and its sentence, hidden until picked."""
-        steps = steps_for(self.state, self.versions, self.series, claim_id)
+        if not self.versions.concerned(self.series, claim_id):
+            return Html(
+                '<span class="tc-run tc-range" data-version="{}" data-verdict="notrun" hidden>'
+                '<span class="tc-range-sentence">its script does not use {}</span></span>'
+            ).format(self.value, self.series.package)
+        steps = steps_for(self.state, self.series, self.strand, claim_id)
         badges = Html(" ").join(
             Html('<span class="tc-badge tc-{} tc-step">{} {}{}<span class="tc-sr"> {}</span></span>').format(
                 s.kind,
@@ -191,11 +212,11 @@ def range_views(env: BuildEnvironment) -> dict[str, list[RangeView]]:
     state, versions = get_state(env), get_versions(env)
     out: dict[str, list[RangeView]] = {}
     for series in versions.shown_series():
-        chosen = list(versions.shown[series.name])
-        if chosen:
+        for strand in versions.shown[series.name]:
+            chosen = list(strand.runs)
             span = chosen[0] if len(chosen) == 1 else f"{chosen[0]}–{chosen[-1]}"
             out.setdefault(series.backend, []).append(
-                RangeView(series, f"{series.package} {span} (range)", state, versions)
+                RangeView(series, strand, f"{series.package} {span}, {strand.builds} (range)", state, versions)
             )
     return out
 

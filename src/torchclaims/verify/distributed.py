@@ -27,6 +27,7 @@ never as evidence about the claim.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import multiprocessing
 import os
@@ -287,28 +288,14 @@ def run_anyway(
     return _launch(job, backend, world_size, timeout_s, startup_s, any_group=True)
 
 
-def attempt(job: Callable, backend, world_size: int = 2) -> tuple[list[dict] | None, str | None]:
-    """Run ``job`` where the backend can: (each rank's result, None), or (None, why it cannot run here).
-
-    "Cannot run here" is the backend lacking its process-group backend or one
-    device per rank, or workers that did not form one group; a script reports
-    it as unsupported. A run that breaks raises DistributedRunFailed: an error.
-    """
-    reason = unavailable(backend, world_size)
-    if reason:
-        return None, reason
-    try:
-        return run(job, backend=backend, world_size=world_size), None
-    except GroupNotFormed as exc:
-        return None, str(exc)
-
-
 class RankRun:
     """One multi-process run of a job, shared by the checks of a script.
 
     ``start`` runs inside the first check: it records the process-group
     backend, makes the check unsupported where the backend cannot run the job
     here, and judges that every rank's result is on the configured device.
+    With fewer devices than ranks the ranks share them where the backend has
+    a process-group backend for that (:func:`place`), and the record says so.
     ``require`` opens each later check: unsupported, with the same reason,
     when the run did not complete.
     """
@@ -319,8 +306,11 @@ class RankRun:
         self.reason = f"{job.__name__} did not complete (see the first check)"
 
     def start(self, check, backend, device_type: str) -> list[dict]:
-        check.measure("process-group backend", str(backend.dist_backend))
-        self.results, skipped = attempt(self.job, backend, self.world_size)
+        placed = place(backend, self.world_size, share_device=True)
+        check.measure("process-group backend", str(placed.backend.dist_backend))
+        if placed.shared:
+            check.measure("ranks per device", placed.shared)
+        self.results, skipped = _attempt_placed(self.job, placed, self.world_size)
         if skipped:
             self.reason = skipped
             check.unsupported(skipped)
@@ -338,13 +328,18 @@ class RankRun:
         return self.results
 
 
-def unavailable(backend, world_size: int = 2) -> str | None:
-    """Why a world_size-rank job cannot run for this backend here, or None."""
+@dataclass(frozen=True)
+class Placement:
+    """How the ranks of one job sit on this machine's devices."""
+
+    backend: object  # the backend the workers run: the job's, or the same with its sharing process-group backend
+    shared: str = ""  # several ranks share a device: what the record says about it ('' when one device each)
+    reason: str | None = None  # why the job cannot run here; None: it can
+
+
+def _group_unavailable(dist_backend: str) -> str | None:
     import torch.distributed as dist
 
-    dist_backend = backend.dist_backend
-    if dist_backend is None:
-        return f"backend {backend.name} names no process-group backend"
     if not dist.is_available():
         return "torch.distributed is not available in this torch build"
     if not dist.is_backend_available(dist_backend):
@@ -352,12 +347,71 @@ def unavailable(backend, world_size: int = 2) -> str | None:
             f"the {dist_backend!r} process-group backend is not available here "
             f"(torch.distributed.is_backend_available({dist_backend!r}) is False after importing the backend's modules)"
         )
+    return None
+
+
+def _device_count(backend) -> int | None:
+    """The devices of the backend's accelerator here; None when its ranks need no device of their own."""
     accelerator = torch.accelerator.current_accelerator(check_available=True)
     if backend.device_type != "cpu" and accelerator is not None and accelerator.type == backend.device_type:
-        count = torch.accelerator.device_count()
-        if count < world_size:
-            return (
-                f"{world_size} ranks need {world_size} {backend.device_type} devices, one each; "
-                f"this machine has {count}"
-            )
+        return torch.accelerator.device_count()
     return None
+
+
+def place(backend, world_size: int = 2, share_device: bool = False) -> Placement:
+    """Where ``world_size`` ranks of a job on ``backend`` run here, or why they cannot.
+
+    With fewer devices than ranks, ``share_device`` puts the ranks on the devices there are through the
+    backend's sharing process-group backend (gloo with CUDA tensors where NCCL needs one GPU per rank);
+    without it, or where the backend has none (MPS, XPU, XLA), the shortage is the reason.
+    """
+    if backend.dist_backend is None:
+        return Placement(backend, reason=f"backend {backend.name} names no process-group backend")
+    count = _device_count(backend)
+    if count is None or count >= world_size:
+        return Placement(backend, reason=_group_unavailable(backend.dist_backend))
+    short = f"{world_size} ranks need {world_size} {backend.device_type} devices, one each; this machine has {count}"
+    sharing = backend.shared_device_dist_backend
+    if not share_device or sharing is None:
+        return Placement(backend, reason=short)
+    why_not = _group_unavailable(sharing)
+    if why_not:
+        return Placement(backend, reason=f"{short}; {why_not}")
+    return Placement(
+        dataclasses.replace(backend, dist_backend=sharing),
+        shared=f"{world_size} ranks share {count} {backend.device_type} device(s) through {sharing}: "
+        f"{backend.dist_backend} needs one device per rank and this machine has {count}",
+    )
+
+
+def unavailable(backend, world_size: int = 2) -> str | None:
+    """Why a world_size-rank job cannot run for this backend here, one device per rank, or None."""
+    return place(backend, world_size).reason
+
+
+def attempt(
+    job: Callable, backend, world_size: int = 2, share_device: bool = False
+) -> tuple[list[dict] | None, str | None]:
+    """Run ``job`` where the backend can: (each rank's result, None), or (None, why it cannot run here).
+
+    "Cannot run here" is the backend lacking its process-group backend or one
+    device per rank (unless ``share_device``: see :func:`place`), or workers
+    that did not form one group; a script reports it as unsupported. A run
+    that breaks raises DistributedRunFailed: an error.
+    """
+    return _attempt_placed(job, place(backend, world_size, share_device), world_size)
+
+
+def _attempt_placed(job: Callable, placed: Placement, world_size: int) -> tuple[list[dict] | None, str | None]:
+    if placed.reason:
+        return None, placed.reason
+    try:
+        return run(job, backend=placed.backend, world_size=world_size), None
+    except GroupNotFormed as exc:
+        return None, str(exc)
+    except DistributedRunFailed as exc:
+        if not placed.shared:
+            raise
+        # The sharing process-group backend lacks some collectives on device tensors (gloo on CUDA):
+        # a run that breaks there says nothing about the backend's own process-group backend.
+        return None, f"{placed.shared}; the run did not complete that way: {str(exc).splitlines()[0]}"
