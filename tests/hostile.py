@@ -159,7 +159,7 @@ def run_claims(root: Path, **settings):
     claims = load_claims(root / "claims")
     assert not claims.problems, claims.problems
     return verify(
-        claims.executable(), Settings(root=root, parallel=2, **settings), log=lambda m: None, warn=lambda m: None
+        claims.executable(), Settings(root=root, **{"parallel": 2, **settings}), log=lambda m: None, warn=lambda m: None
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -330,6 +331,119 @@ def test_a_model_file_under_tmp_is_seen_by_the_sandboxed_step(tmp_path, monkeypa
     printed = capsys.readouterr().out
     assert code == 0, printed[-3000:]
     assert "holds      outputs match the CPU" in printed
+
+
+WRITER_MODEL = """
+from pathlib import Path
+
+import torch
+
+
+def write(path):
+    try:
+        path.write_text("written")
+    except OSError:
+        pass
+
+
+for path in (Path(__file__).parents[1] / "outside", Path(__file__).with_name("beside"), Path.home() / "mark"):
+    write(path)
+
+
+def step():
+    write(Path.home() / "in-step")
+    return torch.nn.Linear(4, 2), (torch.randn(3, 4),)
+"""
+
+
+def test_a_model_whose_code_writes_outside_its_folder_fails_to_and_is_still_checked(tmp_path, monkeypatch, capsys):
+    """The model's import and its step run in the claim scripts' sandbox, in static mode too."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    model = tmp_path / "models" / "writer.py"
+    model.parent.mkdir()
+    model.write_text(WRITER_MODEL)
+    code = main(["check", f"{model}:step", "--root", str(ROOT), "--target-backend", "cpu"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err[-3000:]
+    assert "result: no operator is known wrong on a targeted backend" in printed.out
+    assert [
+        p for p in (tmp_path / "outside", model.with_name("beside"), home / "mark", home / "in-step") if p.exists()
+    ] == []
+
+
+def trace_record(*values, runs="holds", detail="", failed_as=""):
+    """A trace's record whose operator measurements are ``values`` (model type first)."""
+    from torchclaims.check.traced import FAILED_AS, MODEL_TYPE, OPERATOR, RUNS, TRACED
+    from torchclaims.evidence.records import Measurement
+
+    measurements = [Measurement(name=MODEL_TYPE, value="llama")] + [Measurement(name=OPERATOR, value=v) for v in values]
+    said = [Measurement(name=FAILED_AS, value=failed_as)] if failed_as else []
+    checks = [CheckResult(name=RUNS, outcome=runs, detail=detail, measurements=said)]
+    if runs == "holds":
+        checks.append(CheckResult(name=TRACED, outcome="holds", measurements=measurements))
+    return make_record("check-trace", runs, checks=checks, reason="")
+
+
+GOOD_OPERATOR = {
+    "operator": "aten::addmm",
+    "dtype": "float32",
+    "phases": ["forward"],
+    "calls": 1,
+    "ranks": [1, 2],
+    "kinds": ["zero-dim-input"],
+}
+
+
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        ("{not json", "measurement 2 (operator): not JSON"),
+        (json.dumps({**GOOD_OPERATOR, "operator": "<script>x</script>"}), "operator: '<script>x</script>' is not one"),
+        (json.dumps({**GOOD_OPERATOR, "dtype": "float32\u202e"}), "dtype"),
+        (json.dumps({**GOOD_OPERATOR, "phases": ["sideways"]}), "phases must be forward and/or backward"),
+        (json.dumps({**GOOD_OPERATOR, "calls": True}), "calls must be a whole number"),
+        (json.dumps({**GOOD_OPERATOR, "ranks": [65]}), "ranks must be whole numbers from 0 to 64"),
+        (json.dumps({**GOOD_OPERATOR, "kinds": ["<b>"]}), "kinds must be among complex-input"),
+        (json.dumps({**GOOD_OPERATOR, "extra": 1}), "needs exactly calls, dtype, kinds, operator, phases, ranks"),
+    ],
+)
+def test_a_trace_whose_measurement_is_malformed_is_an_error_naming_it(bad, said):
+    from torchclaims.check.traced import read_trace
+
+    traced = read_trace(trace_record(json.dumps(GOOD_OPERATOR)), "m.py:f")
+    assert ([u.as_dict() for u in traced.used], traced.model_type) == ([GOOD_OPERATOR], "llama")
+    with pytest.raises(TorchclaimsError, match=re.escape(said)) as raised:
+        read_trace(trace_record(json.dumps(GOOD_OPERATOR), bad), "m.py:f")
+    assert "the trace of m.py:f, measurement 2 (operator)" in str(raised.value)
+
+
+def test_a_trace_that_could_not_load_its_target_is_a_usage_error_and_one_that_broke_a_model_error():
+    from torchclaims.check.model_errors import ModelError
+    from torchclaims.check.traced import MODEL, USAGE, read_trace
+    from torchclaims.errors import UsageError
+
+    with pytest.raises(UsageError, match="m.py: has no function 'f'"):
+        read_trace(trace_record(runs="refuted", detail="m.py: has no function 'f'", failed_as=USAGE), "m.py:f")
+    with pytest.raises(ModelError, match="importing m.py raised"):
+        read_trace(trace_record(runs="refuted", detail="importing m.py raised ValueError", failed_as=MODEL), "m.py:f")
+    broken = make_record("check-trace", "error", reason="the script raised RuntimeError: boom", log_tail="x\ny\n")
+    with pytest.raises(ModelError, match=r"tracing m.py:f failed \(error\): the script raised .*boom; y"):
+        read_trace(broken, "m.py:f")
+
+
+@pytest.mark.processes
+def test_where_the_sandbox_is_off_the_summary_says_so_and_under_ci_the_model_does_not_run(monkeypatch, capsys):
+    """As for a claim script (torchclaims.run.sandbox): unconfined runs are named, and refused where CI=true."""
+    target = str(EXAMPLES / "native_mlp.py:mlp")
+    monkeypatch.setenv("TORCHCLAIMS_SANDBOX", "off")
+    monkeypatch.delenv("CI", raising=False)
+    assert main(["check", target, "--root", str(ROOT)]) == 0
+    assert "the model's code ran without sandbox: turned off (TORCHCLAIMS_SANDBOX=off)" in capsys.readouterr().out
+    monkeypatch.setenv("CI", "true")
+    assert main(["check", target, "--root", str(ROOT)]) == 4  # the model could not run: no evidence either way
+    assert "the sandbox is required here (CI=true)" in capsys.readouterr().err
 
 
 class FakeRunner:

@@ -310,6 +310,65 @@ def test_a_check_report_is_made_in_its_own_process_and_published(tmp_path, repor
     )
 
 
+# An example model whose import writes where it must not, plants a page with a
+# script where the build publishes, and replaces the report's renderer.
+HOSTILE_EXAMPLE = """
+import os
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANTED = '<script>alert("tc-xss")</script>'
+for path in (Path.home() / "tc-marker", ROOT / "_build" / "html" / "planted.html",
+             ROOT / "_build" / "html" / "_static" / "check" / "planted.html", ROOT / "examples" / "planted.html"):
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(PLANTED)
+    except OSError:
+        pass
+for folder in ROOT.joinpath("_build", "doctrees", "check-reports").glob("*"):  # where the report is made
+    try:
+        (folder / "planted.html").write_text(PLANTED)
+    except OSError:
+        pass
+try:
+    from torchclaims.check import html_report
+    html_report.render = lambda *args, **kwargs: PLANTED
+except ImportError:
+    pass
+
+
+def step():
+    return torch.nn.Linear(4, 2), (torch.randn(3, 4),)
+"""
+
+
+@pytest.mark.processes
+def test_an_example_models_code_runs_sandboxed_and_no_page_it_planted_is_published(tmp_path, monkeypatch):
+    """The example's import, its build and its step run in the claim scripts' sandbox: it writes
+    nothing outside its own folder, and the published report is the one the build rendered."""
+    from hostile import active_markup
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    root = check_report_project(tmp_path, "examples/hostile.py:step")
+    (root / "examples" / "hostile.py").write_text(HOSTILE_EXAMPLE)
+    app, log = sphinx_build(root)
+    try:
+        doctree = app.env.get_and_resolve_doctree("docs/check-report", app.builder, tags=app.tags)
+    finally:
+        app.cleanup()
+    (summary,) = doctree.findall(nodes.literal_block)
+    assert summary.astext().startswith("torchclaims check hostile.py:step: "), log
+    assert not (home / "tc-marker").exists()
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("planted.html")) == []
+    published = Path(app.outdir, "_static", "check")
+    assert [p.name for p in published.iterdir()] == ["examples-hostile-py-step.html"]
+    assert active_markup(Path(app.outdir)) == []
+
+
 @pytest.mark.processes
 def test_a_check_report_that_fails_early_is_reported_by_its_page_and_not_made_again(tmp_path, report_starts):
     app, log = sphinx_build(check_report_project(tmp_path, "examples/native_mlp.py:no_such_step"))

@@ -80,6 +80,7 @@ def runner_writes(root: Path, claim_ids: list[str]) -> tuple[Path, ...]:
         *(records / "cpu" / c for c in claim_ids),
         records / "memo.json",
         *records.glob("probe-*.json"),
+        *(records / "compiler-caches" / "cpu" / c for c in claim_ids),  # each claim's own
     )
 
 
@@ -745,3 +746,79 @@ def test_a_claim_that_leaves_a_deep_folder_tree_is_cleaned_and_stops_nothing(tmp
     outcome = run_claims(tmp_path, timeout=120)
     assert outcome.records["kb-deep"].verdict is Verdict.HOLDS, outcome.records["kb-deep"].reason
     assert outcome.records["kb-holds"].verdict is Verdict.HOLDS
+
+
+# A claim that leaves code where compilers look for their caches: its own
+# cache, torch's shared default folder (which a plain torch.compile of the same
+# user reads), the precompiled headers' folder the fork server fixed there, and
+# another claim's caches.
+POISONER = """
+import os
+from torch._inductor import codecache
+from torch._inductor.runtime.cache_dir_utils import cache_dir
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+folders = {{
+    "its own cache": cache_dir(),
+    "the shared cache": {shared!r},
+    "the headers' folder": codecache._HEADER_DIR,
+    "another claim's cache": ROOT + "/_build/records/compiler-caches/cpu/kb-cache-victim/torchinductor",
+}}
+seen = {{}}
+for what, folder in folders.items():
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, {mark!r}), "w") as handle:
+            handle.write("raise SystemExit('planted')\\n")
+        seen[what] = "written"
+    except OSError as exc:
+        seen[what] = exc.strerror
+with v.check("planted") as check:
+    for what, outcome in seen.items():
+        check.measure(what, outcome)
+    check.measure("headers' folder", codecache._HEADER_DIR)
+    check.expect(seen["its own cache"] == "written", "its own cache is writable")
+v.finish()
+"""
+CACHE_VICTIM = """
+import os
+from torch._inductor import codecache
+from torch._inductor.runtime.cache_dir_utils import cache_dir
+with v.check("finds nothing another claim planted") as check:
+    for folder in (cache_dir(), {shared!r}, codecache._HEADER_DIR):
+        found = os.path.exists(os.path.join(folder, {mark!r}))
+        check.measure(folder, "planted" if found else "clean")
+        check.expect(not found, f"found what another claim planted in {{folder}}")
+v.finish()
+"""
+
+
+@pytest.mark.parametrize("preloaded", [False, True])
+def test_a_claims_compiler_cache_reaches_neither_another_claim_nor_a_later_process(tmp_path, preloaded):
+    """``preloaded``: the fork server imported the compiler (more claims use it than
+    there are workers), which fixes the precompiled headers' folder in the shared one."""
+    from torchclaims.run.compiler_caches import shared_inductor_dir
+
+    shared, mark = shared_inductor_dir(), f"planted-{uuid.uuid4().hex}.py"
+    write_claim(tmp_path, "kb-poisoner", POISONER.format(shared=shared, mark=mark))
+    compiles = "import torch._inductor.codecache\nv.finish()\n"
+    if preloaded:
+        write_claim(tmp_path, "kb-compiles-1", compiles)
+    try:
+        poisoner = run_claims(tmp_path, timeout=180, parallel=1).records["kb-poisoner"]
+        write_claim(tmp_path, "kb-cache-victim", CACHE_VICTIM.format(shared=shared, mark=mark))
+        if preloaded:
+            write_claim(tmp_path, "kb-compiles-2", compiles)
+        victim = run_claims(tmp_path, timeout=180, parallel=1).records["kb-cache-victim"]
+        planted_in_shared = sorted(str(p) for p in Path(shared).rglob(mark))
+    finally:
+        for path in Path(shared).rglob(mark):
+            path.unlink()
+    assert poisoner.verdict is Verdict.HOLDS, poisoner.reason or poisoner.checks
+    outcomes = {m.name: m.value for m in poisoner.checks[0].measurements}
+    assert outcomes["another claim's cache"] != "written", outcomes
+    assert outcomes["the headers' folder"] == "written", outcomes  # its own, wherever torch fixed it
+    assert (outcomes["headers' folder"] == f"{shared}/precompiled_headers") is preloaded, outcomes
+    assert victim.verdict is Verdict.HOLDS, victim.checks
+    assert planted_in_shared == []  # what a plain torch.compile of this user reads
+    own = tmp_path / "_build" / "records" / "compiler-caches" / "cpu" / "kb-poisoner" / "torchinductor"
+    assert (own / mark).is_file() and (own / "precompiled_headers" / mark).is_file()  # kept for its own next run

@@ -26,7 +26,7 @@ from torchclaims.evidence.records import Verdict
 from torchclaims.run import _child
 from torchclaims.run._child import ChildJob, GalleryTarget
 from torchclaims.run.cache import InputScanner
-from torchclaims.run.compiler_caches import CONDITION_NAME
+from torchclaims.run.compiler_caches import CONDITION_NAME, shared_inductor_dir
 from torchclaims.run.probe_cache import MEANING, cache_path, key_parts, recall, remember
 from torchclaims.run.runner import Job, Probe, Runner
 from torchclaims.run.scheduling import longest_first
@@ -295,18 +295,20 @@ v.finish()
 """
 
 
-def test_a_claim_that_measures_compiling_gets_empty_caches_and_says_so(tmp_path):
-    shared = tempfile_cache()
+def test_a_claim_that_measures_compiling_gets_empty_caches_and_says_so_and_others_keep_their_own(tmp_path):
+    shared = shared_inductor_dir()
     marker = Path(shared, f"left-by-an-earlier-run-{os.getpid()}")
     marker.mkdir(parents=True, exist_ok=True)
     write_claim(tmp_path, "kb-cold", CACHE_REPORT)
-    write_claim(tmp_path, "kb-shared", CACHE_REPORT)
+    write_claim(tmp_path, "kb-kept", CACHE_REPORT)
     record = tmp_path / "claims" / "kb-cold.toml"
     record.write_text(
         record.read_text().replace(
             'script = "gallery/kb_cold.py"', 'script = "gallery/kb_cold.py"\ncompiler_caches = "cold"'
         )
     )
+    own = tmp_path / "_build" / "records" / "compiler-caches" / "cpu" / "kb-kept"
+    own.joinpath("torchinductor", "left-by-its-own-earlier-run").mkdir(parents=True)
     try:
         outcome = run_claims(tmp_path, timeout=120)
     finally:
@@ -315,18 +317,13 @@ def test_a_claim_that_measures_compiling_gets_empty_caches_and_says_so(tmp_path)
     for claim_id, result in outcome.records.items():
         assert result.verdict is Verdict.HOLDS, result.log_tail
         seen[claim_id] = json.loads(result.checks[0].measurements[0].value)
-    cold, warm = seen["kb-cold"], seen["kb-shared"]
+    cold, kept = seen["kb-cold"], seen["kb-kept"]
     assert cold["dir"].startswith(cold["tmp"]) and cold["entries"] == [] and cold["triton"].startswith(cold["tmp"])
-    assert Path(warm["dir"]).name == Path(shared).name and marker.name in warm["entries"]  # through the link
+    assert Path(kept["dir"]) == own / "torchinductor" and kept["entries"] == ["left-by-its-own-earlier-run"]
+    assert kept["triton"] == str(own / "triton")  # never the shared folder's marker
     assert outcome.records["kb-cold"].conditions[CONDITION_NAME].startswith("cold")
-    assert CONDITION_NAME not in outcome.records["kb-shared"].conditions
+    assert CONDITION_NAME not in outcome.records["kb-kept"].conditions
     assert outcome.records["kb-cold"].inputs["compiler caches"] == "cold"
-
-
-def tempfile_cache() -> str:
-    from torchclaims.run.compiler_caches import shared_cache_links
-
-    return next(target for name, target in shared_cache_links().items() if name.startswith("torchinductor_"))
 
 
 def test_only_an_executable_claim_can_ask_for_cold_caches(tmp_path):

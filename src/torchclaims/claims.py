@@ -85,7 +85,7 @@ _WORDING = {  # how a page introduces the proposition
 class CompilerCaches(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and f"{member}" to the value
     """Whether a claim's run may find compiled kernels that earlier runs left (torchclaims.run.compiler_caches)."""
 
-    SHARED = "shared"  # kept between runs: the verdict does not depend on them
+    SHARED = "shared"  # the claim's own, kept between its runs: the verdict does not depend on them
     COLD = "cold"  # empty for each run: the claim times compiling or counts compilations
 
 

@@ -6,7 +6,9 @@
     print(torchclaims.check.summary(report))
 
 Static mode (this module, no device): one step runs on the CPU under a
-dispatch recorder (:mod:`.recorder`); every operator it dispatched is looked
+dispatch recorder (:mod:`.recorder`), sandboxed for a TARGET the command line
+names (:mod:`.traced`) and in the caller's process for the Python API, whose
+caller already runs the model; every operator it dispatched is looked
 up (:mod:`.lookup`) in every committed coverage table and defect claim
 (:mod:`.knowledge`), giving a :class:`~.report.Report` that the renderers
 print (:mod:`.terminal`, :mod:`.html_report`). Backend mode runs the step on
@@ -26,13 +28,14 @@ from ..errors import UsageError
 from .knowledge import load_knowledge
 from .links import Links, site_base
 from .lookup import look_up
-from .recorder import record_step
+from .recorder import UsedOperator, record_step
 from .report import Report
 from .standing import standings
-from .target import Step, as_step
+from .target import Step, as_step, parse_target
 from .terminal import summary
+from .traced import trace
 
-__all__ = ["check", "check_step", "default_root", "summary", "Report", "Step"]
+__all__ = ["check", "check_step", "check_target", "default_root", "summary", "Report", "Step"]
 
 
 def default_root(given: str | Path | None = None) -> Path:
@@ -52,26 +55,47 @@ def model_type(model) -> str:
     return value if isinstance(value, str) else ""
 
 
-def check_step(
-    step: Step,
+def known_targets(targets: set[str] | None) -> None:
+    """A usage error for a target backend no descriptor has."""
+    unknown = sorted(set(targets or ()) - set(BACKEND_NAMES))
+    if unknown:
+        raise UsageError(f"unknown target backend(s) {', '.join(unknown)}; choose from {', '.join(BACKEND_NAMES)}")
+
+
+def check_step(step: Step, *, target: str = "", **options) -> Report:
+    """The static report of one step, traced in this process (see the module docstring);
+    ``options``: those of :func:`report_on`."""
+    return report_on(record_step(step), model_type(step.model), target or step.name, **options)
+
+
+def check_target(target: str, *, root: str | Path | None = None, name: str = "", **options) -> Report:
+    """The static report of TARGET, whose code (import, build and step) runs sandboxed (:mod:`.traced`)."""
+    default_root(root)  # usage errors before the model runs
+    parse_target(target)
+    known_targets(options.get("targets"))
+    traced = trace(target)
+    report = report_on(traced.used, traced.model_type, name or target, root=root, **options)
+    report.sandbox = traced.sandbox
+    return report
+
+
+def report_on(
+    used: list[UsedOperator],
+    kind: str,
+    target: str,
     *,
     root: str | Path | None = None,
     targets: set[str] | None = None,
     site_url: str = "",
-    target: str = "",
     accept=(),
 ) -> Report:
-    """The static report of one step (see the module docstring); ``accept``: see :mod:`.lookup`."""
-    unknown = sorted(set(targets or ()) - set(BACKEND_NAMES))
-    if unknown:
-        raise UsageError(f"unknown target backend(s) {', '.join(unknown)}; choose from {', '.join(BACKEND_NAMES)}")
+    """The report on the operators a step dispatched; ``accept``: see :mod:`.lookup`."""
+    known_targets(targets)
     knowledge = load_knowledge(default_root(root))
-    used = record_step(step)
-    kind = model_type(step.model)
     links = Links(site_base(site_url))
     columns = look_up(used, knowledge, targets=targets, model_type=kind, links=links, accepted=frozenset(accept))
     problems = [str(p) for p in knowledge.problems]
-    report = Report(target or step.name, [u.as_dict() for u in used], columns, kind, problems)
+    report = Report(target, [u.as_dict() for u in used], columns, kind, problems)
     report.backends = standings(columns, knowledge.claims, len(used), set(targets or ()), links)
     return report
 

@@ -9,12 +9,11 @@ from pathlib import Path
 from ..backends import resolve_backend
 from ..config import site_url
 from ..evidence.records import write_if_changed
-from . import check_step, default_root
+from . import check_target, default_root
 from .device_run import run_on_backend
 from .html_report import render
 from .links import site_base
 from .sarif import sarif
-from .target import load_target
 from .terminal import summary
 
 
@@ -23,10 +22,9 @@ def run_check(args) -> str:
     if args.backend and args.backend != "auto":
         resolve_backend(args.backend)  # an unknown name is a usage error, not a failed run
     root = default_root(None if args.root == "." else args.root)
-    step = load_target(args.target)
     base = site_base(site_url() if args.site_url is None else args.site_url)
     targets = set(args.target_backend) or None
-    report = check_step(step, root=root, targets=targets, site_url=base, target=args.target, accept=args.accept)
+    report = check_target(args.target, root=root, targets=targets, site_url=base, accept=args.accept)
     if args.backend:
         report.measured.append(
             run_on_backend(

@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from ..errors import TorchclaimsError, UsageError
 from ..evidence.records import ResultRecord, Verdict
 from ..evidence.results import build_results, default_name, write_results
+from .isolated import absolute, run_step_script
 from .links import slug
 from .report import BackendRun
 
@@ -26,19 +26,6 @@ STEP_SCRIPT = Path(__file__).resolve().with_name("step_script.py")
 def claim_id_for(target: str) -> str:
     """The record's claim id: ``check-`` and the target function's name."""
     return "check-" + (slug(target.rpartition(":")[2]) or "model")
-
-
-def absolute(target: str) -> str:
-    """A file target with an absolute path: the step runs in another working directory."""
-    spec, _, function = target.rpartition(":")
-    return f"{Path(spec).resolve()}:{function}" if spec.endswith(".py") else target
-
-
-def read_by_the_step(target: str) -> tuple[str, ...]:
-    """What the step's sandbox must show wherever it lies (under /tmp too): the
-    model file's folder, and the working directory ``package.module`` targets import from."""
-    spec = target.rpartition(":")[0]
-    return (str(Path(spec).resolve().parent), os.getcwd()) if spec.endswith(".py") else (os.getcwd(),)
 
 
 def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeout: float, output: Path) -> BackendRun:
@@ -65,55 +52,15 @@ def run_on_backend(target: str, backend: str, *, rtol: float, atol: float, timeo
 
 def _record(target: str, backend: str, *, rtol: float, atol: float, timeout: float) -> ResultRecord:
     """The step's record from the isolated runner; unverified, without running, where the backend is not usable."""
-    from ..run.progress import HEARTBEAT_S, console
-    from ..run.runner import Job, Runner, unverified_record
+    from ..run.runner import Runner
 
     claim_id = claim_id_for(target)
-    say = functools.partial(print, file=sys.stderr)  # standard output may carry the JSON report
-    with (
-        Runner(backend, parallel=1, log=say) as runner,
-        tempfile.TemporaryDirectory(prefix="torchclaims-check-") as scratch,
-    ):
-        probe = runner.probe()
-        job = Job(
-            claim_id,
-            STEP_SCRIPT,
-            "torchclaims/check/step_script.py",
-            Path(scratch) / "record.json",
-            cache_key="",
-            inputs={},
-            timeout=timeout,
-            readable=read_by_the_step(target),
-        )
-        if probe.unavailable is not None:
-            return unverified_record(
-                job, probe.environment, f"backend {probe.backend} is not usable here: {probe.unavailable}"
-            )
-        stopped = runner.sandbox_stops_device()
-        if stopped is not None:
-            raise TorchclaimsError(stopped)
-        runner.env.update(
-            {
-                "TORCHCLAIMS_BACKEND": probe.backend,
-                "TORCHCLAIMS_CHECK_TARGET": absolute(target),
-                "TORCHCLAIMS_CHECK_CLAIM": claim_id,
-                "TORCHCLAIMS_CHECK_RTOL": repr(rtol),
-                "TORCHCLAIMS_CHECK_ATOL": repr(atol),
-                "TORCHCLAIMS_CHECK_CWD": os.getcwd(),
-            }
-        )
-        progress = console(sys.stderr)  # the step may take minutes: say what runs, and that it still does
-        progress.begin(1)
-        progress.started(claim_id, f"{target} on {probe.backend}, against the CPU")
-        try:
-            return runner.run(
-                [job],
-                probe.environment,
-                on_done=lambda job, record: progress.done(
-                    claim_id, f"{record.verdict.value} in {record.duration_s:.1f}s"
-                ),
-                on_tick=progress.tick,
-                tick_s=HEARTBEAT_S,
-            )[claim_id]
-        finally:
-            progress.end()
+    env = {
+        "TORCHCLAIMS_CHECK_TARGET": absolute(target),
+        "TORCHCLAIMS_CHECK_CLAIM": claim_id,
+        "TORCHCLAIMS_CHECK_RTOL": repr(rtol),
+        "TORCHCLAIMS_CHECK_ATOL": repr(atol),
+        "TORCHCLAIMS_CHECK_CWD": os.getcwd(),
+    }
+    with Runner(backend, parallel=1, log=functools.partial(print, file=sys.stderr)) as runner:  # stdout: the JSON
+        return run_step_script(runner, STEP_SCRIPT, claim_id, target, env, timeout, device=True)

@@ -2,7 +2,8 @@
 
     python -m torchclaims.check.page_report TARGET ROOT SUMMARY.txt REPORT.html BASE
 
-runs the static check of TARGET against the knowledge base at ROOT and writes
+runs the static check of TARGET against the knowledge base at ROOT (the
+model's code sandboxed, as a claim script: :mod:`.traced`) and writes
 the terminal summary (links from the site's root) and the HTML report (links
 under BASE, the report's way back to the site's root). The docs directive
 (``torchclaims.sphinxext.check_report``) runs it in its own process, so the
@@ -15,15 +16,14 @@ import sys
 from pathlib import Path
 
 from ..evidence.records import write_if_changed
-from . import check_step
+from . import check_target
 from .html_report import render
-from .target import load_target
 from .terminal import summary
 
 
 def main(argv: list[str]) -> int:
     target, root, text_path, html_path, base = argv
-    report = check_step(load_target(target), root=root, target=Path(target).name, site_url="")  # links in the site
+    report = check_target(target, root=root, name=Path(target).name, site_url="")  # links in the site
     write_if_changed(Path(text_path), summary(report) + "\n")
     write_if_changed(Path(html_path), render(report, base))
     return 0

@@ -125,6 +125,7 @@ class Report:
     problems: list[str] = field(default_factory=list)  # records the load checks left out
     measured: list[BackendRun] = field(default_factory=list)
     backends: list[BackendStanding] = field(default_factory=list)  # every target backend (.standing)
+    sandbox: str = ""  # how the model's code was confined in the trace ("": the caller's own process)
 
     @property
     def unmeasured_targets(self) -> list[str]:

@@ -64,11 +64,19 @@ def _module(spec: str):
         raise ModelError(describe(f"importing {spec}", exc)) from None
 
 
-def load_target(target: str) -> Step:
-    """Import TARGET and call its function; see the module docstring."""
+def parse_target(target: str) -> tuple[str, str]:
+    """TARGET's module (a file that exists, or a dotted name) and function, without importing anything."""
     spec, sep, function = target.rpartition(":")
     if not sep or not spec or not function:
         raise UsageError(f"TARGET {target!r} must be path/to/file.py:function or package.module:function")
+    if spec.endswith(".py") and not Path(spec).is_file():
+        raise UsageError(f"{spec}: no such file")
+    return spec, function
+
+
+def load_target(target: str) -> Step:
+    """Import TARGET and call its function; see the module docstring."""
+    spec, function = parse_target(target)
     factory = getattr(_module(spec), function, None)
     if not callable(factory):
         raise UsageError(f"{target}: {spec} has no function {function!r}")

@@ -8,6 +8,7 @@ are counted (``--json`` and ``--html`` carry everything).
 from __future__ import annotations
 
 from ..evidence.records import Verdict
+from ..run.sandbox import WITHOUT
 from .report import FALLBACK, NATIVE, NOT_COVERED, RAISES, RUN_WORDS, WRONG, Report
 
 SHOWN = 6
@@ -103,6 +104,8 @@ def summary(report: Report) -> str:
             lines += [f"  | {line[:200]}" for line in _log_end(measured.log_tail)]
     if report.problems:
         lines.append(f"{len(report.problems)} committed record(s) left out by the load checks (--json lists them)")
+    if report.sandbox.startswith(WITHOUT):
+        lines.append(f"the model's code {report.sandbox[:300]}")
     lines.append(f"result: {report.result_line()}")
     return "\n".join(lines)
 

@@ -64,8 +64,8 @@ class ChildJob:
     build_tmp: str  # the build's temporary folder (the fork server's socket is there): hidden from the script
     env: dict[str, str]
     run_dir: str  # the claim's folder in the run's: the supervisor's files, and the script's own folder
-    tmp_links: dict[str, str]  # name in tmp_dir -> shared directory it links to (torch's caches)
-    shared_dirs: tuple[str, ...]  # folders outside its own the script may write: the compiler caches it shares
+    shown_instead: dict[str, str]  # a shared folder -> the claim's own one its mount namespace shows there
+    cache_dirs: tuple[str, ...]  # folders outside its own the script may write: its own compiler caches
     threads: int
     log_bytes: int  # the end of the output kept for the record
     log_lines: int
@@ -202,10 +202,10 @@ def run(job: ChildJob) -> None:
         processes.become_subreaper()
         processes.die_with_parent(signal.SIGTERM)  # the fork server is gone: clean up and leave
         os.makedirs(job.tmp_dir, mode=0o700, exist_ok=True)
-        for folder in job.shared_dirs:
+        for folder in (*job.cache_dirs, *job.shown_instead.values()):
             os.makedirs(folder, exist_ok=True)  # a sandbox rule needs the folder to exist
-        for name, target in job.tmp_links.items():
-            os.symlink(target, os.path.join(job.tmp_dir, name))
+        for shared, own in job.shown_instead.items():  # where torch looks under the script's TMPDIR leads there too
+            os.symlink(own, os.path.join(job.tmp_dir, os.path.basename(shared)))
         # the script's process is init of its own PID namespace
         unconfined = job.unconfined or (
             sandbox.isolate_processes() if sandbox.NAMESPACES in job.parts else f"{sandbox.NAMESPACES} left out"
@@ -284,14 +284,17 @@ def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None
     Without namespaces, Landlock still confines what it can."""
     proc = False  # the namespace's own /proc, its system-wide entries read-only
     if unconfined is None and sandbox.MOUNTS in job.parts:
-        unconfined = sandbox.private_mounts(_visible(job), job.build_tmp, [job.work_dir, *job.shared_dirs])
+        unconfined = sandbox.private_mounts(
+            _visible(job), job.build_tmp, [job.work_dir, *job.cache_dirs], job.shown_instead
+        )
         proc = unconfined is None and sandbox.PROC_WRITES in job.parts and sandbox.protect_proc() is None
         if job.loopback and unconfined is None:
             unconfined = sandbox.loopback_up()
     elif unconfined is None:
         unconfined = f"{sandbox.MOUNTS} left out"
     if job.unconfined is None and sandbox.LANDLOCK in job.parts:  # not turned off
-        unconfined = sandbox.confine([job.work_dir, *job.shared_dirs], job.loopback, proc) or unconfined
+        writable = [job.work_dir, *job.cache_dirs, *(job.shown_instead if unconfined is None else ())]
+        unconfined = sandbox.confine(writable, job.loopback, proc) or unconfined
     elif unconfined is None:
         unconfined = f"{sandbox.LANDLOCK} left out"
     state = (
@@ -307,14 +310,14 @@ def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None
 
 def _visible(job: ChildJob) -> list[str]:
     """What the script reads or writes beneath the hidden folders (/tmp above all),
-    bound back in: the project, its own folder, the shared caches, the home folder,
+    bound back in: the project, its own folder, its own caches, the home folder,
     the interpreter's and its packages' folders (a venv's, what its .pth files add,
     and where imported modules really are), and the paths the run names (a model
     file's folder)."""
     return [
         job.root,
         job.work_dir,
-        *job.shared_dirs,
+        *job.cache_dirs,
         *job.readable,
         os.path.expanduser("~"),
         sys.prefix,

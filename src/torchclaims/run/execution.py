@@ -31,6 +31,7 @@ from ..evidence.records import ResultRecord, Verdict, now, write_record
 from ..fileio import decode_utf8, leaves, read_bytes
 from ._child import GalleryTarget
 from .cache import InputScanner, Staleness, cache_key, staleness
+from .compiler_caches import own_caches
 from .probe_cache import cache_path, key_parts, recall, remember
 from .progress import HEARTBEAT_S, Progress
 from .runner import Job, Probe, Runner, error_record, unverified_record
@@ -225,6 +226,7 @@ def _plan(claims, settings: Settings, probe: Probe, scanner: InputScanner, galle
             cold,
             scanner.uses[script],
             loopback,
+            caches=own_caches(settings.records_root(), probe.backend, claim.id),
         )
         previous = previous_record(path, warn)
         state = staleness(previous, inputs, environment, job.cache_key)

@@ -42,7 +42,7 @@ from ..evidence.judging import judgement_problems
 from ..evidence.records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
 from ..fileio import locked
 from . import _child, runtimes, sandbox
-from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, kept_when_cold, shared_cache_links
+from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cache_env, shown_instead
 from .folders import remove_tree
 from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resource_tracker
 
@@ -81,6 +81,7 @@ class Job:
     uses: frozenset[str] = frozenset()  # modules the script and its project helpers import (cache.InputScanner)
     loopback: bool = False  # the claim's record says it needs the loopback interface
     readable: tuple[str, ...] = ()  # paths outside the project the script reads (a team's model file)
+    caches: Path | None = None  # its own compiler caches, kept between its runs (None: empty ones in its folder)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class Runner:
 
     With ``shortcuts`` (the default) the fork server also imports what many
     of the claims about to run import (``preload_for``), and claims that do not
-    measure compiling share the compiler caches between runs. Without, only
+    measure compiling keep their own compiler caches between runs. Without, only
     torch and the harness are imported beforehand and every claim gets empty
     compiler caches: the reference the shortcuts must give the same verdicts as.
     """
@@ -315,7 +316,6 @@ class Runner:
         run_dir = scratch / job.claim_id
         run_dir.mkdir()
         cold = job.cold_caches or not self.shortcuts
-        links = {} if cold else shared_cache_links()
         child_job = _child.ChildJob(
             claim_id=job.claim_id,
             script=str(job.script),
@@ -324,8 +324,8 @@ class Runner:
             build_tmp=tempfile.gettempdir(),
             env={},
             run_dir=str(run_dir),
-            tmp_links=links,
-            shared_dirs=tuple(kept_when_cold() if cold else links.values()),
+            cache_dirs=(),
+            shown_instead={},
             threads=threads,
             log_bytes=limits.LIMITS.log_tail_bytes,
             log_lines=limits.LIMITS.log_tail_lines,
@@ -337,11 +337,16 @@ class Runner:
             sandbox_required=self.sandbox_required and parts == sandbox.PARTS,  # a part left out on purpose
             gallery=job.gallery,
         )
+        # Its own caches, kept (headers even for a cold run, as torch keeps them), or empty ones in its folder.
+        fresh = os.path.join(child_job.tmp_dir, "compiler-caches")
+        kept = None if job.caches is None else str(job.caches)
         child_job = dataclasses.replace(
             child_job,
+            cache_dirs=(kept,) if kept else (),
+            shown_instead=shown_instead(kept or fresh),
             env={
                 **self.env,
-                **(cold_cache_env(child_job.tmp_dir) if cold else {}),
+                **cache_env(fresh if cold or not kept else kept),
                 "TORCHCLAIMS_DEADLINE": f"{time.time() + job.timeout:.3f}",  # long sweeps size their guard from it
                 "TORCHCLAIMS_SCRIPT": job.script_rel,
             },

@@ -12,7 +12,7 @@ they fit the fork server (no exec, no import):
   interface, brought up only for a claim that needs it (``network =
   "loopback"``: a process group on 127.0.0.1). The script's process also gets
   a mount namespace in which every file system is read-only but the claim's
-  own folder and the caches it shares (Landlock does not govern chmod, chown,
+  own folder and its own compiler caches (Landlock does not govern chmod, chown,
   utime or extended attributes; a read-only mount refuses them), a /proc of
   its PID namespace, and an empty tmpfs over
   each folder where the machine's services keep their Unix sockets (/run,
@@ -25,8 +25,8 @@ they fit the fork server (no exec, no import):
   itself (``protect_proc``): only the entries of the sandbox's own processes
   stay writable there.
 * Landlock (``confine``). Writing is denied everywhere but beneath the claim's
-  own directory (and the shared compiler caches, for a claim that shares
-  them), to the device nodes a backend opens and, where the script has the
+  own directory and its own compiler caches (torchclaims.run.compiler_caches),
+  to the device nodes a backend opens and, where the script has the
   /proc of its own PID namespace, beneath that /proc: accelerator runtimes
   write there when they start (CUDA fails with "Error 304: OS call failed or
   operation not supported on this OS" without it); TCP bind and connect are
@@ -165,7 +165,9 @@ def isolate_processes() -> str | None:
     return None
 
 
-def private_mounts(visible: list[str], build_tmp: str, writable: list[str]) -> str | None:
+def private_mounts(
+    visible: list[str], build_tmp: str, writable: list[str], shown_instead: dict[str, str]
+) -> str | None:
     """In the script's process (init of its PID namespace): a mount namespace
     in which every file system is read-only but ``writable`` (so chmod, chown,
     utime and extended attributes fail where Landlock, which does not govern
@@ -173,9 +175,11 @@ def private_mounts(visible: list[str], build_tmp: str, writable: list[str]) -> s
     tmpfs over each of the ``SOCKET_FOLDERS`` and ``build_tmp`` (the build's
     temporary folder, where the fork server listens), all gone with it. The
     paths in ``visible`` that lie beneath one (the claim's own folder, the
-    repository, the shared caches) are bound back in, read-only. Returns why
-    not, or None. A container may refuse a new /proc: that hides nothing, so
-    it is not a reason."""
+    repository, its own caches) are bound back in, read-only. Each folder of
+    ``shown_instead`` (a shared cache) shows the claim's own folder it maps
+    to, writable: what the script writes there never reaches the shared one.
+    Returns why not, or None. A container may refuse a new /proc: that hides
+    nothing, so it is not a reason."""
     libc = _libc()
     if libc.unshare(_CLONE_NEWNS) != 0:
         return _failed("unshare(mount namespace)")
@@ -186,13 +190,15 @@ def private_mounts(visible: list[str], build_tmp: str, writable: list[str]) -> s
     libc.mount(b"proc", b"/proc", b"proc", _PROC_FLAGS, None)
     hidden = _folders_to_hide(build_tmp)
     kept = _outermost(p for p in map(os.path.realpath, visible) if any(p.startswith(h + os.sep) for h in hidden))
-    handles = {}
+    handles, sources = {}, {}
     try:
         for path in kept:
             try:
                 handles[path] = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             except OSError:
                 continue  # absent (or not a folder): nothing to bind back
+        for target, source in shown_instead.items():  # opened before a tmpfs may hide it
+            sources[target] = os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         for folder in hidden:
             if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=1777") != 0:
                 return _failed(f"mounting an empty tmpfs over {folder}")
@@ -200,17 +206,23 @@ def private_mounts(visible: list[str], build_tmp: str, writable: list[str]) -> s
             os.makedirs(path, exist_ok=True)
             if libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, _MS_BIND | _MS_REC, None) != 0:
                 return _failed(f"binding {path} back")
+        for path in writable:  # its own mount, writable again (and nothing else about it changed)
+            target = os.path.realpath(path).encode()
+            if libc.mount(target, target, None, _MS_BIND | _MS_REC, None) != 0:
+                return _failed(f"binding {path} over itself")
+            if _mount_setattr(libc, target.decode(), clear=_MOUNT_ATTR_RDONLY) != 0:
+                return _failed(f"making {path} writable")
+        for target, fd in sources.items():
+            os.makedirs(target, exist_ok=True)  # in a tmpfs of its own (the build's temporary folder)
+            if libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None, _MS_BIND, None) != 0:
+                return _failed(f"showing {shown_instead[target]} at {target}")
+            if _mount_setattr(libc, target, clear=_MOUNT_ATTR_RDONLY) != 0:
+                return _failed(f"making {target} writable")
     except OSError as exc:
-        return f"hiding the socket folders failed ({exc.strerror})"
+        return f"making the mount namespace failed ({exc.strerror}: {exc.filename})"
     finally:
-        for fd in handles.values():
+        for fd in [*handles.values(), *sources.values()]:
             os.close(fd)
-    for path in writable:  # its own mount, writable again (and nothing else about it changed)
-        target = os.path.realpath(path).encode()
-        if libc.mount(target, target, None, _MS_BIND | _MS_REC, None) != 0:
-            return _failed(f"binding {path} over itself")
-        if _mount_setattr(libc, target.decode(), clear=_MOUNT_ATTR_RDONLY) != 0:
-            return _failed(f"making {path} writable")
     return None
 
 

@@ -3,8 +3,10 @@
 ``{check-report} examples/check/pixel_cnn.py:pixel_cnn_step`` runs the static
 check of that example against this build's claims and committed results, in
 its own process (``torchclaims.check.page_report``: the Sphinx process never
-imports torch), and shows the terminal summary with a link to the HTML report,
-which it writes to ``_static/check/``. Both are kept in the doctrees folder
+imports torch), which runs the example's own code in the claim scripts'
+sandbox (``torchclaims.check.traced``) and renders the report from what it
+handed back; the directive shows the terminal summary with a link to the HTML
+report, which it copies to ``_static/check/``. Both are kept in the doctrees folder
 under a digest of everything they are made of (the example, the check's code,
 claims/ and results/), and the page depends on those files, so it is made
 again exactly when one of them changes.
