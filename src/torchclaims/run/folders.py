@@ -24,6 +24,11 @@ TIMEOUT_S = 600
 
 def remove_tree(path: str | os.PathLike) -> None:
     """Remove ``path`` and everything below it; what cannot be removed is left, never raised."""
+    try:
+        os.rmdir(path)  # an empty folder (a run with nothing to run): no process started
+        return
+    except OSError:
+        pass
     for command in (["rm", "-rf"], ["chmod", "-R", "u+rwX"], ["rm", "-rf"]):
         if not os.path.lexists(path):
             return
