@@ -725,29 +725,6 @@ def test_a_script_sees_none_of_the_builds_secrets(tmp_path, monkeypatch):
     assert not any(value in record.model_dump_json() for value in CANARIES.values())
 
 
-DEEP = """
-import os
-os.chdir(os.environ["TMPDIR"])
-for _ in range(20000):  # deeper than Python's recursion limit and than a path may be long
-    os.mkdir("d")
-    os.chdir("d")
-os.chdir(os.environ["TMPDIR"])
-with v.check("left a folder 20,000 levels deep in its own folder") as check:
-    check.expect(True, "")
-v.finish()
-"""
-
-
-def test_a_claim_that_leaves_a_deep_folder_tree_is_cleaned_and_stops_nothing(tmp_path):
-    """shutil.rmtree raises RecursionError on such a tree (not an OSError), in the
-    claim's supervisor and then in the build's own process, which it stopped."""
-    write_claim(tmp_path, "kb-deep", DEEP)
-    write_claim(tmp_path, "kb-holds", "holds")
-    outcome = run_claims(tmp_path, timeout=120)
-    assert outcome.records["kb-deep"].verdict is Verdict.HOLDS, outcome.records["kb-deep"].reason
-    assert outcome.records["kb-holds"].verdict is Verdict.HOLDS
-
-
 # A claim that leaves code where compilers look for their caches: its own
 # cache, torch's shared default folder (which a plain torch.compile of the same
 # user reads), the precompiled headers' folder the fork server fixed there, and

@@ -3,7 +3,8 @@
 Claim records, results files and script output come from people we do not
 know; each reader checks these bounds before parsing, so one oversized or
 deeply nested file is reported (file and field) instead of stopping a build or
-filling a page; the site's own pages have a weight limit too. docs/limits.md
+filling a page; the site's own pages have a weight limit too, and each claim's
+run has bounds on what it may take (torchclaims.run.bounds). docs/limits.md
 renders them (torchclaims.sphinxext.figures).
 
 Runtime checks read ``LIMITS`` when they run (tests may replace it); the text
@@ -21,6 +22,7 @@ from . import text_safety
 
 KIB = 1024
 MIB = 1024 * KIB
+GIB = 1024 * MIB
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,15 @@ class Limits:
     log_tail_lines: int = 40
     page_html_bytes: int = 500_000  # one published page, uncompressed (data a page loads on demand is beside it)
     publish_manifest_bytes: int = 4 * MIB  # the list of files a publish wrote, read back by the next one
+    # What one claim may take while it runs (torchclaims.run.bounds): each one exceeded is
+    # an error record for that claim, naming the field.
+    claim_processes: int = 512  # at once, the script's and all it starts (a sweep starts one per core)
+    claim_tasks: int = 8192  # processes and threads together, where the kernel counts them per claim
+    process_memory_share: float = 0.5  # of the machine's memory: the data each of its processes may hold
+    open_files: int = 4096  # per process
+    folder_bytes: int = 4 * GIB  # disk use of the claim's own folder, and the size of any one file
+    folder_depth: int = 64  # folders nested in the claim's own folder
+    figure_bytes: int = 8 * MIB  # each figure (PNG) kept with its record or page
 
 
 LIMITS = Limits()
@@ -55,7 +66,7 @@ RECORD_TEXT_CHARS = 4000  # reasons, check details, condition values
 RECORD_NAME_CHARS = 300  # check and measurement names, environment values
 MAX_CHECKS = 200
 MAX_MEASUREMENTS = 2000  # per check: coverage tables keep a row per item
-MAX_FIGURES = 50
+MAX_FIGURES = 50  # also the most figures one run may leave
 MAX_RECORDS = 5000  # per results file
 MAX_MAP_ENTRIES = 200  # conditions, packages, environment variables, inputs
 

@@ -29,10 +29,11 @@ import stat
 import sys
 import tempfile
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import processes, sandbox
+from ..limits import Limits
+from . import bounds, processes, sandbox
 from .folders import remove_tree
 
 # The environment of every script (the fork server's too: see preload). Scripts
@@ -76,6 +77,7 @@ class ChildJob:
     unconfined: str | None = None  # why the sandbox is off for this run (None: it is on)
     sandbox_required: bool = False  # CI=true: a script the sandbox cannot confine does not run
     gallery: GalleryTarget | None = None
+    limits: Limits = field(default_factory=Limits)  # what the claim may take (torchclaims.run.bounds)
 
     # Written by the supervisor only:
     @property
@@ -106,6 +108,13 @@ class ChildJob:
     @property
     def page_dir(self) -> str:  # the gallery page, staged for the runner to move into place
         return os.path.join(self.work_dir, "page")
+
+    @property
+    def figure_folders(self) -> list[str]:  # where the runner takes figures from: a plain run's, or its page's
+        if self.gallery is None:
+            return [self.figures_dir]
+        images = os.path.join(staged_target(self)[1], "images")
+        return [images, os.path.join(images, "thumb")]
 
     @property
     def ended_path(self) -> str:  # how the script ended, in the script's words
@@ -222,7 +231,10 @@ def run(job: ChildJob) -> None:
             os.close(fd)
         parent = multiprocessing.parent_process()
         tail, record = processes.OutputTail(job.log_bytes), processes.Received(job.record_bytes)
-        ended = processes.supervise(pid, read_fd, parent.sentinel if parent else None, tail, {record_r: record})
+        watch = (lambda: bounds.too_many_processes(os.getpid(), job.limits)) if processes.LINUX else None
+        ended = processes.supervise(
+            pid, read_fd, parent.sentinel if parent else None, tail, {record_r: record}, watch, bounds.WATCH_S
+        )
         left = processes.end_tree(os.getpid(), group=None if processes.LINUX else pid)
         processes.drain(read_fd, tail)
         processes.drain(record_r, record)
@@ -237,6 +249,7 @@ def run(job: ChildJob) -> None:
             "stopped": ended.stopped,
             "left": left,
             "sandbox": _sandbox_state(state_r, unconfined),
+            "exceeded": [ended.exceeded] if ended.exceeded else [],
         }
         Path(job.status_path).write_text(json.dumps(status))
         code = 0
@@ -385,6 +398,8 @@ def _script(job: ChildJob, output_fd: int, record_fd: int, state_fd: int, unconf
 
         torch.set_num_threads(job.threads)
         os.environ[CPUS_ENV] = str(job.threads)  # a sweep starts that many workers, then grows
+        if sandbox.BOUNDS in job.parts:
+            bounds.restrict(job.limits, own_user_namespace=unconfined is None)
         code = 0
         try:
             if job.gallery is not None:
@@ -396,11 +411,11 @@ def _script(job: ChildJob, output_fd: int, record_fd: int, state_fd: int, unconf
             status["ended"] = f"the script called sys.exit({exc.code!r})"
             code = 1
         except ScriptRaised as exc:
-            status["ended"] = f"the script raised {exc}"
+            status["ended"] = _raised(str(exc), job.limits)
             code = 1
         except BaseException as exc:
             traceback.print_exc()
-            status["ended"] = f"the script raised {type(exc).__name__}: {exc}"
+            status["ended"] = _raised(f"{type(exc).__name__}: {exc}", job.limits)
             code = 1
     except SandboxMissing as exc:
         status["ended"] = str(exc)
@@ -413,6 +428,12 @@ def _script(job: ChildJob, output_fd: int, record_fd: int, state_fd: int, unconf
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)  # skip atexit handlers and threads the script left behind
+
+
+def _raised(exception: str, limits: Limits) -> str:
+    """How a script that raised ``exception`` ended, with the bound it ran into, if any."""
+    bound = bounds.exceeded_by(exception, limits)
+    return f"the script raised {exception}" + (f"; {bound}" if bound else "")
 
 
 def _backend_prefixes() -> tuple[str, ...]:

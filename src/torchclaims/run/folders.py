@@ -5,19 +5,46 @@ recursion limit or a path's length limit: ``shutil.rmtree`` then raises
 RecursionError (not an OSError, so ``ignore_errors`` does not catch it), in
 the claim's supervisor or in the build's own process, which it would stop.
 ``rm -rf`` walks any depth with directory descriptors and follows no link.
+A script may also take away its own rights on a folder (``chmod 0``), which
+stops ``rm`` of a user other than root: ``chmod -R`` gives them back (it
+walks the same way, and changes no link nor what one points to).
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+TIMEOUT_S = 600
 
 
 def remove_tree(path: str | os.PathLike) -> None:
     """Remove ``path`` and everything below it; what cannot be removed is left, never raised."""
-    if not os.path.lexists(path):
-        return
     try:
-        subprocess.run(["rm", "-rf", "--", os.fspath(path)], capture_output=True, timeout=600, check=False)
-    except (OSError, subprocess.SubprocessError):
-        pass  # left behind, as rmtree's ignore_errors would leave it
+        os.rmdir(path)  # an empty folder (a run with nothing to run): no process started
+        return
+    except OSError:
+        pass
+    for command in (["rm", "-rf"], ["chmod", "-R", "u+rwX"], ["rm", "-rf"]):
+        if not os.path.lexists(path):
+            return
+        try:
+            subprocess.run([*command, "--", os.fspath(path)], capture_output=True, timeout=TIMEOUT_S, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return  # left behind, as rmtree's ignore_errors would leave it
+
+
+@contextmanager
+def scratch_folder(prefix: str) -> Iterator[Path]:
+    """A new temporary folder for claims' folders, removed with ``remove_tree`` on
+    leaving (``tempfile.TemporaryDirectory`` removes with ``shutil.rmtree``, which
+    a claim interrupted mid-run may have left a tree too deep for)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        remove_tree(path)

@@ -25,6 +25,7 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 LINUX = sys.platform.startswith("linux")
@@ -194,14 +195,22 @@ class Received:
 class Ended:
     exit_code: int | None  # the script process's (negative: killed by that signal); None when stopped
     stopped: str = ""  # why it was stopped early: "terminated" or "parent gone"
+    exceeded: str = ""  # the bound it went past, when ``watch`` stopped it
 
 
 def supervise(
-    script_pid: int, output_fd: int, parent_sentinel: int | None, tail: OutputTail, more: dict | None = None
+    script_pid: int,
+    output_fd: int,
+    parent_sentinel: int | None,
+    tail: OutputTail,
+    more: dict | None = None,
+    watch: Callable[[], str | None] | None = None,
+    every: float = 1.0,
 ) -> Ended:
     """Wait for the script to end, keeping the tail of its output (and reading
-    each pipe of ``more`` into its buffer); stop on SIGTERM or when
-    ``parent_sentinel`` (the starting process) is gone."""
+    each pipe of ``more`` into its buffer); stop on SIGTERM, when
+    ``parent_sentinel`` (the starting process) is gone, or when ``watch``,
+    asked at least every ``every`` seconds, says why the run went too far."""
     readers = {output_fd: tail, **(more or {})}
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -211,6 +220,7 @@ def supervise(
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_w)
     watched = [wake_r, *readers] + ([parent_sentinel] if parent_sentinel is not None else [])
+    next_watch = 0.0
     while True:
         ended = reap_children()  # also collects orphans re-parented to us
         if script_pid in ended:
@@ -219,7 +229,12 @@ def supervise(
             return Ended(ended[script_pid])
         if requests:
             return Ended(None, "terminated")
-        ready, _, _ = select.select(watched, [], [], 1.0)
+        if watch is not None and time.monotonic() >= next_watch:  # not on every chunk of a flood of output
+            next_watch = time.monotonic() + every
+            exceeded = watch()
+            if exceeded:
+                return Ended(None, exceeded=exceeded)
+        ready, _, _ = select.select(watched, [], [], every)
         if parent_sentinel in ready:
             return Ended(None, "parent gone")
         if wake_r in ready:

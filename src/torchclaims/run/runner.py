@@ -16,6 +16,9 @@ The script runs sandboxed (torchclaims.run.sandbox) and writes only its own
 folder: its record comes to the claim's supervisor over a pipe, and this
 process judges it again from its measurements (torchclaims.evidence.judging) and
 writes every record file, and moves the script's figures and page into place.
+A run that went past one of the claim's bounds (processes, memory, open files,
+its folder's size and depth, its figures: torchclaims.run.bounds) gets an
+error record naming the limit instead.
 """
 
 from __future__ import annotations
@@ -41,9 +44,9 @@ from ..errors import InvalidFileError, TorchclaimsError
 from ..evidence.judging import judgement_problems
 from ..evidence.records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
 from ..fileio import locked
-from . import _child, runtimes, sandbox
+from . import _child, bounds, runtimes, sandbox
 from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cache_env, shown_instead
-from .folders import remove_tree
+from .folders import remove_tree, scratch_folder
 from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resource_tracker
 
 # What the fork server imports (torchclaims.run.preload), and the groups it may add: a
@@ -235,13 +238,13 @@ class Runner:
             results[item.job.claim_id] = record
             on_done(item.job, record)
 
-        with tempfile.TemporaryDirectory(prefix="torchclaims-") as scratch:
+        with scratch_folder("torchclaims-") as scratch:
             try:
                 while pending or running or ended:
                     while pending and len(running) < self.parallel:
                         job = pending.popleft()
                         on_start(job)
-                        started = self._start(job, Path(scratch), threads)
+                        started = self._start(job, scratch, threads)
                         running[started.process.sentinel] = started
                     # A freed worker has started its next claim before the last one's
                     # record is judged and written: a short claim's filing costs no worker time.
@@ -280,8 +283,8 @@ class Runner:
         """Run the device smoke (torchclaims.run.device_smoke) where a claim runs,
         with the sandbox's ``parts``: None when the device works there, else why not."""
         job = Job("device-smoke", SMOKE_SCRIPT, SMOKE_SCRIPT_REL, Path(), "", {}, SMOKE_TIMEOUT_S)
-        with tempfile.TemporaryDirectory(prefix="torchclaims-smoke-") as scratch:
-            item = self._start(job, Path(scratch), 1, parts)
+        with scratch_folder("torchclaims-smoke-") as scratch:
+            item = self._start(job, scratch, 1, parts)
             item.process.join(job.timeout)
             timed_out = item.process.is_alive()
             if timed_out:
@@ -336,6 +339,7 @@ class Runner:
             unconfined=self.unconfined,
             sandbox_required=self.sandbox_required and parts == sandbox.PARTS,  # a part left out on purpose
             gallery=job.gallery,
+            limits=limits.LIMITS,
         )
         # Its own caches, kept (headers even for a cold run, as torch keeps them), or empty ones in its folder.
         fresh = os.path.join(child_job.tmp_dir, "compiler-caches")
@@ -362,6 +366,10 @@ class Runner:
         process.join(GRACE_S)
         duration = round(item.ended - item.started, 3)
         status = _status(Path(child.status_path))
+        # Every process of the claim has ended (its PID namespace with it, where
+        # no process can start any more): its folder holds still while it is measured.
+        folder = bounds.folder_problems(child.work_dir, child.figure_folders, child.limits)
+        status["exceeded"] = _exceeded(status) + folder
         cause = _failure_cause(process.exitcode, timed_out, item.job.timeout, status)
         record = None
         if cause is None:
@@ -373,7 +381,7 @@ class Runner:
             record = _stamp(record, item, environment, duration, figures, str(status.get("sandbox", "")))
             write_record(item.job.record_path, record)
         if child.gallery is not None:
-            _keep_page(child)
+            _keep_page(child, with_output=not _exceeded(status))
         remove_tree(child.run_dir)
         return record
 
@@ -437,20 +445,21 @@ class _Running:
 
 
 def _plain_files(folder: Path) -> list[Path]:
-    """Every regular file below ``folder``, links not followed (the script made them)."""
-    found = []
-    for parent, _dirs, files in os.walk(folder):
-        found += [
-            Path(parent, name) for name in files if Path(parent, name).is_file() and not Path(parent, name).is_symlink()
-        ]
-    return found
+    """The regular files in ``folder`` itself, links not followed (the script made
+    them); not below it: the script may nest folders deeper than os.walk recurses."""
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(entry.path) for entry in entries if entry.is_file(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
-    """Move a run's figures beside its record; return their paths relative to it."""
+    """Move a run's figures beside its record; return their paths relative to it.
+    Their count and sizes were checked when the run ended (torchclaims.run.bounds)."""
     target = record_path.with_suffix("")  # <records>/<backend>/<claim>/figure-N.png
     shutil.rmtree(target, ignore_errors=True)
-    named = [p for p in _plain_files(scratch) if p.parent == scratch and re.fullmatch(r"figure-\d{1,4}\.png", p.name)]
+    named = [p for p in _plain_files(scratch) if re.fullmatch(r"figure-\d{1,4}\.png", p.name)]
     figures = sorted(named, key=lambda p: int(p.stem.split("-")[1]))
     if figures:
         target.mkdir(parents=True, exist_ok=True)
@@ -459,13 +468,13 @@ def _keep_figures(scratch: Path, record_path: Path) -> list[str]:
     return [f"{target.name}/{figure.name}" for figure in figures]
 
 
-def _keep_page(child: _child.ChildJob) -> None:
+def _keep_page(child: _child.ChildJob, with_output: bool) -> None:
     """Write the script's gallery page into the real gallery folder, taking from
     what its process staged only data: its output, figures and running time
-    (torchclaims.run.gallery_page)."""
+    (torchclaims.run.gallery_page); none of it from a run that went past a bound."""
     from .gallery_page import write_page  # sphinx-gallery: only a build that makes pages needs it
 
-    _, staged = _child.staged_target(child)
+    staged = _child.staged_target(child)[1] if with_output else os.path.join(child.run_dir, "nothing staged")
     target = child.gallery
     write_page(
         target.fname,
@@ -486,12 +495,22 @@ def _status(path: Path) -> dict:
     return status if isinstance(status, dict) else {}
 
 
+def _exceeded(status: dict) -> list[str]:
+    """The bounds the run went past (torchclaims.run.bounds): as the supervisor
+    saw it run, and as its folder was when it ended."""
+    exceeded = status.get("exceeded")
+    return [str(e) for e in exceeded] if isinstance(exceeded, list) else []
+
+
 def _failure_cause(exitcode: int | None, timed_out: bool, timeout: float, status: dict) -> str | None:
-    """Why a claim's run gave no record (None: it ended normally).
+    """Why a claim's run gave no record (None: it ended normally). A run that
+    went past a bound gives none, whatever its script handed over.
 
     ``exitcode`` is the claim process's; the supervisor's status holds the script's."""
     if timed_out:
         return f"timed out after {timeout:g}s (the process was killed)"
+    if _exceeded(status):
+        return f"the run went past the claim's limits: {'; '.join(_exceeded(status))}"[:2000]
     code = status.get("exit_code", exitcode) if exitcode == 0 else exitcode
     if status.get("stopped"):
         return f"the run was stopped ({status['stopped']}) before the script ended"

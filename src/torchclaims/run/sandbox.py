@@ -81,11 +81,13 @@ _FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 # The sandbox's parts, each of which a run can leave out to find the one that
-# keeps a device from working (torchclaims doctor): the first three restrict,
-# the last lets a runtime write beneath the namespace's own /proc.
+# keeps a device from working (torchclaims doctor): all restrict but the /proc
+# write rule, which lets a runtime write beneath the namespace's own /proc. The
+# resource bounds are torchclaims.run.bounds.
 NAMESPACES, MOUNTS, LANDLOCK, PROC_WRITES = "namespaces", "private mounts", "Landlock", "the /proc write rule"
-PARTS = (NAMESPACES, MOUNTS, LANDLOCK, PROC_WRITES)
-RESTRICTING = (NAMESPACES, MOUNTS, LANDLOCK)
+BOUNDS = "resource bounds"
+PARTS = (NAMESPACES, MOUNTS, LANDLOCK, PROC_WRITES, BOUNDS)
+RESTRICTING = (NAMESPACES, MOUNTS, LANDLOCK, BOUNDS)
 
 
 def without(part: str) -> tuple[str, ...]:

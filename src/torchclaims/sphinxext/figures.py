@@ -20,6 +20,7 @@ from ..claims import MAX_QUOTE_WORDS
 from ..errors import InvalidFileError
 from ..evidence.memo import MAX_FILE_BYTES as MEMO_BYTES
 from ..fileio import read_json
+from ..run.bounds import WATCH_S
 from ..run.probe_cache import MAX_FILE_BYTES as PROBE_BYTES
 from .markup import paragraph, table
 from .state import get_state, warn
@@ -30,6 +31,8 @@ MAX_BYTES = 256 * limits.KIB
 
 
 def size(n: int) -> str:
+    if n % limits.GIB == 0:
+        return f"{n // limits.GIB} GiB"
     return f"{n // limits.MIB} MiB" if n % limits.MIB == 0 else f"{n // limits.KIB} KiB"
 
 
@@ -78,6 +81,35 @@ def limit_rows() -> list[tuple[str, str]]:
             "lies beside it, once",
         ),
         ("the list of files a publish wrote (read back by the next)", size(L.publish_manifest_bytes)),
+    ] + claim_rows()
+
+
+def claim_rows() -> list[tuple[str, str]]:
+    """(what, limit) for each resource one claim may take while it runs (torchclaims.run.bounds)."""
+    L = limits.LIMITS
+    return [
+        (
+            "a claim's processes (claim_processes, claim_tasks)",
+            f"{L.claim_processes:,} at once, counted by its supervisor every {WATCH_S:g} s; "
+            f"{L.claim_tasks:,} processes and threads together, counted by the kernel for the claim alone "
+            "(RLIMIT_NPROC in its own user namespace; the kernel does not apply it to root)",
+        ),
+        (
+            "memory of each of a claim's processes (process_memory_share)",
+            f"{L.process_memory_share:.0%} of the machine's memory, as data (RLIMIT_DATA: what malloc and "
+            "torch's CPU allocator take, not the address space CUDA reserves)",
+        ),
+        ("open files of each of a claim's processes (open_files)", f"{L.open_files:,} (RLIMIT_NOFILE)"),
+        (
+            "a claim's own folder (folder_bytes, folder_depth)",
+            f"{size(L.folder_bytes)} of disk, measured after the run; each file at most {size(L.folder_bytes)} "
+            f"as it is written (RLIMIT_FSIZE); folders nested at most {L.folder_depth} deep",
+        ),
+        (
+            "a claim's figures (MAX_FIGURES, figure_bytes)",
+            f"{limits.MAX_FIGURES} per run, each at most {size(L.figure_bytes)} (as its size reads: "
+            "a sparse file counts whole)",
+        ),
     ]
 
 

@@ -1,0 +1,165 @@
+"""Resource bounds of one claim: what its script, and all it starts, may take.
+
+Each bound is a field of ``torchclaims.limits.Limits`` (docs/limits.md renders
+them); a run that goes past one gets an error record naming the field, and
+neither the build nor another claim notices. Measured on Linux 6.18, with the
+build running as root and as an ordinary user:
+
+* Processes. A claim's processes all live below its supervisor, in their own
+  PID namespace (torchclaims.run.sandbox): the supervisor counts them every
+  ``WATCH_S`` and, past ``claim_processes``, freezes and ends them all
+  (``too_many_processes``). The kernel bounds them as they start, too, where it
+  counts them per claim: the script's process sets RLIMIT_NPROC
+  (``claim_tasks``, threads included) inside the claim's own user namespace,
+  where the kernel (5.14 on) counts that namespace's tasks only (measured: 30
+  processes of the same user outside did not count). The kernel ignores the
+  limit for root, so a build run as root has the supervisor's count alone. A
+  cgroup (pids.max, memory.max) would bound both exactly, but making one needs
+  write access to the cgroup tree: root, or a tree delegated to the user, which
+  CI runners do not give.
+* Memory: RLIMIT_DATA, per process. It counts private writable memory (what
+  malloc and torch's CPU allocator take), not address space: CUDA and torch
+  reserve large address ranges they never write, which an RLIMIT_AS bound
+  would count (and CUDA would not start). An allocation past it fails
+  (MemoryError, torch's "can't allocate memory"), and the record says so.
+* Open files: RLIMIT_NOFILE, per process (EMFILE).
+* Disk: every file the script writes stays within ``folder_bytes`` as it is
+  written (RLIMIT_FSIZE: EFBIG; Python ignores SIGXFSZ); the whole folder is
+  measured after the run (``du``), as are the folder's depth and the figures,
+  before anything is taken from it.
+
+Setting a limit never raises it (a hard limit below ours stays), and the hard
+limit is lowered too, so the script cannot raise it back.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import resource
+import subprocess
+
+from ..limits import MAX_FIGURES, Limits
+from . import processes
+
+WATCH_S = 0.25  # how often the supervisor counts a claim's processes
+_MEASURE_TIMEOUT_S = 120.0  # du or find on a claim's folder
+# How a script's last exception reads when it ran into a bound (its type and
+# message, or the last line of sphinx-gallery's traceback).
+_OUT_OF_MEMORY = re.compile(r"(^|\W)\w*MemoryError\b|can't allocate memory")
+_ERRNO = re.compile(r"\[Errno (\d+)\]")
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def memory_bytes(bounds: Limits) -> int:
+    """The data each of a claim's processes may hold: its share of this machine's memory."""
+    return int(bounds.process_memory_share * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def restrict(bounds: Limits, own_user_namespace: bool) -> None:
+    """In the script's process, before the script runs: the kernel's limits.
+    RLIMIT_NPROC only in the claim's own user namespace: elsewhere it would
+    count every process of the user (the build's, other claims')."""
+    wanted = {
+        resource.RLIMIT_DATA: memory_bytes(bounds),
+        resource.RLIMIT_NOFILE: bounds.open_files,
+        resource.RLIMIT_FSIZE: bounds.folder_bytes,
+    }
+    if own_user_namespace:
+        wanted[resource.RLIMIT_NPROC] = bounds.claim_tasks
+    for which, value in wanted.items():
+        _, hard = resource.getrlimit(which)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (value, value))
+
+
+def exceeded_by(ending: str, bounds: Limits) -> str | None:
+    """The bound that the exception the script ended with (``Type: message``) says
+    it ran into, or None. The words are the script's: this only explains an error."""
+    code = _ERRNO.search(ending)
+    number = int(code.group(1)) if code else None
+    if _OUT_OF_MEMORY.search(ending) or number == errno.ENOMEM:
+        return (
+            f"a memory allocation failed: each of a claim's processes may hold "
+            f"{_size(memory_bytes(bounds))} of data (limit process_memory_share)"
+        )
+    if number == errno.EMFILE:
+        return f"a process opened more than {bounds.open_files:,} files (limit open_files)"
+    if number == errno.EFBIG:
+        return f"a file grew past {_size(bounds.folder_bytes)} (limit folder_bytes)"
+    return None
+
+
+def too_many_processes(root: int, bounds: Limits) -> str | None:
+    """Why the claim below ``root`` (its supervisor) must stop now, or None."""
+    count = len(processes.descendants(root))
+    if count > bounds.claim_processes:
+        return f"it ran more than {bounds.claim_processes:,} processes at once ({count:,}; limit claim_processes)"
+    return None
+
+
+def folder_problems(folder: str, figure_folders: list[str], bounds: Limits) -> list[str]:
+    """After the run, with every process of the claim ended: each bound its own
+    folder goes past. ``figure_folders`` hold what may be kept as figures.
+    A folder that cannot be measured is a problem too, never a pass."""
+    if not os.path.isdir(folder):
+        return []  # the script removed its own folder: nothing left to keep or measure
+    return _depth_problems(folder, bounds) + _disk_problems(folder, bounds) + _figure_problems(figure_folders, bounds)
+
+
+def _depth_problems(folder: str, bounds: Limits) -> list[str]:
+    level = str(bounds.folder_depth + 1)
+    deeper = _run(["find", folder, "-mindepth", level, "-maxdepth", level, "-print", "-quit"])
+    if deeper is None:
+        return [f"its folder's depth could not be measured (limit folder_depth: {bounds.folder_depth})"]
+    return [f"it nested folders more than {bounds.folder_depth} deep (limit folder_depth)"] if deeper else []
+
+
+def _disk_problems(folder: str, bounds: Limits) -> list[str]:
+    limit = _size(bounds.folder_bytes)
+    used = _run(["du", "-s", "-x", "-B1", folder])
+    words = used.split() if used else []
+    if not words or not words[0].isdigit():
+        return [f"its folder's disk use could not be measured (limit folder_bytes: {limit})"]
+    used_bytes = int(words[0])
+    if used_bytes > bounds.folder_bytes:
+        return [f"its folder used {_size(used_bytes)} of disk, more than {limit} (limit folder_bytes)"]
+    return []
+
+
+def _figure_problems(folders: list[str], bounds: Limits) -> list[str]:
+    """More files than ``MAX_FIGURES`` where figures are taken from, or one larger
+    than ``figure_bytes`` (its size as stat says it: a sparse file would be copied whole)."""
+    sizes = []
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                sizes += [e.stat(follow_symlinks=False).st_size for e in entries if e.is_file(follow_symlinks=False)]
+        except OSError:
+            continue  # no such folder: no figures
+    problems = []
+    if len(sizes) > MAX_FIGURES:
+        problems.append(f"it left {len(sizes)} figures, more than {MAX_FIGURES} (limit MAX_FIGURES)")
+    largest = max(sizes, default=0)
+    if largest > bounds.figure_bytes:
+        problems.append(
+            f"it left a figure of {_size(largest)}, more than {_size(bounds.figure_bytes)} (limit figure_bytes)"
+        )
+    return problems
+
+
+def _run(command: list[str]) -> str | None:
+    """What ``command`` printed, or None when it failed. find and du walk any
+    depth and follow no link (Python's os.walk recurses, and stops on a deep tree)."""
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=_MEASURE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
