@@ -9,7 +9,8 @@ Static mode (this module, no device): one step runs on the CPU under a
 dispatch recorder (:mod:`.recorder`), sandboxed for a TARGET the command line
 names (:mod:`.traced`) and in the caller's process for the Python API, whose
 caller already runs the model; every operator it dispatched is looked
-up (:mod:`.lookup`) in every committed coverage table and defect claim
+up (:mod:`.lookup`, which reads each cell's samples against the model's calls
+with :mod:`.samples`) in every committed coverage table and defect claim
 (:mod:`.knowledge`), giving a :class:`~.report.Report` that the renderers
 print (:mod:`.terminal`, :mod:`.html_report`). Backend mode runs the step on
 a backend against the CPU in the isolated runner (:mod:`.device_run`, which

@@ -1,25 +1,32 @@
 """Each operator the model used, looked up in every column's tables and defect claims.
 
-Rows are matched to an operator in one of two ways, and every piece of
-evidence says which:
+A row speaks for the operators it is named for (:mod:`.names`: ``conv2d``
+for ``aten::convolution``, ``interpolate.bicubic`` for
+``aten::upsample_bicubic2d``, an in-place operator through its out-of-place
+form, a family such as scaled-dot-product attention through any of its
+kernels, a cast row for casts to its dtype only), matched in one of two ways,
+and every piece of evidence says which:
 
 * **exact**, where the table records per row the ATen operators its samples
-  dispatched: a row speaks for the operator when it dispatched that very
-  overload and nothing the model does not dispatch too (so that a row's
-  mismatch is not blamed on an operator that merely took part);
-* **by name**, for older tables, through :func:`.names.aten_names`.
+  dispatched: the row speaks for an operator it is named for *and*
+  dispatched, that very overload, whatever else the model does (the other
+  operators a row dispatched only took part, and its mismatch is not blamed
+  on them);
+* **by name**, for older tables and for rows that dispatched nothing (a
+  cell excluded by OpInfo or not reached), so that the report cites the row
+  and why it judges nothing.
 
-The cell of the operator's dtype decides: native, CPU fallback, mismatch
-(known wrong), raises or no kernel (raises); other outcomes (excluded by
-OpInfo, random, not reached...) judge nothing. The worst matched cell wins. A
-defect claim naming the operator makes it known wrong where the claim is
-refuted, when the model's calls meet the claim's trigger (the argument kinds
-the defect needs, ``Claim.trigger``; any call meets a claim that states none);
-where it holds, or where no call meets its trigger, its record is cited and
-changes nothing. Rows and
-claims the user *accepts* (``--accept``: say, a defect that needs arguments
-the model never passes) still give the status, marked accepted, and leave the
-exit gate alone.
+The cell of the operator's dtype decides, read sample by sample against the
+model's calls (:mod:`.samples`): native, CPU fallback, mismatch (known
+wrong), raises or no kernel (raises); other outcomes (excluded by OpInfo,
+random, not reached...) judge nothing. The worst matched cell wins. A
+defect claim naming the operator or its family makes it known wrong where
+the claim is refuted, when the model's calls meet the claim's trigger (the
+argument kinds the defect needs, ``Claim.trigger``; any call meets a claim
+that states none); where it holds, or where no call meets its trigger, its
+record is cited and changes nothing. Rows and claims the user *accepts*
+(``--accept``: say, a defect that needs arguments the model never passes)
+still give the status, marked accepted, and leave the exit gate alone.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from ..evidence.coverage_table import SweepTable
 from ..evidence.records import Verdict
 from .knowledge import Column, Knowledge, Measured
 from .links import Links
-from .names import aten_names
+from .names import BACKWARD_SUFFIX, CAST, CAST_TARGETS, aten_names, out_of_place, own_operators, subjects
 from .recorder import UsedOperator
 from .report import (
     BY_NAME,
@@ -44,36 +51,58 @@ from .report import (
     Evidence,
     OperatorFinding,
 )
+from .samples import read_cell
 
 # The codes that judge, of operator cells (coverage.operators) and of architecture stages (coverage.arch_check) alike
 CELL_STATUS = {"N": NATIVE, "F": FALLBACK, "M": WRONG, "R": RAISES, "K": RAISES}
+SKIPPED_DETAIL = 120  # characters of a row's detail quoted when its cell judges nothing
 
 
 class RowIndex:
-    """Which rows of an operator table speak for an operator."""
+    """Which rows of an operator table speak for an operator (see the module docstring)."""
 
-    def __init__(self, table: SweepTable, used: set[str]):
+    def __init__(self, table: SweepTable):
         self.table = table
         self.exact = bool(table.operators)
-        self.rows: dict[str, list[int]] = {}
+        self.dispatched: dict[str, set[int]] = {}  # aten::name.overload -> rows named for it that dispatched it
+        self.named: dict[str, set[int]] = {}  # a name (names.subjects) -> rows named for it, matched by name
         for index, row in enumerate(table.rows):
-            if self.exact:
-                dispatched = set(table.operators.get(index, ()))
-                keys = dispatched if dispatched <= used else set()
-            else:
-                keys = aten_names(row)
-            for key in keys:
-                self.rows.setdefault(key, []).append(index)
+            dispatched = table.operators.get(index, ())
+            for operator in own_operators(row, dispatched):
+                self.dispatched.setdefault(operator, set()).add(index)
+            if not dispatched:
+                for name in aten_names(row):
+                    self.named.setdefault(name, set()).add(index)
 
     def matching(self, operator: UsedOperator) -> list[int]:
-        if self.exact:
-            return self.rows.get(operator.name, [])
-        packet = operator.packet
-        return self.rows.get(packet, []) or self.rows.get(packet.rstrip("_"), [])  # add_ is tested as add
+        rows = self.dispatched.get(operator.name, set()) | self.dispatched.get(out_of_place(operator.name), set())
+        for name in subjects(operator.name):
+            rows = rows | self.named.get(name, set())
+        return sorted(i for i in rows if _casts_alike(self.table.rows[i], operator))
+
+    def match(self, index: int) -> str:
+        """How row ``index`` was matched: EXACT when the table records what it dispatched."""
+        return EXACT if self.table.operators.get(index) else BY_NAME
+
+
+def _casts_alike(row: str, operator: UsedOperator) -> bool:
+    """Only a cast row speaks for a cast, and only when the model's calls cast to the row's dtype."""
+    if operator.packet != CAST:
+        return True
+    return CAST_TARGETS.get(row) in operator.out_dtypes
 
 
 def _worst(statuses) -> str:
     return min(statuses, key=STATUSES.index)
+
+
+def _uncovered(operator: UsedOperator, exact: bool) -> str:
+    """Why no row speaks for the operator."""
+    if operator.name.split(".")[0].endswith(BACKWARD_SUFFIX):
+        return "a backward kernel, which no row runs: the operator sweep compares each row's forward call only"
+    if operator.packet == CAST:
+        return f"no cast row for a cast to {', '.join(sorted(operator.out_dtypes)) or 'its dtype'}"
+    return "no row of the operator table is named for it" + (" and dispatched it" if exact else "")
 
 
 def _cells(
@@ -82,12 +111,7 @@ def _cells(
     """(evidence, why not covered)"""
     rows = index.matching(operator)
     if not rows:
-        return (
-            [],
-            "no row of the operator table dispatches it without operators the model does not use"
-            if index.exact
-            else "no row of the operator table is named for it",
-        )
+        return [], _uncovered(operator, index.exact)
     names = {c.name for c in index.table.columns}
     if operator.dtype not in names:
         return [], f"the table has no {operator.dtype or 'dtype-less'} column"
@@ -95,20 +119,34 @@ def _cells(
     found, skipped = [], []
     for i in rows:
         code, row = table_column.codes[i], index.table.rows[i]
-        outcome = table_column.legend.get(code, "not listed")
+        outcome = table_column.legend.get(code, "not swept in this dtype")
+        detail = table_column.details.get(i, "")
         if code not in CELL_STATUS:
-            skipped.append(f"{row}: {outcome}")
+            skipped.append(f"row {row}: {outcome}" + (f" ({detail[:SKIPPED_DETAIL]})" if detail else ""))
             continue
+        reading = read_cell(table_column.samples.get(i, ""), detail, index.table.sample_legend, operator)
+        status = CELL_STATUS[code] if reading is None else reading.status
+        said = f"{measured.claim.id} row {row} [{operator.dtype}]: {outcome}" + (
+            " (accepted)" if row in accepted else ""
+        )
+        if reading is not None and reading.note:
+            said += f" ({reading.note})"
+        if not status:
+            skipped.append(said)
+            continue
+        if status != CELL_STATUS[code]:
+            said += f"; for your calls: {status}"
+        if operator.name not in index.table.operators.get(i, (operator.name,)):
+            said += f"; measured as {out_of_place(operator.name)}"
         found.append(
             Evidence(
-                CELL_STATUS[code],
-                f"{measured.claim.id} row {row} [{operator.dtype}]: {outcome}"
-                + (" (accepted)" if row in accepted else ""),
+                status,
+                said,
                 links.row("operators", row),
                 column.label,
                 measured.record.date,
-                EXACT if index.exact else BY_NAME,
-                table_column.details.get(i, ""),
+                index.match(i),
+                detail,
                 row in accepted,
                 row,
             )
@@ -119,7 +157,7 @@ def _cells(
 def _defects(operator: UsedOperator, column: Column, links: Links, accepted: set[str]) -> list[Evidence]:
     found = []
     for measured in column.defects:
-        if operator.packet not in measured.claim.aten_operators:
+        if not subjects(operator.name) & {name for n in measured.claim.aten_operators for name in subjects(n)}:
             continue
         verdict = measured.record.verdict
         if verdict not in (Verdict.REFUTED, Verdict.HOLDS):
@@ -186,10 +224,9 @@ def look_up(
 ) -> list[ColumnReport]:
     """One report per column; ``targets`` (backend names) narrows the exit gate, None: every backend;
     ``accepted``: row names and claim ids whose findings leave the exit gate alone."""
-    names = {u.name for u in used}
     reports = []
     for column in knowledge.columns:
-        index = RowIndex(column.operators[1], names) if column.operators else None
+        index = RowIndex(column.operators[1]) if column.operators else None
         findings = []
         for operator in used:
             evidence, why = (

@@ -2,8 +2,9 @@
 
 A ``TorchDispatchMode`` (torch's documented interface for seeing every ATen
 call below autograd) notes each call's operator (``aten::name.overload``), the
-dtype it works in, whether it ran in the forward pass or in the backward
-pass of the loss, the ranks of its inputs and the argument kinds a defect
+dtype it works in and the dtypes of its outputs (a cast's target), whether it
+ran in the forward pass or in the backward pass of the loss, the ranks of its
+inputs and the argument kinds a defect
 claim's trigger names (:class:`~torchclaims.claims.Trigger`), so that a defect
 that needs, say, a slice start before the front flags only a model whose calls
 have one. Composite operators (``torch.fft.rfft``, ``linear``) are
@@ -21,6 +22,7 @@ from torch.utils._pytree import tree_leaves
 
 from ..claims import Trigger
 from .model_errors import model_code
+from .names import packet
 
 FORWARD, BACKWARD = "forward", "backward"
 
@@ -35,18 +37,21 @@ class UsedOperator:
     calls: int = 0
     ranks: set[int] = field(default_factory=set)  # of its tensor inputs, over every call
     kinds: set[Trigger] = field(default_factory=set)  # the argument kinds some call had
+    out_dtypes: set[str] = field(default_factory=set)  # of its tensor outputs: a cast's target (names.CAST_TARGETS)
+
+    def ranks_in_words(self) -> str:
+        """``2-D and 3-D inputs``: the ranks of the calls' tensor inputs."""
+        return (" and ".join(f"{r}-D" for r in sorted(self.ranks)) or "no tensor") + " inputs"
 
     def calls_in_words(self) -> str:
         """``2-D and 3-D inputs``, and the argument kinds the calls had: what a trigger is held against."""
-        ranks = " and ".join(f"{r}-D" for r in sorted(self.ranks)) or "no tensor"
         kinds = ", ".join(k.meaning for k in sorted(self.kinds)) or "none of the kinds a trigger names"
-        return f"{ranks} inputs; {kinds}"
+        return f"{self.ranks_in_words()}; {kinds}"
 
     @property
     def packet(self) -> str:
         """The operator without its overload: aten::add.Tensor -> aten::add."""
-        namespace, _, rest = self.name.partition("::")
-        return f"{namespace}::{rest.split('.')[0]}"
+        return packet(self.name)
 
     def as_dict(self) -> dict:
         return {
@@ -56,14 +61,19 @@ class UsedOperator:
             "calls": self.calls,
             "ranks": sorted(self.ranks),
             "kinds": sorted(k.value for k in self.kinds),
+            "out_dtypes": sorted(self.out_dtypes),
         }
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _dtype(args, kwargs, out) -> str:
     """The dtype an operator works in: its first tensor input's, else its first output's."""
     for value in tree_leaves((args, kwargs)) + tree_leaves(out):
         if isinstance(value, torch.Tensor):
-            return str(value.dtype).removeprefix("torch.")
+            return _name(value.dtype)
     return ""
 
 
@@ -106,6 +116,7 @@ class DispatchRecorder(TorchDispatchMode):
         tensors = [v for v in tree_leaves((args, kwargs)) if isinstance(v, torch.Tensor)]
         entry.ranks.update(t.dim() for t in tensors)
         entry.kinds |= call_kinds(key[0], tensors, args)
+        entry.out_dtypes.update(_name(v.dtype) for v in tree_leaves(out) if isinstance(v, torch.Tensor))
         return out
 
     def operators(self) -> list[UsedOperator]:

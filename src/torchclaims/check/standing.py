@@ -4,7 +4,8 @@ A team asks about the backend it means to move to, whether or not this
 project measured it. For each target backend (:data:`TARGET_BACKENDS`, and any
 other a ``--target-backend`` names) a report states the releases whose tables
 or defect claims it looked the model up in, how many of the model's operator
-× dtype pairs no release of it answers, and the attributed claims about it
+× dtype pairs have a measured answer on some release of it (the denominator:
+every pair the step dispatched) and how many none does, and the attributed claims about it
 (the vendor's or another party's word, with the source), which carry no
 verdict. A backend named by ``--target-backend`` that nothing measured makes
 the report *unverified*: nothing is known there, which is not a pass.
@@ -36,8 +37,9 @@ class VendorWord:
 class BackendStanding:
     backend: str
     measured: list[str]  # the column labels (backend × release) the model was looked up in
-    unknown: int  # the model's operator × dtype pairs no release of the backend answers
-    pairs: int
+    answered: int  # the model's operator × dtype pairs some release of the backend has a measured answer for
+    unknown: int  # the pairs no release of it answers
+    pairs: int  # the denominator: every pair the step dispatched
     vendor: list[VendorWord] = field(default_factory=list)
     asked: bool = False  # named by --target-backend
 
@@ -46,8 +48,8 @@ class BackendStanding:
         if not self.measured:
             return f"not measured: no table or defect claim measured {self.backend}; all {self.pairs} pairs unknown"
         return (
-            f"measured on {', '.join(self.measured)}; "
-            f"{self.unknown} of {self.pairs} pairs unknown on every release of it"
+            f"measured on {', '.join(self.measured)}; {self.answered} of {self.pairs} pairs have a measured answer "
+            f"on some release of it, {self.unknown} unknown on every release"
         )
 
 
@@ -78,6 +80,7 @@ def standings(
             BackendStanding(
                 backend,
                 [c.label for c in mine],
+                len(answered),
                 pairs - len(answered),
                 pairs,
                 _vendor_word(claims, backend, links),

@@ -36,7 +36,7 @@ TIMEOUT_S = 600.0
 RUNS, TRACED = "the target loads and its step runs", "one step traced on the CPU"
 MODEL_TYPE, OPERATOR = "model type", "operator"
 FAILED_AS, USAGE, MODEL = "failed as", "usage", "model"  # a usage error, or the model's own (ModelError)
-FIELDS = {"operator", "dtype", "phases", "calls", "ranks", "kinds"}  # UsedOperator.as_dict()
+FIELDS = {"operator", "dtype", "phases", "calls", "ranks", "kinds", "out_dtypes"}  # UsedOperator.as_dict()
 MAX_RANK = 64  # torch's limit on a tensor's dimensions
 _OPERATOR = re.compile(r"[A-Za-z_]\w{0,40}::[A-Za-z_][\w.]{0,200}")  # aten::add.Tensor
 _DTYPE = re.compile(r"[a-z][a-z0-9_]{0,40}|")  # float32, or "" when no tensor took part
@@ -107,7 +107,10 @@ def _operator(text: str, where: str) -> UsedOperator:
         raise ModelError(f"{where}: kinds must be among {', '.join(sorted(known))}")
     name = _matching(_OPERATOR, data["operator"], f"{where}: operator")
     dtype = _matching(_DTYPE, data["dtype"], f"{where}: dtype")
-    return UsedOperator(name, dtype, set(phases), calls, set(ranks), {Trigger(k) for k in kinds})
+    if not isinstance(data["out_dtypes"], list):
+        raise ModelError(f"{where}: out_dtypes must be a list of dtype names")
+    outs = {_matching(_DTYPE, out, f"{where}: out_dtypes") for out in data["out_dtypes"]}
+    return UsedOperator(name, dtype, set(phases), calls, set(ranks), {Trigger(k) for k in kinds}, outs)
 
 
 def _matching(pattern: re.Pattern, value: object, where: str) -> str:

@@ -1,0 +1,123 @@
+"""Which samples of a coverage cell can stand for the model's own calls.
+
+A cell's outcome is its worst sample's, and OpInfo's samples are not the
+model's calls: a reduction that raises only for a 0-dim sample says nothing
+about a model whose tensors are 2-D. The operator table keeps, per cell, the
+code of every sample (``SweepColumn.samples``) and a detail quoting the first
+problem of each kind with its sample's index (``sample 2: RuntimeError: Value
+out of range (expected to be in range of [0, -1], but got 0)``), and the
+operators that ran through the CPU fallback. It records no sample's shapes
+or arguments, so only what those texts reveal is used:
+
+* a dimension checked against the range ``[-r, r-1]`` (or ``[0, r-1]``) with
+  ``r-1 = -1``: the sample's input had rank 0 (:data:`ZERO_DIM_RANGE`);
+* the cell's CPU fallback names its operators: a sample that fell back did so
+  in those, so for any other operator it ran on the device.
+
+A bad sample (mismatch, raised, no kernel) whose argument kind is revealed and
+met by none of the model's calls of the operator is set aside: *not
+affected*. Every other sample stands, and a bad one whose inputs nothing
+reveals is said to be undecided, never assumed to match or not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..claims import Trigger
+from .names import out_of_place, packet
+from .recorder import UsedOperator
+from .report import FALLBACK, NATIVE, RAISES, STATUSES, WRONG
+
+# A sample code's meaning, by the label the table's sample_legend gives it (coverage.operators.SAMPLE_CODES)
+SAMPLE_STATUS = {
+    "matched": NATIVE,
+    "matched via CPU fallback": FALLBACK,
+    "mismatch": WRONG,
+    "raised": RAISES,
+    "no kernel": RAISES,
+    "killed or hung the worker": RAISES,
+}
+BAD = (WRONG, RAISES)
+PROBLEM = re.compile(r"sample (\d+): ([^;]*)")  # one quoted problem of the detail, up to the next part
+# A dim wrapped against a rank-0 tensor: torch_xla writes [0, -1], PyTorch's own checks [-0, -1] or [0, -1].
+ZERO_DIM_RANGE = re.compile(r"in range of \[-?0, -1\]")
+FALLEN_BACK = re.compile(r"CPU fallback: ([^;]*)")
+CLIPPED = "..."  # the end of a detail cut at its length limit (coverage_table.clip)
+
+
+@dataclass
+class Reading:
+    """A cell as it bears on the model's calls: the status of the samples that stand, and why."""
+
+    status: str  # the worst status of the samples that stand; "" when none judges
+    note: str  # what was set aside, what the model's calls meet, what could not be told
+
+
+def revealed_kinds(detail: str) -> dict[int, Trigger]:
+    """Sample index -> the argument kind its quoted problem shows it had."""
+    return {
+        int(index): Trigger.ZERO_DIM_INPUT for index, text in PROBLEM.findall(detail) if ZERO_DIM_RANGE.search(text)
+    }
+
+
+def fallen_back(detail: str) -> set[str] | None:
+    """The operators the cell ran through the CPU fallback; None when the detail names none or was clipped."""
+    match = FALLEN_BACK.search(detail)
+    if match is None or detail.endswith(CLIPPED):
+        return None
+    return {name.strip() for name in match.group(1).split(",") if name.strip()}
+
+
+def _fell_back_here(operator: UsedOperator, fallbacks: set[str] | None) -> bool:
+    """Whether the cell's fallback may have been in this operator (True when the table cannot tell)."""
+    if fallbacks is None:
+        return True
+    names = {operator.name, out_of_place(operator.name)}
+    return bool(fallbacks & (names | {packet(n) for n in names}))
+
+
+def _indices(found: list[int]) -> str:
+    return ("sample " if len(found) == 1 else "samples ") + ", ".join(map(str, found))
+
+
+def read_cell(samples: str, detail: str, legend: dict[str, str], operator: UsedOperator) -> Reading | None:
+    """The cell's samples held against the model's calls of ``operator``; None when the table kept no
+    sample codes for the cell (its own outcome then decides, as before sweeps kept them)."""
+    if not samples:
+        return None
+    kinds, fallbacks = revealed_kinds(detail), fallen_back(detail)
+    standing, aside, met, undecided, elsewhere = [], [], [], [], []
+    for index, code in enumerate(samples):
+        status = SAMPLE_STATUS.get(legend.get(code, ""), "")
+        if status == FALLBACK and not _fell_back_here(operator, fallbacks):
+            status = NATIVE
+            elsewhere.append(index)
+        if status in BAD:
+            kind = kinds.get(index)
+            if kind is not None and kind not in operator.kinds:
+                aside.append((index, kind))
+                continue
+            (undecided if kind is None else met).append(index)
+        if status:
+            standing.append(status)
+    status = min(standing, key=STATUSES.index) if standing else ""
+    notes = []
+    if aside:
+        shown = sorted({kind.meaning for _, kind in aside})
+        notes.append(
+            f"{_indices([i for i, _ in aside])} of {len(samples)} had {' or '.join(shown)}; "
+            f"your calls: {operator.ranks_in_words()}: not affected"
+        )
+    if elsewhere:
+        notes.append(f"the CPU fallback of {_indices(elsewhere)} was in {', '.join(sorted(fallbacks or ()))}")
+    if met:
+        shown = sorted({kinds[i].meaning for i in met})
+        notes.append(f"{_indices(met)} of {len(samples)} had {' or '.join(shown)}, as your calls do: affected")
+    if undecided:
+        notes.append(
+            f"{_indices(undecided)} of {len(samples)} went wrong with inputs the table does not record: "
+            "could not tell whether yours match"
+        )
+    return Reading(status, "; ".join(notes))

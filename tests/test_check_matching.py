@@ -1,0 +1,261 @@
+"""``torchclaims check``: which coverage rows speak for a model's operators, and which of their samples apply.
+
+Against the committed tables, the example models in examples/check/ (a vision block and a transformer block,
+2-D to 4-D tensors throughout) find convolution, layer norm, ``index_put_``, the upsample kernels and
+``scatter.src`` in the rows that measured them, cite SDPA's row on every backend, and are not failed by a
+0-dim sample's raise. Against a knowledge base written here, each reading of a cell's samples is shown to
+both spare and flag a model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from factories import make_environment, make_kb, make_record, script_info, write_claim, write_results_file, write_script
+from torchclaims.check import check_step
+from torchclaims.check.names import own_operators, subjects
+from torchclaims.check.report import FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG
+from torchclaims.check.target import as_step, load_target
+from torchclaims.coverage.operators import OUTCOMES, SAMPLE_CODES
+from torchclaims.evidence.coverage_table import TableBuilder
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "check"
+COLUMNS = ("cpu · torch 2.13.0", "xla · torch_xla 2.9.0")
+ZERO_DIM_RAISE = "sample 2: RuntimeError: Value out of range (expected to be in range of [0, -1], but got 0)"
+
+
+def committed(target: str):
+    return check_step(load_target(str(EXAMPLES / target)), root=ROOT)
+
+
+def finding(report, label: str, operator: str, dtype: str = "float32"):
+    (col,) = [c for c in report.columns if c.label == label]
+    (found,) = [f for f in col.operators if f.operator == operator and f.dtype == dtype]
+    return found
+
+
+@pytest.fixture(scope="module")
+def vision():
+    return committed("vision_block.py:vision_step")
+
+
+@pytest.fixture(scope="module")
+def transformer():
+    return committed("transformer_block.py:transformer_step")
+
+
+# -- the examples, against the committed tables ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("label", COLUMNS)
+@pytest.mark.parametrize(
+    "operator, row",
+    [
+        ("aten::convolution", "nn.functional.conv2d"),
+        ("aten::native_layer_norm", "nn.functional.layer_norm"),
+        ("aten::index_put_", "index_put"),
+        ("aten::upsample_bilinear2d", "nn.functional.interpolate.bilinear"),
+        ("aten::upsample_bicubic2d", "nn.functional.interpolate.bicubic"),
+        ("aten::scatter.src", "scatter"),
+    ],
+)
+def test_core_operators_are_found_in_the_rows_that_measured_them(vision, label, operator, row):
+    """Those rows also dispatched operators the model never calls (conv2d's samples add and view_as_real,
+    scatter's also scatter.reduce): a row speaks for what it is named for, whatever else took part."""
+    found = finding(vision, label, operator)
+    assert found.status != NOT_COVERED, found.note
+    assert any(f"row {row} [float32]" in e.what for e in found.evidence)
+
+
+def test_an_in_place_operator_is_measured_through_its_out_of_place_row(vision):
+    (evidence,) = finding(vision, COLUMNS[1], "aten::index_put_").evidence
+    assert evidence.what.endswith("measured as aten::index_put")
+
+
+@pytest.mark.parametrize("label", COLUMNS)
+def test_sdpa_is_looked_up_through_its_family_and_its_row_cited(transformer, label):
+    """The CPU dispatches SDPA as _scaled_dot_product_flash_attention_for_cpu; the row of the op family is found
+    on every backend, and says why it judges nothing (OpInfo excludes it from the comparison with the CPU)."""
+    found = finding(transformer, label, "aten::_scaled_dot_product_flash_attention_for_cpu")
+    assert "row nn.functional.scaled_dot_product_attention: excluded by OpInfo" in found.note
+    backward = finding(transformer, label, "aten::_scaled_dot_product_flash_attention_for_cpu_backward")
+    assert backward.status == NOT_COVERED and "backward kernel" in backward.note
+
+
+@pytest.mark.parametrize(
+    "example, operator, row",
+    [
+        ("vision", "aten::cumsum", "cumsum"),
+        ("transformer", "aten::_softmax", "softmax"),
+        ("transformer", "aten::topk", "topk"),
+    ],
+)
+def test_a_raise_only_for_a_0_dim_sample_does_not_apply_to_a_model_without_one(
+    vision, transformer, example, operator, row
+):
+    report = {"vision": vision, "transformer": transformer}[example]
+    found = finding(report, COLUMNS[1], operator)
+    assert found.status == NATIVE
+    (evidence,) = [e for e in found.evidence if f"row {row} [float32]: raises" in e.what]
+    assert "had a 0-dim input; your calls: " in evidence.what and "not affected" in evidence.what
+
+
+def test_a_raise_the_table_cannot_attribute_stays_and_says_it_could_not_tell(vision):
+    found = finding(vision, COLUMNS[1], "aten::logsumexp")
+    assert found.status == RAISES
+    (evidence,) = found.evidence
+    assert "sample 0 of 8 had a 0-dim input" in evidence.what and "could not tell whether yours match" in evidence.what
+
+
+def test_the_example_blocks_pass_and_each_backend_states_its_denominator(vision, transformer):
+    for report in (vision, transformer):
+        assert not report.failed
+        (xla,) = [b for b in report.backends if b.backend == "xla"]
+        assert xla.answered + xla.unknown == xla.pairs == len(report.used) and xla.answered > 0
+        assert f"{xla.answered} of {xla.pairs} pairs have a measured answer" in xla.line()
+        assert report.as_dict()["backends"][4]["answered"] == xla.answered
+
+
+# -- a knowledge base whose samples are known ----------------------------------------------------------------
+
+XLA_ENV = dict(
+    backend="xla", device="xla:0", device_name="XLA CPU (test)", packages={"torch": "2.13.0", "torch_xla": "2.9.0"}
+)
+
+
+def sampled_kb(root: Path, cells: dict[str, tuple[str, str, str, list[str]]]) -> Path:
+    """An operator table whose rows are ``row -> (cell code, sample codes, detail, operators dispatched)``."""
+    make_kb(root, "opinfo-coverage")
+    builder = TableBuilder("operators", "operator", list(cells), {"float32": OUTCOMES}, SAMPLE_CODES)
+    for row, (code, samples, detail, dispatched) in cells.items():
+        builder.set(row, "float32", code, detail, samples)
+        builder.add_operators(row, dispatched)
+    record = make_record(
+        "opinfo-coverage",
+        "refuted",
+        environment=XLA_ENV,
+        tables=[builder.table()],
+        script=script_info(root, "opinfo-coverage"),
+    )
+    write_results_file(root / "results" / "xla.json", [record], make_environment(**XLA_ENV))
+    return root
+
+
+def cumsum_of(root: Path, x: torch.Tensor):
+    report = check_step(as_step((lambda t: t.cumsum(-1), (x,))), root=root)
+    (found,) = [f for f in report.columns[0].operators if f.operator == "aten::cumsum"]
+    return report, found
+
+
+def test_a_0_dim_samples_raise_spares_2d_calls_and_flags_0_dim_ones(tmp_path):
+    root = sampled_kb(tmp_path, {"cumsum": ("R", "nnrn", ZERO_DIM_RAISE, ["aten::cumsum"])})
+    _, found = cumsum_of(root, torch.randn(3, 4))
+    assert found.status == NATIVE
+    assert "sample 2 of 4 had a 0-dim input; your calls: 2-D inputs: not affected" in found.evidence[0].what
+    _, found = cumsum_of(root, torch.tensor(2.0))
+    assert found.status == RAISES and "as your calls do: affected" in found.evidence[0].what
+
+
+def test_a_bad_sample_whose_inputs_nothing_reveals_stands(tmp_path):
+    detail = "2 of 4 samples differ; sample 1: Mismatched elements: 3 / 125; also raised: " + ZERO_DIM_RAISE
+    root = sampled_kb(tmp_path, {"cumsum": ("M", "nmrm", detail, ["aten::cumsum"])})
+    report, found = cumsum_of(root, torch.randn(3, 4))
+    assert found.status == WRONG and report.failed
+    what = found.evidence[0].what
+    assert "sample 2 of 4 had a 0-dim input" in what and "samples 1, 3 of 4 went wrong with inputs" in what
+    assert "could not tell whether yours match" in what
+
+
+@pytest.mark.parametrize(
+    "detail, status",
+    [
+        ("CPU fallback: aten::cumsum_other.out", NATIVE),  # the fallback was in another operator
+        ("CPU fallback: aten::cumsum", FALLBACK),
+        ("CPU fallback: aten::a, aten::b, aten::c...", FALLBACK),  # clipped: the list may go on with cumsum
+    ],
+)
+def test_a_cells_cpu_fallback_counts_only_for_the_operators_it_names(tmp_path, detail, status):
+    root = sampled_kb(tmp_path, {"cumsum": ("F", "nfnf", detail, ["aten::cumsum", "aten::cumsum_other.out"])})
+    assert cumsum_of(root, torch.randn(3, 4))[1].status == status
+
+
+def test_a_row_speaks_for_what_it_is_named_for_not_for_what_took_part(tmp_path):
+    root = sampled_kb(
+        tmp_path,
+        {
+            "cumsum": ("N", "nn", "", ["aten::cumsum", "aten::flip"]),  # flip took part; the model never calls it
+            "cummax": ("M", "mm", "", ["aten::cumsum", "aten::cummax"]),  # named for cummax: not blamed on cumsum
+        },
+    )
+    _, found = cumsum_of(root, torch.randn(3, 4))
+    assert found.status == NATIVE and [e.what for e in found.evidence] == [
+        "opinfo-coverage row cumsum [float32]: native"
+    ]
+
+
+def test_a_cast_row_speaks_only_for_casts_to_its_dtype(tmp_path):
+    root = sampled_kb(
+        tmp_path,
+        {
+            "cfloat": ("R", "rr", "sample 0: RuntimeError: Type not supported: ComplexFloat", ["aten::_to_copy"]),
+            "long": ("N", "nn", "", ["aten::_to_copy"]),
+        },
+    )
+
+    def cast(fn):
+        report = check_step(as_step((fn, (torch.randn(3, 4),))), root=root)
+        (found,) = report.columns[0].operators
+        return found
+
+    assert cast(lambda t: t.long()).status == NATIVE
+    assert cast(lambda t: t.to(torch.complex64)).status == RAISES
+    double = cast(lambda t: t.double())
+    assert double.status == NOT_COVERED and "no cast row for a cast to float64" in double.note
+
+
+@pytest.mark.parametrize(
+    "row, dispatched, expected",
+    [
+        ("nn.functional.interpolate.bicubic", ["aten::upsample_bicubic2d"], {"aten::upsample_bicubic2d"}),
+        (
+            "nn.functional.conv2d",
+            ["aten::add.Tensor", "aten::convolution", "aten::view_as_real"],
+            {"aten::convolution"},
+        ),
+        ("square", ["aten::pow.Tensor_Scalar"], {"aten::pow.Tensor_Scalar"}),  # named for none: its one kernel
+        ("nn.functional.avg_pool1d", ["aten::avg_pool2d", "aten::squeeze.dim"], {"aten::avg_pool2d"}),
+        ("nn.functional.pad.reflect", ["aten::reflection_pad1d", "aten::reflection_pad2d"], None),
+        ("cov", ["aten::mm", "aten::div.Tensor", "aten::sum"], set()),  # composes several kernels: none
+    ],
+)
+def test_own_operators(row, dispatched, expected):
+    assert own_operators(row, dispatched) == (set(dispatched) if expected is None else expected)
+
+
+def test_subjects_join_a_family_but_not_its_backward():
+    assert "aten::scaled_dot_product_attention" in subjects("aten::_scaled_dot_product_efficient_attention")
+    assert "aten::scaled_dot_product_attention" not in subjects("aten::_scaled_dot_product_flash_attention_backward")
+    assert "aten::index_put" in subjects("aten::index_put_")
+
+
+def test_a_defect_claim_about_one_backends_kernel_speaks_for_the_family(tmp_path):
+    """A claim naming the CUDA kernel of SDPA flags the kernel the CPU dispatches for the same call."""
+    root = sampled_kb(tmp_path, {})
+    write_claim(
+        root / "claims",
+        "defect-sdpa",
+        topic="op-coverage",
+        aten_operators=["aten::_scaled_dot_product_efficient_attention"],
+    )
+    write_script(root, "defect-sdpa")
+    records = [make_record("defect-sdpa", "refuted", environment=XLA_ENV, script=script_info(root, "defect-sdpa"))]
+    write_results_file(root / "results" / "defect.json", records, make_environment(**XLA_ENV))
+    q = torch.randn(1, 2, 4, 8)
+    report = check_step(as_step((lambda t: torch.nn.functional.scaled_dot_product_attention(t, t, t), (q,))), root=root)
+    (col,) = report.columns
+    (sdpa,) = [f for f in col.operators if f.operator.startswith("aten::_scaled_dot_product_")]
+    assert sdpa.status == WRONG and report.failed
