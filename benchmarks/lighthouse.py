@@ -1,13 +1,13 @@
 """Lighthouse performance (mobile) and HTML weight of the published site, against their targets.
 
-Prints, for the home page, the heaviest accelerator page, the largest topic
-page and the operator table, Lighthouse's performance score (target: at least
+Prints, for one page of every type the site has (``PAGES`` in
+tests/test_lighthouse.py), Lighthouse's performance score (target: at least
 90) with the audits that cost it points, and the heaviest pages' HTML sizes
 against the limit in torchclaims.limits (which tests/test_page_weight.py
 asserts). Performance depends on the host and its load, so these are
 figures, not tests; tests/test_lighthouse.py asserts the categories that
-judge markup (accessibility, best practices) with the same tools and the same
-calibrated CPU slowdown. Usage, after ``nox -s docs`` and
+judge markup (accessibility, best practices, SEO) on the same pages with the
+same tools and the same calibrated CPU slowdown. Usage, after ``nox -s docs`` and
 ``npm ci --prefix tests/lighthouse``::
 
     python benchmarks/lighthouse.py [--site _build/html]

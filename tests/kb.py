@@ -272,10 +272,13 @@ def read_page(path: Path) -> str:
         data = (path.parent / src).read_text(encoding="utf-8")
         return json.loads(data.partition('"] = ')[2].strip().removesuffix(";"))[key]
 
+    # the placeholder whole, its stand-in included (no <div> inside it), as the page's script replaces it
     return re.sub(
-        r'<div class="tc-later" data-tc-later="[^"]*" data-tc-src="([^"]*)" data-tc-key="([^"]*)"><p>[^<]*</p></div>',
+        r'<div class="tc-later" data-tc-later="[^"]*" data-tc-src="([^"]*)" data-tc-key="([^"]*)">'
+        r"<p>[^<]*</p>(?:(?!</?div[ >]).)*</div>",
         part,
         raw,
+        flags=re.S,
     )
 
 

@@ -243,6 +243,34 @@ def test_filter_refuted_claims_about_cpu_share_the_url_land_on_the_evidence_and_
     assert console_errors(driver) == []
 
 
+def test_without_javascript_a_matrix_cell_lands_on_its_run_with_a_link_to_the_record(desktop, server, site):
+    """The table of every run loads with a script (page_data.py); without one, the page holds each run's
+    anchor in its place, with the run's verdict and its record, and the browser opens the folded block."""
+    desktop.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+    try:
+        desktop.get(server.url)
+        cell = desktop.find_element("css selector", '#matrix-kb-holds td[data-backend="xla"] a.tc-run')
+        desktop.get(cell.get_attribute("href"))
+        assert desktop.current_url.endswith("#" + XLA_CELL)
+        target = desktop.find_element("id", XLA_CELL)
+        line = target.find_element("xpath", "./ancestor::li[1]")
+        assert line.is_displayed() and "✘ refuted" in line.text and "XLA on the CPU" in line.text, line.text
+        where = (
+            "(r => r.top >= 0 && r.bottom <= innerHeight)"
+            f"(document.getElementById('{XLA_CELL}').closest('li').getBoundingClientRect())"
+        )
+        # evaluated by the browser's debugger, which the page's setting leaves alone; it scrolls once the page loads
+        wait_for(
+            lambda: desktop.execute_cdp_cmd("Runtime.evaluate", {"expression": where})["result"]["value"],
+            "the run's line in view",
+        )
+        record = line.find_element("css selector", "a").get_attribute("href")
+        path = urllib.parse.urlparse(record).path.lstrip("/")
+        assert path.endswith(".json") and (site.published / path).is_file(), record
+    finally:
+        desktop.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+
+
 def test_text_filter_no_matches_and_show_all(desktop, server):
     driver = desktop
     driver.get(server.url)

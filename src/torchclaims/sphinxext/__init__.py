@@ -22,6 +22,7 @@ def setup(app: Sphinx) -> dict:
     from .claim import setup_claim
     from .coverage_index import setup_coverage_index
     from .coverage_tables import setup_coverage_tables
+    from .descriptions import setup_descriptions
     from .figures import setup_figures
     from .gallery import setup_gallery
     from .gallery_output import setup_gallery_output
@@ -39,12 +40,15 @@ def setup(app: Sphinx) -> dict:
     from .summary import setup_summary
     from .tracking import setup_tracking
     from .upgrade_pages import setup_upgrade_pages
+    from .valid_markup import setup_valid_markup
     from .versions import setup_versions
 
     setup_source_links(app)  # no page source, image or static file is a link out of the repository
     setup_state(app)  # config values; verify claims before sphinx-gallery runs
     setup_tracking(app)  # re-read pages whose evidence changed
     setup_markup(app)  # folded blocks (<details>)
+    setup_valid_markup(app)  # one element per id, a level for each heading role: where Sphinx and the theme miss
+    setup_descriptions(app)  # each page's meta description, from its own text
     setup_links(app)  # links to claims, evidence anchors and matrix rows, resolved after reading
     setup_page_data(app)  # data a page loads on demand, written beside it
     setup_claim(app)  # claim, topic-claims, claim-verdict (evidence blocks: evidence.py)

@@ -9,7 +9,9 @@ table is written beside the page and loads when the block opens
 (page_data.py): with a row per release it is most of a topic page. Each
 backend's first row carries ``claim-<id>--<backend>`` and each version's row
 ``claim-<id>--<backend>--<version>`` (links.py), which is where a matrix cell
-leads; a link that lands there opens the block. Every line names the backend,
+leads; a link that lands there opens the block. Until the table loads, and for
+good without JavaScript, the block holds each of those anchors with the run's
+verdict and a link to its whole record. Every line names the backend,
 device, version, date and origin, and says when the backend is outside the
 claim's scope.
 """
@@ -233,6 +235,23 @@ def _ordered(state: BuildState, claim: Claim) -> list[tuple[Entry, Cell | None]]
     ]
 
 
+def _landings(state: BuildState, landings: list[tuple[list[str], Entry, str]]) -> list[nodes.Node]:
+    """Where a link into the table of runs lands before the table loads (or without JavaScript, for good):
+    each run's anchors, its verdict and a link to its record."""
+    if not landings:
+        return []
+    lines = [
+        paragraph(
+            *(nodes.inline(ids=[anchor]) for anchor in anchors),
+            nodes.strong("", state.grid.column(entry.backend).header(entry.version)),
+            f" {SYMBOLS[entry.record.verdict]} {entry.record.verdict.value}, {entry.record.date} · ",
+            link("record (JSON)", url),
+        )
+        for anchors, entry, url in landings
+    ]
+    return [bullets(lines)]
+
+
 def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None:
     """The folded evidence of a claim: the first run whole, then a row per record."""
     records = _ordered(state, claim)
@@ -259,15 +278,17 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
     if first_entry.record.log_tail and first_entry.record.verdict is Verdict.ERROR:
         whole += nodes.literal_block(first_entry.record.log_tail, first_entry.record.log_tail, classes=["tc-log"])
     body: list[nodes.Node] = [whole]
-    rows, ids, anchored = [], [], {first.backend}
+    rows, ids, anchored, landings = [], [], {first.backend}, []
     for entry, cell in records:
         download = download_for(entry)
         where = nodes.paragraph()
         where += nodes.strong("", state.grid.column(entry.backend).header(entry.version))
         where += nodes.Text(f" {entry.record.date}, {origin_text(entry)}")
+        anchors = []
         if entry.backend not in anchored:  # where a link to the backend's evidence lands
             anchored.add(entry.backend)
-            where.insert(0, nodes.inline(ids=[evidence_anchor(claim.id, entry.backend)]))
+            anchors.append(evidence_anchor(claim.id, entry.backend))
+            where.insert(0, nodes.inline(ids=anchors[:]))
             where.extend(
                 nodes.Text(n) if isinstance(n, str) else n for n in scope_words(claim, entry.backend)
             )  # once per backend
@@ -304,6 +325,8 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
             if cell is not None and entry is not first_entry
             else []
         )
+        if anchors or ids[-1]:
+            landings.append((anchors + ids[-1], entry, root + download.json))
     runs = table(
         ["Run", "Verdict and reason", f"What differs from the {label} run", "Download"],
         rows,
@@ -311,8 +334,12 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
         caption="Every record of this claim, by backend and version",
         row_ids=ids,
     )
-    note = f"Every record of this claim, by backend and version ({len(records)}), loads here when this block opens."
-    body.append(later(f"claim-{claim.id}--runs", [runs], note))  # most of a topic page's weight: loaded on demand
+    note = (
+        f"Every record of this claim, by backend and version ({len(records)}), loads here when this block opens; "
+        "each record in full:"
+    )
+    # most of a topic page's weight: loaded on demand, its anchors in the page
+    body.append(later(f"claim-{claim.id}--runs", [runs], note, _landings(state, landings)))
     backends = len({e.backend for e, _ in records})
     summary = [
         f"Evidence: {len(records)} record{'s' if len(records) > 1 else ''} "

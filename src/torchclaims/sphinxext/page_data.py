@@ -16,6 +16,12 @@ the page is written, every such part goes to the page's one data file,
 ``_static/data/page-<page>.js``, keyed as the directive named it; an HTML part
 leaves a placeholder saying what loads there, which the script fills when the
 folded block holding it opens or a link lands inside it.
+
+An HTML part may bring a ``stand_in`` (docutils nodes too): it stays in the
+placeholder, so that every anchor of the part is in the page without JavaScript
+(with a static link to what the part shows, say). The page warns about an
+anchor a link could name (``claim-…``, links.py) that its part holds and its
+stand-in does not: such a link would land at the top of the page.
 """
 
 from __future__ import annotations
@@ -30,11 +36,14 @@ from sphinx.application import Sphinx
 from ..evidence.records import write_if_changed
 from .links import raw_html, slug
 from .safe_html import Html
+from .state import warn
 
 GLOBAL = "tcPageData"  # torchclaims.js reads the same name
 DATA_DIR = "_static/data"  # in the html output: a file per page with parts written beside it
 # The marks around a part in the written page: the translator escapes every text, so no record can write one.
 _PART = re.compile(r"<!--tc-later (html|json) ([A-Za-z0-9_-]+)-->(.*?)<!--/tc-later-->", re.S)
+_FALLBACK = re.compile(r"<!--tc-fallback-->(.*?)<!--/tc-fallback-->", re.S)
+_ID = re.compile(r'\sid="([^"]+)"')
 
 
 def data_script(name: str, payload) -> str:
@@ -61,9 +70,14 @@ class deferred(nodes.General, nodes.Element):  # noqa: N801 (docutils node namin
     """A part of a page written beside it: ``key`` names it in the page's data file."""
 
 
-def later(key: str, children: list[nodes.Node], note: str) -> deferred:
-    """``children`` out of the page, into its data file; ``note`` (what loads there) stands in their place."""
-    return deferred("", *children, key=key, format="html", note=note)
+class fallback(nodes.General, nodes.Element):  # noqa: N801
+    """What a part's placeholder holds besides its note: the part's anchors, for a page read without scripts."""
+
+
+def later(key: str, children: list[nodes.Node], note: str, stand_in: list[nodes.Node] = ()) -> deferred:
+    """``children`` out of the page, into its data file; ``note`` (what loads there) and ``stand_in``
+    stand in their place."""
+    return deferred("", *children, *([fallback("", *stand_in)] if stand_in else []), key=key, format="html", note=note)
 
 
 def later_data(key: str, payload) -> deferred:
@@ -83,10 +97,27 @@ def _depart(self, node: deferred) -> None:
     self.body.append("<!--/tc-later-->")
 
 
-def _placeholder(pagename: str, key: str, note: str) -> Html:
-    return Html('<div class="tc-later" data-tc-later="{}" data-tc-src="{}" data-tc-key="{}"><p>{}</p></div>').format(
-        data_name(pagename), data_src(pagename), key, note
+def _visit_fallback(self, node: fallback) -> None:
+    self.body.append("<!--tc-fallback-->")
+
+
+def _depart_fallback(self, node: fallback) -> None:
+    self.body.append("<!--/tc-fallback-->")
+
+
+def _placeholder(pagename: str, key: str, note: str, stand_in: str) -> Html:
+    return Html('<div class="tc-later" data-tc-later="{}" data-tc-src="{}" data-tc-key="{}"><p>{}</p>{}</div>').format(
+        data_name(pagename),
+        data_src(pagename),
+        key,
+        note,
+        Html(stand_in),  # trusted: markup the translator wrote, every text in it escaped
     )
+
+
+def _unreachable(part: str, stand_in: str) -> list[str]:
+    """Anchors a link could name that are in ``part`` and not in the page beside it."""
+    return sorted({a for a in _ID.findall(part) if a.startswith("claim-")} - set(_ID.findall(stand_in)))
 
 
 def write_parts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -101,8 +132,19 @@ def write_parts(app: Sphinx, pagename: str, templatename: str, context: dict, do
 
     def cut(match: re.Match) -> str:
         kind, key, text = match.groups()
-        parts[key] = json.loads(text) if kind == "json" else text
-        return "" if kind == "json" else _placeholder(pagename, key, notes.get(key, ""))
+        if kind == "json":
+            parts[key] = json.loads(text)
+            return ""
+        stand_in = "".join(_FALLBACK.findall(text))
+        parts[key] = _FALLBACK.sub("", text)
+        missing = _unreachable(parts[key], stand_in)
+        if missing:
+            warn(
+                f"page {pagename}: {len(missing)} anchor(s) of part {key} exist only once a script loads it "
+                f"(a link there lands at the top of the page without JavaScript): {', '.join(missing[:5])}",
+                "page-data",
+            )
+        return _placeholder(pagename, key, notes.get(key, ""), stand_in)
 
     context["body"] = _PART.sub(cut, body)
     write_data_script(path, data_name(pagename), parts)
@@ -112,7 +154,13 @@ def _pass(self, node) -> None:
     pass
 
 
+def _skip(self, node) -> None:
+    raise nodes.SkipNode
+
+
 def setup_page_data(app: Sphinx) -> None:
     others = {builder: (_pass, _pass) for builder in ("text", "latex", "man", "texinfo")}  # a part is in place there
     app.add_node(deferred, html=(_visit, _depart), **others)
+    # elsewhere the part itself is in place: its stand-in would say it twice
+    app.add_node(fallback, html=(_visit_fallback, _depart_fallback), **dict.fromkeys(others, (_skip, None)))
     app.connect("html-page-context", write_parts)

@@ -147,6 +147,9 @@ const tcOpenTarget = () => {
     if (id && document.querySelector(".tc-later")) tcFillAll().then(() => { if (document.getElementById(id)) tcOpenTarget(); });
     return;
   }
+  // The anchor is in a placeholder's static stand-in: land there now, and on the part's own row once it loads.
+  const holder = target.closest(".tc-later");
+  if (holder) tcFill(holder).then(() => { const loaded = document.getElementById(id); if (loaded && loaded !== target) tcOpenTarget(); });
   for (let el = target; el; el = el.parentElement) {
     if (el.tagName === "DETAILS") el.open = true;
   }
