@@ -41,6 +41,7 @@ from ..errors import InvalidFileError, TorchclaimsError
 from ..evidence.judging import judgement_problems
 from ..evidence.records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
 from ..fileio import locked
+from ..project import DEFAULTS
 from . import _child, runtimes, sandbox
 from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cold_cache_env, kept_when_cold, shared_cache_links
 from .folders import remove_tree
@@ -188,7 +189,7 @@ class Runner:
             self._preload = less
             self._ctx.set_forkserver_preload(less)
 
-    def probe(self, timeout: float = 300.0) -> Probe:
+    def probe(self, timeout: float = DEFAULTS.timeout_s) -> Probe:
         """Resolve the backend and fingerprint the environment in a child."""
         receiver, sender = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(target=_child.probe, args=(self.backend, self.env, sender), daemon=True)

@@ -37,6 +37,7 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.matching import get_matching_files
 
+from ..project import Folders
 from .links import slug
 from .state import get_state, warn
 
@@ -51,8 +52,8 @@ def _inputs(root: Path, example: Path) -> list[Path]:
     return [
         example,
         *sorted(CHECK_CODE.glob("*.py")),
-        *sorted((root / "claims").glob("*.toml")),
-        *sorted((root / "results").glob("*.json")),
+        *sorted(Folders(root).claims.glob("*.toml")),
+        *sorted(Folders(root).results.glob("*.json")),
     ]
 
 

@@ -22,6 +22,7 @@ from ..claims import Claim, ClaimSet
 from ..evidence.freshness import stale_reason
 from ..evidence.records import Environment, Verdict
 from ..evidence.store import Entry, Store, version_label
+from ..project import DEFAULTS
 
 NOT_RUN = "notrun"
 ATTRIBUTED = "attributed"
@@ -128,7 +129,7 @@ class Grid:
     claims: ClaimSet
     store: Store
     script_sha: dict[str, str] = field(default_factory=dict)
-    max_age_days: float = 90.0
+    max_age_days: float = DEFAULTS.max_age_days
 
     @cached_property
     def columns(self) -> list[Column]:
