@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..evidence.records import write_if_changed
+from ..fileio import write_if_changed
 from . import check_step
 from .html_report import render
 from .target import load_target

@@ -31,11 +31,12 @@ from pathlib import Path
 from .. import limits
 from ..backends import registered_backends
 from ..claims import Claim
+from ..fileio import replace_file
 from ..project import Folders
 from .judging import dated_in_future
 from .memo import PACKAGE_DIR, code_digest
 from .provenance import git_output, shallow_boundary
-from .records import Environment, ResultRecord, record_key, replace_file
+from .records import Environment, ResultRecord, record_key
 from .store import Store
 
 STORE_MEMO = "torchclaims-store.pickle"
