@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
+from ..history.releases import label_key
+
 SHOW_WIDTH = 120  # show's table fits a terminal this wide; more columns go on in another block below
 CELL = 9  # a verdict word and a trust mark, and a space
 SHORT = {"holds": "holds", "refuted": "refuted", "unverified": "unverif", "error": "error"}
-
-
-def column_key(column: str) -> tuple:
-    """'cpu · torch 2.10.0' after 'cpu · torch 2.9.0': versions compare as versions
-    (packaging.version); a string that is no version sorts after them, as text."""
-    from packaging.version import InvalidVersion, Version
-
-    group, _, version = column.rpartition(" ")
-    try:
-        return (group, 0, Version(version), "")
-    except InvalidVersion:
-        return (group, 1, None, version)
 
 
 def column_blocks(columns: list[str], per_block: int) -> list[list[str]]:
@@ -42,7 +32,7 @@ def matrix_lines(claims, store) -> list[str]:
     from ..evidence.provenance import Trust
 
     mark = {Trust.BY_HAND: "*", Trust.ATTESTED: "+"}
-    columns = sorted(store.columns(), key=column_key)
+    columns = sorted(store.columns(), key=label_key)
     width = min(max([len(c) for c in claims.claims] + [5]), 40)
     per_block = max(2, (SHOW_WIDTH - width - 2) // CELL)  # two: a group label always has room
     rows = sorted(claims.claims.items())
