@@ -20,6 +20,7 @@ GALLERY = "gallery"  # the claims' scripts
 RESULTS = "results"  # committed results files
 BUILD = "_build"  # everything a run or a build writes
 FOLDER_NAMES = (CLAIMS, GALLERY, RESULTS, BUILD)
+IN_GALLERY = f"{GALLERY}/"  # how a script's path starts, as claims and records give it
 # Places beneath the build folder, as text: defaults of options and of settings given as text.
 RECORDS_DIR = f"{BUILD}/records"  # the per-claim records of this machine's runs, one folder per backend
 RUN_RESULTS_DIR = f"{BUILD}/results"  # where verify writes its results file unless told otherwise

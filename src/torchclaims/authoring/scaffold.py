@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..claims import CLAIM_ID
 from ..errors import UsageError
-from ..project import Folders
+from ..project import IN_GALLERY, Folders
 from ..topics import TOPICS
 
 
@@ -24,7 +24,7 @@ def scaffold(root: Path, claim_id: str, topic: str = "device-switch") -> list[Pa
         )
     if topic not in TOPICS:
         raise UsageError(f"unknown topic {topic!r}; choose one of {', '.join(TOPICS)}")
-    script = f"gallery/{claim_id.replace('-', '_')}.py"
+    script = f"{IN_GALLERY}{claim_id.replace('-', '_')}.py"
     record_path, script_path = Folders(root).claims / f"{claim_id}.toml", root / script
     for path in (record_path, script_path):
         if path.exists():

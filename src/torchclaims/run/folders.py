@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import subprocess
 
+REMOVE_TIMEOUT_S = 600  # rm -rf of one tree
+
 
 def remove_tree(path: str | os.PathLike) -> None:
     """Remove ``path`` and everything below it; what cannot be removed is left, never raised."""
     if not os.path.lexists(path):
         return
     try:
-        subprocess.run(["rm", "-rf", "--", os.fspath(path)], capture_output=True, timeout=600, check=False)
+        subprocess.run(["rm", "-rf", "--", os.fspath(path)], capture_output=True, timeout=REMOVE_TIMEOUT_S, check=False)
     except (OSError, subprocess.SubprocessError):
         pass  # left behind, as rmtree's ignore_errors would leave it

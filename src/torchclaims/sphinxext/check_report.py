@@ -43,7 +43,7 @@ from .state import get_state, warn
 
 CHECK_CODE = Path(__file__).resolve().parent.parent / "check"
 OUT_DIR = "_static/check"
-TIMEOUT_S = 600
+REPORT_TIMEOUT_S = 600  # one page's `torchclaims check` run
 # The directive as pages write it (MyST fence or colon fence, reStructuredText): its argument.
 _WRITTEN = re.compile(r"^\s*(?:`{3,}|:{3,})\{check-report\}\s+(\S+)|^\s*\.\.\s+check-report::\s+(\S+)", re.M)
 
@@ -116,11 +116,11 @@ def _start(root: Path, report: _Report) -> subprocess.Popen:
 def _finish(report: _Report, process: subprocess.Popen) -> str:
     """Wait for a report's process; what went wrong, or ""."""
     try:
-        process.wait(timeout=TIMEOUT_S)
+        process.wait(timeout=REPORT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-        return f"it took longer than {TIMEOUT_S} s"
+        return f"it took longer than {REPORT_TIMEOUT_S} s"
     if process.returncode != 0:
         lines = report.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
         return (lines or [f"exit code {process.returncode}"])[-1][:300]
