@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from torchclaims import __version__  # noqa: E402
+from torchclaims.project import BUILD, CLAIMS, DEFAULTS, GALLERY, PUBLISH_DIR, RESULTS, TIMEOUT_VAR  # noqa: E402
 
 project = "torchclaims"
 author = "torchclaims contributors"
@@ -29,15 +30,15 @@ root_doc = "index"
 # conf.py sits at the repository root: prune the walk and allow-list the pages.
 # docs/upgrades/: pages earlier builds generated there (upgrades are sections of docs/upgrades.md now).
 exclude_patterns = [
-    "_build",
+    BUILD,
     ".*",
     "**/.*",
     "venv",
     "node_modules",
-    "gallery",
-    "claims",
+    GALLERY,
+    CLAIMS,
     "tests",
-    "results",
+    RESULTS,
     "src",
     "docs/upgrades/**",
 ]
@@ -52,7 +53,7 @@ html_use_index = False  # no page has index entries: a General Index would be an
 # own process beforehand (see torchclaims.sphinxext.state), so the pattern that
 # selects scripts for in-process execution matches nothing.
 sphinx_gallery_conf = {
-    "examples_dirs": ["gallery"],
+    "examples_dirs": [GALLERY],
     "gallery_dirs": ["docs/auto_gallery"],
     "filename_pattern": r"(?!)",
     "ignore_pattern": r"^_",  # matched against the file name: helper modules
@@ -67,13 +68,13 @@ sphinx_gallery_conf = {
 # Passed on as text: the extension checks each value and names the variable
 # when one is not a valid number or flag.
 torchclaims_backend = os.environ.get("TORCHCLAIMS_BACKEND", "cpu")
-torchclaims_timeout = os.environ.get("TORCHCLAIMS_TIMEOUT", "300")
+torchclaims_timeout = os.environ.get(TIMEOUT_VAR, str(DEFAULTS.timeout_s))
 torchclaims_parallel = os.environ.get("TORCHCLAIMS_JOBS", str(os.cpu_count() or 1))
 torchclaims_force = os.environ.get("TORCHCLAIMS_FORCE", "0")
 torchclaims_execute = os.environ.get("TORCHCLAIMS_EXECUTE", "1")
-torchclaims_max_age_days = os.environ.get("TORCHCLAIMS_MAX_AGE_DAYS", "90")
+torchclaims_max_age_days = os.environ.get("TORCHCLAIMS_MAX_AGE_DAYS", str(DEFAULTS.max_age_days))
 # OWNER/REPO: verify the results files' attestations with gh (the publish workflow sets it).
 torchclaims_verify_attestations = os.environ.get("TORCHCLAIMS_VERIFY_ATTESTATIONS", "")
 # nox -s docs builds into _build/sphinx; the extension then publishes the site
 # into this folder without doctrees, sources or build information.
-torchclaims_publish_dir = os.environ.get("TORCHCLAIMS_PUBLISH_DIR", "_build/html")
+torchclaims_publish_dir = os.environ.get("TORCHCLAIMS_PUBLISH_DIR", PUBLISH_DIR)

@@ -238,3 +238,23 @@ def test_the_check_your_model_line_leads_to_the_check_page_where_the_site_has_on
     assert line.astext().startswith("Check your own model: torchclaims check lists the operators")
     assert [ref["reftarget"] for ref in line.findall(addnodes.pending_xref)] == ["/docs/check"]
     assert check_your_model(SimpleNamespace(found_docs=set())) == []
+
+
+def test_the_versions_that_ran_on_the_hardware_are_in_release_order(tmp_path):
+    def neuron(version: str):
+        return make_environment(
+            backend="neuron",
+            device="neuron:0",
+            device_name="Trainium2",
+            torch="2.14.0",
+            packages={"torch": "2.14.0", "torch-neuronx": version},
+        )
+
+    versions = ("2.9.0", "2.10.0rc1", "2.10.0")
+    claims = {f"claim-{i}": {"about": ["neuron"]} for i in range(len(versions))}
+    entries = [
+        Entry(make_record(f"claim-{i}", environment=neuron(v)), f"neuron-{i}.json") for i, v in enumerate(versions)
+    ]
+    summary = summarize(grid_of(tmp_path, claims, entries), "neuron")
+    # as text, 2.10 would come before 2.9 and the release candidate after its release
+    assert summary.versions() == [f"torch-neuronx {v}" for v in versions]

@@ -60,7 +60,7 @@ def test_script_inputs_leave_out_what_is_not_imported(project):
     inputs = script_inputs(project / "gallery" / "a_claim.py", project)
     assert "gallery/_unused.py" not in inputs
     assert "gallery/other_claim.py" not in inputs
-    assert "torchclaims/cli.py" not in inputs
+    assert "torchclaims/cli/__init__.py" not in inputs
     assert not any("torch/" in name and not name.startswith("torchclaims/") for name in inputs)
 
 

@@ -76,10 +76,11 @@ def test_cells_say_not_run_attributed_and_target_and_totals_never_count_them_as_
 
 
 def test_versions_sort_as_numbers():
-    from torchclaims.sphinxext.grid import _version_key
+    from torchclaims.history.releases import label_key
 
-    assert sorted(["torch 2.9.0", "torch 2.13.0", "torch 2.10.1"], key=_version_key, reverse=True) == [
+    assert sorted(["torch 2.9.0", "torch 2.13.0", "torch 2.10.1", "torch 2.13.0rc1"], key=label_key, reverse=True) == [
         "torch 2.13.0",
+        "torch 2.13.0rc1",
         "torch 2.10.1",
         "torch 2.9.0",
     ]

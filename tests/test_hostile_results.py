@@ -580,8 +580,8 @@ def test_with_backend_auto_a_record_without_its_figures_is_left_out_and_named(tm
 
     from kb import write_claim as write_kb_claim
     from torchclaims.claims import load_claims as load
-    from torchclaims.cli import FiguresKept
     from torchclaims.run.execution import Settings
+    from torchclaims.run.figures_kept import FiguresKept
 
     write_kb_claim(tmp_path, "kb-figure", "figure")
     write_kb_claim(tmp_path, "kb-holds", "holds")

@@ -15,6 +15,7 @@ ORDER = [
     "limits",
     "fileio",
     "config",
+    "project",
     "backends",
     "topics",
     "claims",

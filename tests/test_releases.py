@@ -8,7 +8,7 @@ import pytest
 
 from factories import make_environment
 from torchclaims.errors import InvalidFileError
-from torchclaims.history.releases import Series, load_releases, read_constraints, version_key
+from torchclaims.history.releases import Series, label_key, load_releases, read_constraints, version_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,6 +68,16 @@ def test_versions_sort_as_numbers():
         "2.9.0.post1",
         "2.10.0rc1",
         "2.10.0",
+    ]
+
+
+def test_labels_sort_by_their_name_then_as_versions():
+    labels = ["cpu · torch 2.10.0", "xla · torch_xla 2.9.0", "cpu · torch 2.9.0+cpu", "cpu · torch 2.10.0rc1"]
+    assert sorted(labels, key=label_key) == [
+        "cpu · torch 2.9.0+cpu",
+        "cpu · torch 2.10.0rc1",
+        "cpu · torch 2.10.0",
+        "xla · torch_xla 2.9.0",
     ]
 
 

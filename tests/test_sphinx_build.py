@@ -192,7 +192,7 @@ def test_a_verdict_in_prose_names_its_backend_device_and_scope(site):
     text = html(root, "docs/figures")
     assert re.search(
         r"On xla the claim ✘ refuted submitted by hand, not reproduced — "
-        r"xla · [^·]+ · torch_xla 2\.9\.0 \(torch 2\.9\.0\), \S+, xla-run\.json, xla box "
+        r"xla · [^·]+ · torch_xla 2\.9\.0 \(torch 2\.9\.0\), \S+, xla-run\.json, labelled “xla box” "
         r"\(outside the scope of the claim: says nothing about the CPU\)",
         text,
     )
@@ -234,7 +234,7 @@ def test_matrix_merges_the_committed_results_file(site):
     assert '<th scope="col" data-backend="xla"' in raw and '<th scope="row">' in raw and "<caption>" in raw
     topic = html(root, "docs/topic")
     assert re.search(
-        r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted submitted by hand, not reproduced \S+, xla-run\.json, xla box",
+        r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted submitted by hand, not reproduced \S+, xla-run\.json, labelled “xla box”",
         topic,
     )
     raw = read_page(root / "_build" / "html" / "docs" / "topic.html")

@@ -6,8 +6,9 @@ only from units listed before it (``tests/test_layout.py`` holds the order):
 - foundation: :mod:`.errors` (one error hierarchy, exit codes), :mod:`.text_safety` (what text
   from data may hold where it is shown), :mod:`.limits`
   (every size and time bound), :mod:`.fileio` (bounded, atomic file reading
-  and writing), :mod:`.config` (settings given as text), :mod:`.backends` (one
-  descriptor per device backend);
+  and writing), :mod:`.config` (settings given as text), :mod:`.project` (the
+  project's folders and the defaults every entry point shares), :mod:`.backends`
+  (one descriptor per device backend);
 - :mod:`.topics` and :mod:`.claims`: the claim model, read from ``claims/*.toml``;
 - :mod:`.evidence`: result records, results files, the store, and the trust
   checks on them;

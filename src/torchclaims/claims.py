@@ -31,6 +31,7 @@ from . import limits
 from .backends import BACKEND_NAMES
 from .errors import InvalidFileError, Problem, problems_from_validation
 from .fileio import decode_utf8, leaves, read_bytes
+from .project import IN_GALLERY
 from .topics import TOPICS
 
 CLAIM_ID = r"^[a-z0-9]+(-[a-z0-9]+)*$"
@@ -307,7 +308,7 @@ class Claim(BaseModel):
             raise ValueError('an executable claim needs `script = "gallery/<name>.py"`')
         if kind is ClaimKind.ATTRIBUTED and script is not None:
             raise ValueError("an attributed claim carries no verdict, so it must not name a script")
-        if script is not None and not re.fullmatch(r"gallery/[a-z0-9_]+\.py", script):
+        if script is not None and not re.fullmatch(re.escape(IN_GALLERY) + r"[a-z0-9_]+\.py", script):
             raise ValueError("expected a path like gallery/<snake_case_name>.py")
         return script
 

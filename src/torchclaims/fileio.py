@@ -1,4 +1,5 @@
-"""Reading untrusted files within bounds and within the repository, digests, naming files after data, and locking.
+"""Reading untrusted files within bounds and within the repository, writing files atomically, digests,
+naming files after data, and locking.
 
 Every failure is an InvalidFileError naming the file, so callers report it and
 carry on; nothing here lets a malformed file raise anything else.
@@ -11,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -132,3 +134,44 @@ def locked(directory: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def made_from(key_file: Path, key: str, outputs: list[Path]) -> bool:
+    """Whether every one of ``outputs`` exists and was written from what ``key``
+    digests (their writer stores the key in ``key_file`` after writing them)."""
+    try:
+        return key_file.read_text(encoding="utf-8") == key and all(path.is_file() for path in outputs)
+    except OSError:
+        return False
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Atomically replace ``path`` with ``text`` unless it already holds it."""
+    data = text.encode("utf-8")
+    try:
+        if path.read_bytes() == data:
+            return False
+    except OSError:
+        pass  # absent or unreadable: replaced below
+    replace_file(path, data)
+    return True
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Atomically replace ``path`` with ``data``: a reader sees the old file or the new one, never part of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes files private; readers (web servers) need access
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -15,6 +15,7 @@ from .. import limits
 from ..claims import Claim, ClaimSet
 from ..errors import InvalidFileError, Problem
 from ..fileio import decode_utf8, read_bytes
+from ..project import IN_GALLERY
 
 BREAKING_TESTS = "tests/test_breaking_checks.py"  # relative to the project's root
 RUNNER = "run_gallery"  # the helper a breaking test runs a script through (tests/breaking.py)
@@ -42,7 +43,7 @@ def scripts_broken_in(path: Path) -> set[str]:
 
 def broken(claims: list[Claim], scripts: set[str]) -> set[str]:
     """Ids of the claims whose script is among ``scripts``."""
-    return {c.id for c in claims if c.script.removeprefix("gallery/").removesuffix(".py") in scripts}
+    return {c.id for c in claims if c.script.removeprefix(IN_GALLERY).removesuffix(".py") in scripts}
 
 
 def explained(claims: list[Claim]) -> set[str]:

@@ -12,11 +12,12 @@ from pathlib import Path
 
 from ..claims import load_claims
 from ..errors import Problem
+from ..project import GALLERY, Folders
 from .breaking_tests import inventory_problems
 from .formatting import check_formatting
 from .lint import cross_check
 
-SCRIPTS = "gallery"  # the claim scripts: the part of nox -s lint's ruff paths that a claim adds to
+SCRIPTS = GALLERY  # the claim scripts: the part of nox -s lint's ruff paths that a claim adds to
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Review:
 
 
 def review(root: Path) -> Review:
-    claims = load_claims(root / "claims")
+    claims = load_claims(Folders(root).claims)
     problems = claims.problems + cross_check(root, claims) + inventory_problems(root, claims)
     formatting = check_formatting(root, [SCRIPTS] if (root / SCRIPTS).is_dir() else [])
     return Review(problems + formatting.problems, formatting.unchecked)

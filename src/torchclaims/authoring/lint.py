@@ -19,6 +19,7 @@ from ..claims import Claim, ClaimSet, Relation, load_claims
 from ..errors import InvalidFileError, Problem
 from ..evidence.memo import ContentMemo, code_digest
 from ..fileio import decode_utf8, read_bytes
+from ..project import CLAIMS, Folders
 from .fixed_judgements import fixed_judgements
 from .gallery_text import script_markup_problems
 
@@ -445,7 +446,7 @@ def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -
         for other in claim.see_also:
             if other not in claims.claims:
                 problems.append(Problem(path, "see_also", f"no claim with id {other!r}"))
-    gallery = root / "gallery"
+    gallery = Folders(root).gallery
     for script in sorted(gallery.glob("*.py")) if gallery.is_dir() else []:
         rel = script.relative_to(root).as_posix()
         if script.name.startswith("_"):  # a helper module shared by scripts
@@ -489,7 +490,7 @@ def script_title(path: Path) -> str | None:
     return docstring.splitlines()[0].strip() if docstring else None
 
 
-def lint(root: Path, claims_dir: str = "claims") -> list[Problem]:
+def lint(root: Path, claims_dir: str = CLAIMS) -> list[Problem]:
     """Every problem in the knowledge base under ``root``."""
     claims = load_claims(root / claims_dir)
     return claims.problems + cross_check(root, claims)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..claims import CLAIM_ID
 from ..errors import UsageError
+from ..project import IN_GALLERY, Folders
 from ..topics import TOPICS
 
 
@@ -23,8 +24,8 @@ def scaffold(root: Path, claim_id: str, topic: str = "device-switch") -> list[Pa
         )
     if topic not in TOPICS:
         raise UsageError(f"unknown topic {topic!r}; choose one of {', '.join(TOPICS)}")
-    script = f"gallery/{claim_id.replace('-', '_')}.py"
-    record_path, script_path = root / "claims" / f"{claim_id}.toml", root / script
+    script = f"{IN_GALLERY}{claim_id.replace('-', '_')}.py"
+    record_path, script_path = Folders(root).claims / f"{claim_id}.toml", root / script
     for path in (record_path, script_path):
         if path.exists():
             raise UsageError(f"{path.relative_to(root)} already exists; pick another id or edit the existing claim")

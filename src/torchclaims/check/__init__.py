@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..backends import BACKEND_NAMES
 from ..errors import UsageError
+from ..project import Folders
 from .knowledge import load_knowledge
 from .links import Links, site_base
 from .lookup import look_up
@@ -43,7 +44,7 @@ def default_root(given: str | Path | None = None) -> Path:
     """The knowledge base: ``given``, else the current folder or the checkout this package runs from."""
     candidates = [Path(given)] if given is not None else [Path.cwd(), Path(__file__).resolve().parents[3]]
     for root in candidates:
-        if (root / "claims").is_dir() and (root / "results").is_dir():
+        if Folders(root).claims.is_dir() and Folders(root).results.is_dir():
             return root.resolve()
     raise UsageError(
         f"no claims/ and results/ in {', '.join(map(str, candidates))}: give --root, a torchclaims checkout"

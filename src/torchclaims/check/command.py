@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..backends import resolve_backend
 from ..config import site_url
-from ..evidence.records import write_if_changed
+from ..fileio import write_if_changed
 from . import check_target, default_root
 from .device_run import run_on_backend
 from .html_report import render

@@ -19,6 +19,7 @@ from ..evidence.admission import Admission
 from ..evidence.coverage_table import SweepTable
 from ..evidence.records import ResultRecord
 from ..evidence.store import Entry, load_store
+from ..project import Folders
 
 OPERATOR_TABLE, ARCHITECTURE_TABLE = "operators", "architectures"  # SweepTable.name of each sweep
 
@@ -66,10 +67,10 @@ def _table(record: ResultRecord, name: str) -> SweepTable | None:
 
 def load_knowledge(root: Path) -> Knowledge:
     """Every column of the committed results under ``root`` (claims/ and results/)."""
-    if not (root / "claims").is_dir() or not (root / "results").is_dir():
+    if not Folders(root).claims.is_dir() or not Folders(root).results.is_dir():
         raise UsageError(f"{root} holds no claims/ and results/: point --root at a torchclaims checkout")
-    claims = load_claims(root / "claims")
-    store = load_store({}, None, root / "results", admission=Admission.for_project(root, claims.claims))
+    claims = load_claims(Folders(root).claims)
+    store = load_store({}, None, Folders(root).results, admission=Admission.for_project(root, claims.claims))
     columns: dict[str, Column] = {}
     for claim_id, claim in sorted(claims.claims.items()):
         for label, entry in sorted(store.latest_by_column(claim_id).items()):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..evidence.records import write_if_changed
+from ..fileio import write_if_changed
 from . import check_target
 from .html_report import render
 from .terminal import summary

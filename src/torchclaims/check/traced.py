@@ -24,6 +24,7 @@ from pathlib import Path
 from ..claims import Trigger
 from ..errors import UsageError
 from ..evidence.records import ResultRecord, Verdict
+from ..project import DEFAULTS
 from ..run.runner import Runner
 from .isolated import absolute, run_step_script
 from .model_errors import ModelError
@@ -31,7 +32,6 @@ from .recorder import BACKWARD, FORWARD, UsedOperator
 
 TRACE_SCRIPT = Path(__file__).resolve().with_name("trace_script.py")
 CLAIM_ID = "check-trace"
-TIMEOUT_S = 600.0
 # The record's checks and measurements, as trace_script writes them.
 RUNS, TRACED = "the target loads and its step runs", "one step traced on the CPU"
 MODEL_TYPE, OPERATOR = "model type", "operator"
@@ -50,7 +50,7 @@ class Traced:
     sandbox: str  # the record's: how the model's code was confined
 
 
-def trace(target: str, timeout: float = TIMEOUT_S) -> Traced:
+def trace(target: str, timeout: float = DEFAULTS.check_timeout_s) -> Traced:
     """Import, build and trace ``target`` in the isolated runner: UsageError for a mistake in naming it,
     ModelError where the model could not run or said something a trace never says."""
     env = {

@@ -31,6 +31,8 @@ from ..limits import KIB, RecordName
 from .provenance import WORKFLOW, Provenance
 from .records import now
 
+GH_TIMEOUT_S = 300  # one gh command (it downloads the attestation bundle)
+
 ATTESTATION_FORMAT = "torchclaims-attestation"
 SIGNER_WORKFLOW = ".github/workflows/accelerators.yml"
 _RUN_URL = re.compile(r"^https://github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/actions/runs/(\d+)(/attempts/\d+)?$")
@@ -82,7 +84,7 @@ def verify_with_gh(path: Path, repository: str) -> Attestation:
         "json",
     ]
     try:
-        run = subprocess.run([gh, *command[1:]], capture_output=True, text=True, timeout=300)
+        run = subprocess.run([gh, *command[1:]], capture_output=True, text=True, timeout=GH_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InvalidFileError([Problem(path, "attestation", f"gh attestation verify could not run: {exc}")]) from None
     if run.returncode != 0:

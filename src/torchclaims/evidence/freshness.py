@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ..errors import InvalidFileError
+from ..project import IN_GALLERY
 from .records import ResultRecord
 from .results import read_results
 
@@ -52,7 +53,7 @@ def outdated_results(root: Path, results_dir: Path) -> dict[str, list[str]]:
         except InvalidFileError:
             continue
         for record in results.records:
-            used = {name: sha for name, sha in record.inputs.items() if name.startswith("gallery/")}
+            used = {name: sha for name, sha in record.inputs.items() if name.startswith(IN_GALLERY)}
             used[record.script.path] = record.script.sha256
             if any(current(name) not in (None, sha) for name, sha in used.items()):
                 outdated.setdefault(path.name, []).append(record.claim_id)

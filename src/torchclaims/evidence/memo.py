@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import InvalidFileError
-from ..fileio import read_json
-from .records import write_if_changed
+from ..fileio import read_json, write_if_changed
 
 T = TypeVar("T")
 MAX_FILE_BYTES = 8 * 1024 * 1024

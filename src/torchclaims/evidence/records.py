@@ -8,8 +8,6 @@ Sphinx's dependency tracking sees a new mtime exactly when the evidence moved.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
@@ -19,7 +17,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 
 from .. import limits
 from ..errors import InvalidFileError, Problem, problems_from_validation
-from ..fileio import file_sha256, read_json
+from ..fileio import file_sha256, read_json, write_if_changed
 from ..limits import BackendName, ClaimId, RecordName, RecordText
 from .coverage_table import SweepTable
 
@@ -218,47 +216,6 @@ class ResultRecord(BaseModel):
 
 def now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
-
-
-def made_from(key_file: Path, key: str, outputs: list[Path]) -> bool:
-    """Whether every one of ``outputs`` exists and was written from what ``key``
-    digests (their writer stores the key in ``key_file`` after writing them)."""
-    try:
-        return key_file.read_text(encoding="utf-8") == key and all(path.is_file() for path in outputs)
-    except OSError:
-        return False
-
-
-def write_if_changed(path: Path, text: str) -> bool:
-    """Atomically replace ``path`` with ``text`` unless it already holds it."""
-    data = text.encode("utf-8")
-    try:
-        if path.read_bytes() == data:
-            return False
-    except OSError:
-        pass  # absent or unreadable: replaced below
-    replace_file(path, data)
-    return True
-
-
-def replace_file(path: Path, data: bytes) -> None:
-    """Atomically replace ``path`` with ``data``: a reader sees the old file or the new one, never part of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes files private; readers (web servers) need access
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def record_json(record: ResultRecord) -> str:

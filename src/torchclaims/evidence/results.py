@@ -16,10 +16,10 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 
 from .. import limits
 from ..errors import InvalidFileError, Problem
-from ..fileio import confined, safe_name
+from ..fileio import confined, safe_name, write_if_changed
 from ..limits import RecordLabel
 from .provenance import Provenance
-from .records import Environment, ResultRecord, load_versioned_json, now, write_if_changed
+from .records import Environment, ResultRecord, load_versioned_json, now
 
 RESULTS_FORMAT = "torchclaims-results"
 RESULTS_SCHEMA_VERSION = 2

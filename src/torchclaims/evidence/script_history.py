@@ -16,12 +16,13 @@ import subprocess
 from pathlib import Path
 
 from ..fileio import file_sha256, leaves
+from ..project import GALLERY
 
 
 class ScriptHistory:
     """sha256 of every known version of the scripts under ``root``, loaded lazily."""
 
-    def __init__(self, root: Path, directories: tuple[str, ...] = ("gallery",)):
+    def __init__(self, root: Path, directories: tuple[str, ...] = (GALLERY,)):
         self.root = root
         self.directories = directories
         self._versions: dict[str, set[str]] | None = None

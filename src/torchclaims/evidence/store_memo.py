@@ -31,10 +31,12 @@ from pathlib import Path
 from .. import limits
 from ..backends import registered_backends
 from ..claims import Claim
+from ..fileio import replace_file
+from ..project import Folders
 from .judging import dated_in_future
 from .memo import PACKAGE_DIR, code_digest
 from .provenance import git_output, shallow_boundary
-from .records import Environment, ResultRecord, record_key, replace_file
+from .records import Environment, ResultRecord, record_key
 from .store import Store
 
 STORE_MEMO = "torchclaims-store.pickle"
@@ -67,7 +69,7 @@ def store_digest(
         part(f"record {claim_id}", record_key(build_records[claim_id]).encode())
     environment = build_environment.model_dump(mode="json") if build_environment else None
     part("environment", json.dumps(environment, sort_keys=True).encode())
-    for folder in (root / "gallery", results_dir, history_dir):
+    for folder in (Folders(root).gallery, results_dir, history_dir):
         for path in sorted(folder.rglob("*")) if folder is not None and folder.is_dir() else []:
             if path.is_file():
                 part(f"file {path} -> {os.path.realpath(path)}", path.read_bytes())

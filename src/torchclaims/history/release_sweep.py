@@ -39,6 +39,7 @@ from ..evidence.fingerprint import COMMON_ENV_PREFIXES
 from ..evidence.freshness import outdated_results
 from ..evidence.records import Environment
 from ..evidence.results import ResultsFile, figures_dir, read_results
+from ..project import DEFAULTS, Folders
 from .releases import Releases, Series
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU builds of torch (--torch-index cpu)
@@ -173,7 +174,7 @@ def plan(
     a change to the project's own code they import (a harness or the runner),
     which the script digests do not see.
     """
-    loaded = load_claims(root / "claims")
+    loaded = load_claims(Folders(root).claims)
     if loaded.problems:  # a broken record's claim would lose its records in every file the sweep writes
         raise UsageError(
             "fix the claim records first; the sweep would drop their records:\n"
@@ -312,7 +313,7 @@ class Sweep:
     work_dir: Path  # the environment, pip's temporary files and the claims' record cache
     results_dir: Path
     torch_index: str = ""  # an extra index for torch itself on cpu series (the CPU builds)
-    timeout: float = 300.0
+    timeout: float = DEFAULTS.timeout_s
     workflow_run: bool = False  # inside a GitHub Actions job: each file states the run (verify --workflow-run)
     run: Run = run_command
     python: str = sys.executable
@@ -479,7 +480,7 @@ class Sweep:
         return Measured(release, "ran", detail, *timing, written.name, ran)
 
     def executable(self) -> list[str]:
-        return [c.id for c in load_claims(self.root / "claims").executable() if (self.root / c.script).is_file()]
+        return [c.id for c in load_claims(Folders(self.root).claims).executable() if (self.root / c.script).is_file()]
 
     def newest_own(self, release: Release, before: set[Path]) -> tuple[Path | None, list[str], str]:
         """The file verify wrote for the release (None if none), the claims it lacks, and why."""

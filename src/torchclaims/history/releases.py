@@ -49,6 +49,13 @@ def version_key(version: str) -> tuple:
         return (0, pep440.Version("0"), version)
 
 
+def label_key(label: str) -> tuple:
+    """The order of labels that end in a version ('torch 2.10.0', 'cpu · torch 2.10.0'): by what comes
+    before the version, then by ``version_key``; the whole text breaks ties ('+cpu' and '+cu130' builds)."""
+    name, _, version = label.rpartition(" ")
+    return (name, version_key(version), label)
+
+
 class SeriesModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -26,9 +26,10 @@ from pathlib import Path
 from ..errors import TorchclaimsError
 from ..evidence.provenance import git_output
 from ..history.releases import CONSTRAINTS_FILE, canonical, read_constraints
+from ..project import CLAIMS, GALLERY
 
 MAX_BYTES = 64 * 1024 * 1024
-PACKED_FROM_GIT = ("src", "claims", "gallery", "examples", "pyproject.toml", "sweep/constraints.txt")
+PACKED_FROM_GIT = ("src", CLAIMS, GALLERY, "examples", "pyproject.toml", "sweep/constraints.txt")
 # The Requires-Dist of torch 2.9-2.15, and of sympy and jinja2 in turn
 # (tests/test_bundle.py checks it against the torch installed).
 TORCH_BRINGS = frozenset(
@@ -194,7 +195,7 @@ def bundle(
         str(wheels),
         *(f"{n}=={v}" for n, v in sorted(pins.items())),
     )
-    for folder in ("claims", "gallery", "examples"):
+    for folder in (CLAIMS, GALLERY, "examples"):
         shutil.copytree(root / folder, output / folder, ignore=shutil.ignore_patterns("__pycache__"))
     (output / "constraints.txt").write_text("".join(f"{n}=={v}\n" for n, v in sorted(pins.items())), encoding="utf-8")
     for name, text in (("run.sh", RUN_SCRIPT), ("rehearsal.sh", REHEARSAL_SCRIPT)):

@@ -29,6 +29,7 @@ from ..evidence.judging import read_own_record
 from ..evidence.memo import ContentMemo
 from ..evidence.records import ResultRecord, Verdict, now, write_record
 from ..fileio import decode_utf8, leaves, read_bytes
+from ..project import DEFAULTS, Folders
 from ._child import GalleryTarget
 from .cache import InputScanner, Staleness, cache_key, staleness
 from .compiler_caches import own_caches
@@ -37,7 +38,6 @@ from .progress import HEARTBEAT_S, Progress
 from .runner import Job, Probe, Runner, error_record, unverified_record
 from .scheduling import longest_first
 
-DEFAULT_TIMEOUT = 300.0
 MEMO_FILE = "memo.json"  # in the records folder: what scripts import (torchclaims.evidence.memo)
 
 
@@ -45,7 +45,7 @@ MEMO_FILE = "memo.json"  # in the records folder: what scripts import (torchclai
 class Settings:
     root: Path  # the project root: claims/, gallery/ live here
     backend: str = "cpu"
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = DEFAULTS.timeout_s
     parallel: int = field(default_factory=lambda: os.cpu_count() or 1)
     records_dir: Path | None = None  # default: <root>/_build/records
     force: bool = False  # re-run even when the cache says the record is current
@@ -56,7 +56,7 @@ class Settings:
     results_dir: Path | None = None  # committed results files: their durations order a first run
 
     def records_root(self) -> Path:
-        return self.records_dir or self.root / "_build" / "records"
+        return self.records_dir or Folders(self.root).records
 
 
 @dataclass

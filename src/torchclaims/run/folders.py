@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-TIMEOUT_S = 600
+REMOVE_TIMEOUT_S = 600  # rm -rf of one tree
 
 
 def remove_tree(path: str | os.PathLike) -> None:
@@ -33,7 +33,9 @@ def remove_tree(path: str | os.PathLike) -> None:
         if not os.path.lexists(path):
             return
         try:
-            subprocess.run([*command, "--", os.fspath(path)], capture_output=True, timeout=TIMEOUT_S, check=False)
+            subprocess.run(
+                [*command, "--", os.fspath(path)], capture_output=True, timeout=REMOVE_TIMEOUT_S, check=False
+            )
         except (OSError, subprocess.SubprocessError):
             return  # left behind, as rmtree's ignore_errors would leave it
 

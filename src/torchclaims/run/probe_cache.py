@@ -26,8 +26,8 @@ from ..backends import BUILTIN_BACKENDS
 from ..errors import InvalidFileError
 from ..evidence.fingerprint import COMMON_ENV_PREFIXES
 from ..evidence.memo import PACKAGE_DIR
-from ..evidence.records import Environment, write_if_changed
-from ..fileio import file_sha256, read_json
+from ..evidence.records import Environment
+from ..fileio import file_sha256, read_json, write_if_changed
 from .runner import Probe
 from .runtimes import device_nodes
 

@@ -44,6 +44,7 @@ from ..errors import InvalidFileError, TorchclaimsError
 from ..evidence.judging import judgement_problems
 from ..evidence.records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
 from ..fileio import locked
+from ..project import DEFAULTS
 from . import _child, bounds, runtimes, sandbox
 from .compiler_caches import COLD_CONDITION, CONDITION_NAME, cache_env, shown_instead
 from .folders import remove_tree, scratch_folder
@@ -192,7 +193,7 @@ class Runner:
             self._preload = less
             self._ctx.set_forkserver_preload(less)
 
-    def probe(self, timeout: float = 300.0) -> Probe:
+    def probe(self, timeout: float = DEFAULTS.timeout_s) -> Probe:
         """Resolve the backend and fingerprint the environment in a child."""
         receiver, sender = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(target=_child.probe, args=(self.backend, self.env, sender), daemon=True)

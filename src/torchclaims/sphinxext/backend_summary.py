@@ -18,6 +18,7 @@ from enum import Enum
 from ..claims import Claim
 from ..evidence.records import Verdict
 from ..evidence.scope import and_words
+from ..history.releases import label_key
 from .grid import Cell, Grid, device_words
 
 
@@ -106,7 +107,7 @@ class Summary:
         return (days[0], days[-1]) if days else None
 
     def versions(self) -> list[str]:
-        return sorted({cell.version for cell in self.hardware_runs})
+        return sorted({cell.version for cell in self.hardware_runs}, key=label_key)
 
     def devices(self) -> list[str]:
         return sorted({device_words(cell.entry.record.environment) for cell in self.hardware_runs})
@@ -125,7 +126,7 @@ class Summary:
                 StandIn(
                     backend,
                     tuple(sorted({device_words(c.entry.record.environment) for c in mine})),
-                    tuple(sorted({c.version for c in mine})),
+                    tuple(sorted({c.version for c in mine}, key=label_key)),
                     Counter(c.kind for c in mine),
                 )
             )

@@ -39,12 +39,13 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.matching import get_matching_files
 
+from ..project import Folders
 from .links import slug
 from .state import get_state, warn
 
 CHECK_CODE = Path(__file__).resolve().parent.parent / "check"
 OUT_DIR = "_static/check"
-TIMEOUT_S = 600
+REPORT_TIMEOUT_S = 600  # one page's `torchclaims check` run
 # The directive as pages write it (MyST fence or colon fence, reStructuredText): its argument.
 _WRITTEN = re.compile(r"^\s*(?:`{3,}|:{3,})\{check-report\}\s+(\S+)|^\s*\.\.\s+check-report::\s+(\S+)", re.M)
 
@@ -53,8 +54,8 @@ def _inputs(root: Path, example: Path) -> list[Path]:
     return [
         example,
         *sorted(CHECK_CODE.glob("*.py")),
-        *sorted((root / "claims").glob("*.toml")),
-        *sorted((root / "results").glob("*.json")),
+        *sorted(Folders(root).claims.glob("*.toml")),
+        *sorted(Folders(root).results.glob("*.json")),
     ]
 
 
@@ -117,11 +118,11 @@ def _start(root: Path, report: _Report) -> subprocess.Popen:
 def _finish(report: _Report, process: subprocess.Popen) -> str:
     """Wait for a report's process; what went wrong, or ""."""
     try:
-        process.wait(timeout=TIMEOUT_S)
+        process.wait(timeout=REPORT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-        return f"it took longer than {TIMEOUT_S} s"
+        return f"it took longer than {REPORT_TIMEOUT_S} s"
     if process.returncode != 0:
         lines = report.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
         return (lines or [f"exit code {process.returncode}"])[-1][:300]

@@ -32,8 +32,8 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..evidence.coverage_table import SweepTable
 from ..evidence.memo import code_digest
-from ..evidence.records import made_from, write_if_changed
 from ..evidence.store import Entry
+from ..fileio import made_from, write_if_changed
 from .coverage_index import CoverageDomain
 from .downloads import download_for, table_csv
 from .links import claim_ref, evidence_anchor, slug

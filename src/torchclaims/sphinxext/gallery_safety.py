@@ -24,6 +24,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 from ..authoring.gallery_text import unsafe_markup
+from ..project import GALLERY
 from ..text_safety import shown
 from .state import get_state, warn
 
@@ -67,7 +68,7 @@ def example_script(app: Sphinx, docname: str) -> Path | None:
     """The script whose generated example page ``docname`` is (None: not an example page)."""
     if not docname.startswith(f"{get_state(app.env).gallery_dir}/"):
         return None
-    script = Path(app.confdir, "gallery", f"{Path(docname).name}.py")
+    script = Path(app.confdir, GALLERY, f"{Path(docname).name}.py")
     return script if script.is_file() else None
 
 

@@ -22,6 +22,8 @@ from ..claims import Claim, ClaimSet
 from ..evidence.freshness import stale_reason
 from ..evidence.records import Environment, Verdict
 from ..evidence.store import Entry, Store, version_label
+from ..history.releases import label_key
+from ..project import DEFAULTS
 
 NOT_RUN = "notrun"
 ATTRIBUTED = "attributed"
@@ -61,11 +63,6 @@ def device_words(env: Environment) -> str:
     if match:
         return f"XLA on {match[1]}{match[2]}"
     return env.device_name
-
-
-def _version_key(label: str) -> tuple:
-    """'torch 2.14.1' sorts after 'torch 2.13.0' (numbers compared as numbers)."""
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"[.\s+-]", label))
 
 
 @dataclass(frozen=True)
@@ -128,7 +125,7 @@ class Grid:
     claims: ClaimSet
     store: Store
     script_sha: dict[str, str] = field(default_factory=dict)
-    max_age_days: float = 90.0
+    max_age_days: float = DEFAULTS.max_age_days
 
     @cached_property
     def columns(self) -> list[Column]:
@@ -139,7 +136,7 @@ class Grid:
         columns = []
         for name in names:
             mine = [e for e in entries if e.backend == name]
-            versions = sorted({e.version for e in mine}, key=_version_key, reverse=True)
+            versions = sorted({e.version for e in mine}, key=label_key, reverse=True)
             if build is not None and build.backend == name and version_label(build) in versions:
                 versions.remove(version_label(build))
                 versions.insert(0, version_label(build))

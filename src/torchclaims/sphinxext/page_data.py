@@ -33,7 +33,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from ..evidence.records import write_if_changed
+from ..fileio import write_if_changed
 from .links import raw_html, slug
 from .safe_html import Html
 from .state import warn

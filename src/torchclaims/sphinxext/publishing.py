@@ -19,9 +19,9 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from ..errors import UsageError
-from ..evidence.records import made_from, write_if_changed
 from ..evidence.results import ResultsFile, build_results
 from ..evidence.store import THIS_BUILD
+from ..fileio import made_from, write_if_changed
 from .downloads import write_downloads
 from .links import claim_anchor, evidence_anchor
 from .matrix import WORDS

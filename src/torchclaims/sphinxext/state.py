@@ -38,6 +38,7 @@ from ..evidence.records import now
 from ..evidence.store import Store, load_store
 from ..evidence.store_memo import STORE_MEMO, remembered_store, store_digest
 from ..fileio import decode_utf8, leaves, read_bytes
+from ..project import CLAIMS, DEFAULTS, RESULTS, Folders
 from ..run._child import GalleryTarget
 from ..run.execution import MEMO_FILE, Outcome, Settings, history_dir, verify
 from ..run.progress import console
@@ -250,7 +251,7 @@ def prepare(app: Sphinx) -> None:
     _only_pages_for(app, shown)
     gallery_dir = config.torchclaims_gallery_output
     keep = {Path(script).stem for script in shown}
-    for stem in remove_orphan_pages(Path(app.srcdir, gallery_dir), root / "gallery", keep):
+    for stem in remove_orphan_pages(Path(app.srcdir, gallery_dir), Folders(root).gallery, keep):
         logger.info(f"torchclaims: removed the generated page of {stem}, whose script is gone or cannot be shown")
     outcome = None
     build_records = {}
@@ -317,13 +318,13 @@ def setup_state(app: Sphinx) -> None:
     # Numbers and flags may come as text (from environment variables in conf.py):
     # prepare() checks them.
     app.add_config_value("torchclaims_backend", "cpu", "env", str)
-    app.add_config_value("torchclaims_timeout", 300, "", (int, float, str))
+    app.add_config_value("torchclaims_timeout", DEFAULTS.timeout_s, "", (int, float, str))
     app.add_config_value("torchclaims_parallel", 2, "", (int, str))
     app.add_config_value("torchclaims_force", False, "", (bool, str))
     app.add_config_value("torchclaims_execute", True, "", (bool, str))
-    app.add_config_value("torchclaims_claims_dir", "claims", "env", str)
-    app.add_config_value("torchclaims_results_dir", "results", "env", str)
+    app.add_config_value("torchclaims_claims_dir", CLAIMS, "env", str)
+    app.add_config_value("torchclaims_results_dir", RESULTS, "env", str)
     app.add_config_value("torchclaims_gallery_output", "docs/auto_gallery", "env", str)
-    app.add_config_value("torchclaims_max_age_days", 90, "env", (int, float, str))
+    app.add_config_value("torchclaims_max_age_days", DEFAULTS.max_age_days, "env", (int, float, str))
     app.add_config_value("torchclaims_verify_attestations", "", "env", str)  # OWNER/REPO: verify attestations with gh
     app.connect("builder-inited", prepare, priority=400)

@@ -48,6 +48,7 @@ from ..evidence.records import (
     record_json,
     write_record,
 )
+from ..project import RECORDS_DIR
 from ..run._child import RECORD_FD_ENV
 
 __all__ = ["Unsupported", "Verification", "load_claim", "resolve_backend", "verification"]
@@ -314,7 +315,7 @@ def _record_path(claim_id: str, backend: str) -> Path:
     explicit = os.environ.get(RECORD_PATH_ENV)
     if explicit:
         return Path(explicit)
-    return Path(os.environ.get(RECORDS_DIR_ENV, "_build/records")) / backend / f"{claim_id}.json"
+    return Path(os.environ.get(RECORDS_DIR_ENV, RECORDS_DIR)) / backend / f"{claim_id}.json"
 
 
 def summary(record: ResultRecord) -> str:
