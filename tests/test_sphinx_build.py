@@ -234,7 +234,8 @@ def test_matrix_merges_the_committed_results_file(site):
     assert '<th scope="col" data-backend="xla"' in raw and '<th scope="row">' in raw and "<caption>" in raw
     topic = html(root, "docs/topic")
     assert re.search(
-        r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted submitted by hand, not reproduced \S+, xla-run\.json, labelled “xla box”",
+        r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted submitted by hand, not reproduced "
+        r"\S+, xla-run\.json, labelled “xla box”",
         topic,
     )
     raw = read_page(root / "_build" / "html" / "docs" / "topic.html")
