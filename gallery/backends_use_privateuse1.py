@@ -1,13 +1,14 @@
 """
-TorchNeuron and TorchTPU add their devices through PyTorch's PrivateUse1 slot
-=============================================================================
+TorchNeuron adds its device through PyTorch's PrivateUse1 slot
+==============================================================
 
 :claim-verdict:`backends-use-privateuse1`
 
-The claim: TorchNeuron and TorchTPU add their devices to PyTorch through its
-PrivateUse1 slot. With torch-neuronx (or torch_tpu) loaded, the PrivateUse1
-backend is named ``neuron`` (or ``tpu``), and tensors on that device are
-dispatched with the ``PrivateUse1`` dispatch key.
+The claim: TorchNeuron adds its device to PyTorch through its PrivateUse1
+slot (AWS's words). With torch-neuronx loaded, the PrivateUse1 backend is
+named ``neuron``, and tensors on that device are dispatched with the
+``PrivateUse1`` dispatch key. The script checks the same of torch_tpu on a
+TPU (``tpu``): our own reading of its loader, outside AWS's claim.
 
 We read the PrivateUse1 backend's name in this process, where the configured
 backend's package is loaded, and the dispatch key of the device type, and

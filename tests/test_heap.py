@@ -18,13 +18,14 @@ print("built:", code, "frozen:", gc.get_freeze_count() > 0)
 
 
 def build_in_a_process(program: str, root) -> list[str]:
-    """Run ``program`` (a build of ``root``) in a fresh interpreter; the lines it printed."""
+    """Run ``program`` (a build of ``root``) in a fresh interpreter; the lines it printed, less the
+    build's progress lines about its claims."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
     run = subprocess.run(
         [sys.executable, "-c", program, str(root)], capture_output=True, text=True, env=env, timeout=600
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    return run.stdout.splitlines()
+    return [line for line in run.stdout.splitlines() if not line.startswith("torchclaims: ")]
 
 
 def test_the_heap_is_frozen_when_the_process_ends_not_when_the_build_does(new_site):
