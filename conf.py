@@ -73,8 +73,10 @@ torchclaims_parallel = os.environ.get("TORCHCLAIMS_JOBS", str(os.cpu_count() or 
 torchclaims_force = os.environ.get("TORCHCLAIMS_FORCE", "0")
 torchclaims_execute = os.environ.get("TORCHCLAIMS_EXECUTE", "1")
 torchclaims_max_age_days = os.environ.get("TORCHCLAIMS_MAX_AGE_DAYS", str(DEFAULTS.max_age_days))
-# OWNER/REPO: verify the results files' attestations with gh (the publish workflow sets it).
+# OWNER/REPO: verify the results files' attestations with gh (the publish workflow sets it),
+# or, with TORCHCLAIMS_ATTESTATIONS, decide from the answers `torchclaims attest` wrote there.
 torchclaims_verify_attestations = os.environ.get("TORCHCLAIMS_VERIFY_ATTESTATIONS", "")
+torchclaims_attestations = os.environ.get("TORCHCLAIMS_ATTESTATIONS", "")
 # nox -s docs builds into _build/sphinx; the extension then publishes the site
 # into this folder without doctrees, sources or build information.
 torchclaims_publish_dir = os.environ.get("TORCHCLAIMS_PUBLISH_DIR", PUBLISH_DIR)

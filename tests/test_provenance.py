@@ -18,6 +18,7 @@ from torchclaims.claims import load_claims
 from torchclaims.errors import UsageError
 from torchclaims.evidence.admission import Admission
 from torchclaims.evidence.attestation import Verifier, verifier_from
+from torchclaims.evidence.attestation_answers import build_verifier
 from torchclaims.evidence.provenance import Provenance, Trust, from_github_actions
 from torchclaims.evidence.results import read_results
 from torchclaims.evidence.store import load_store
@@ -337,3 +338,132 @@ def test_the_evidence_of_a_verification_is_published_beside_the_file(sent, monke
     unverified, _ = entry_of(root)
     write_downloads(site, unverified, None, root / "results")  # a build that verified nothing publishes no evidence
     assert not (site / download_for(entry).attestation).exists()
+
+
+# -- answers verified in one step, judged in a build without a token -----------------------
+
+
+@pytest.fixture
+def answered(sent, tmp_path_factory):
+    """A merged file whose attestation `torchclaims attest` verified, its answers outside the project."""
+    root, path, digest = sent
+    assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0
+    answers = tmp_path_factory.mktemp("runner-temp") / "attestations.json"
+    run = cli(
+        "attest", REPOSITORY, "--output", str(answers), "--root", str(root), env=fake_gh(root, verification(digest))
+    )
+    assert_clean_exit(run)
+    assert run.returncode == 0 and "1 attestation(s) verified" in run.stdout, run.stderr
+    return root, answers
+
+
+def without_gh(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path / "no-gh"))  # the build step has neither gh nor a token
+
+
+def test_a_build_attests_from_the_answers_a_verification_step_wrote(answered, monkeypatch, tmp_path):
+    root, answers = answered
+    without_gh(monkeypatch, tmp_path)
+    store, entry = entry_of(root, build_verifier(REPOSITORY, str(answers), root))
+    assert store.problems == []
+    assert entry.source.trust is Trust.ATTESTED and entry.source.mark == "project workflow, attested"
+    assert '"sourceRepositoryDigest"' in entry.source.attestation.evidence  # gh's answer, kept as the evidence
+    env = {"TORCHCLAIMS_VERIFY_ATTESTATIONS": REPOSITORY, "TORCHCLAIMS_ATTESTATIONS": str(answers)}
+    run = cli("show", "--root", str(root), "a-claim", env={**env, "PATH": str(tmp_path / "no-gh")})
+    assert_clean_exit(run)
+    assert run.returncode == 0 and "GitHub artifact attestation verified" in run.stdout, run.stderr
+
+
+def test_answers_about_other_bytes_attest_nothing(answered, monkeypatch, tmp_path):
+    root, answers = answered
+    (copy,) = (root / "results").glob("*.json")
+    copy.write_text(copy.read_text().replace('"label": "test runner"', '"label": "edited"'))
+    without_gh(monkeypatch, tmp_path)
+    store, entry = entry_of(root, build_verifier(REPOSITORY, str(answers), root))
+    assert entry.source.trust is Trust.BY_HAND
+    (problem,) = store.problems
+    assert problem.path == copy and problem.field == "attestation" and "no verified attestation" in problem.message
+
+
+def test_answers_for_another_repository_attest_nothing(answered, monkeypatch, tmp_path):
+    root, answers = answered
+    document = json.loads(answers.read_text())
+    document["attestations"][0]["repository"] = "someone/else"
+    answers.write_text(json.dumps(document))
+    without_gh(monkeypatch, tmp_path)
+    store, entry = entry_of(root, build_verifier(REPOSITORY, str(answers), root))
+    assert entry.source.trust is Trust.BY_HAND
+    assert [p.message for p in store.problems] == ["attested for someone/else, not torchclaims/torchclaims"]
+
+
+def test_a_malformed_entry_is_reported_and_spoils_no_other(answered, monkeypatch, tmp_path):
+    root, answers = answered
+    document = json.loads(answers.read_text())
+    document["attestations"].insert(0, {**document["attestations"][0], "results_sha256": "forged"})
+    document["attestations"].insert(0, "not an entry")
+    answers.write_text(json.dumps(document))
+    without_gh(monkeypatch, tmp_path)
+    store, entry = entry_of(root, build_verifier(REPOSITORY, str(answers), root))
+    assert entry.source.trust is Trust.ATTESTED
+    assert [(p.path, p.field) for p in store.problems] == [
+        (answers, "attestations.0.(record)"),
+        (answers, "attestations.1.results_sha256"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "content, field",
+    [("{not json", ""), (json.dumps({"format": "other", "attestations": []}), "format"), (None, "")],
+)
+def test_an_unreadable_answers_file_attests_nothing(answered, monkeypatch, tmp_path, content, field):
+    root, answers = answered
+    if content is None:
+        answers.unlink()
+    else:
+        answers.write_text(content)
+    without_gh(monkeypatch, tmp_path)
+    store, entry = entry_of(root, build_verifier(REPOSITORY, str(answers), root))
+    assert entry.source.trust is Trust.BY_HAND
+    (copy,) = (root / "results").glob("*.json")
+    assert [(p.path, p.field) for p in store.problems] == [(answers, field), (copy, "attestation")]
+
+
+def test_answers_inside_the_project_are_ignored(answered, monkeypatch, tmp_path):
+    """Like a note under results/: anyone can commit a file that repeats a digest."""
+    root, answers = answered
+    committed = root / "results" / "attestations.txt"
+    committed.write_bytes(answers.read_bytes())
+    without_gh(monkeypatch, tmp_path)
+    store, entry = entry_of(root, build_verifier(REPOSITORY, str(committed), root))
+    assert entry.source.trust is Trust.BY_HAND
+    (copy,) = (root / "results").glob("*.json")
+    assert [p.path for p in store.problems] == [committed, copy] and "cannot attest" in store.problems[0].message
+    run = cli("attest", REPOSITORY, "--output", str(committed), "--root", str(root))
+    assert run.returncode == 2 and "inside the project" in run.stderr
+
+
+def test_answers_need_the_repository_they_attest(tmp_path):
+    with pytest.raises(UsageError, match="TORCHCLAIMS_VERIFY_ATTESTATIONS"):
+        build_verifier("", str(tmp_path / "attestations.json"), tmp_path)
+
+
+def test_the_site_build_reads_the_answers_its_settings_name(answered, monkeypatch, tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from torchclaims.evidence.attestation_answers import AnswersVerifier
+    from torchclaims.sphinxext.state import _checked_settings
+
+    root, answers = answered
+    without_gh(monkeypatch, tmp_path)
+    settings = dict(timeout="60", parallel="1", force="0", execute="0", max_age_days="30")
+    config = SimpleNamespace(
+        **{f"torchclaims_{k}": v for k, v in settings.items()},
+        torchclaims_verify_attestations=REPOSITORY,
+        torchclaims_attestations=str(answers),
+    )
+    verifier = _checked_settings(config, root)["verifier"]
+    assert isinstance(verifier, AnswersVerifier) and verifier.source == answers and len(verifier.answers) == 1
+    config.torchclaims_verify_attestations = ""
+    with pytest.raises(SystemExit) as stopped:
+        _checked_settings(config, root)
+    assert stopped.value.code == 2 and "TORCHCLAIMS_ATTESTATIONS needs" in capsys.readouterr().err

@@ -215,9 +215,28 @@ def test_publish_merges_only_attested_files():
     merge = next(step for _, step in steps(workflow) if step.get("name") == "Merge them into results/")
     assert '--verify-attestation "$GITHUB_REPOSITORY"' in merge["run"]
     assert workflow["jobs"]["build"]["permissions"]["attestations"] == "read"
-    # The build verifies every attestation again: nothing merge wrote could mark a file attested.
+    # Every attestation is verified again after merge: nothing merge wrote could mark a file attested.
+    names = [step.get("name") for _, step in steps(workflow)]
+    assert names.index("Verify the attestations of the results files") < names.index("Build the site")
+    attest = next(
+        step for _, step in steps(workflow) if step.get("name") == "Verify the attestations of the results files"
+    )
+    assert attest["env"]["GH_TOKEN"] == "${{ github.token }}"
+    assert 'torchclaims attest "$GITHUB_REPOSITORY" --output "$ANSWERS"' in attest["run"]
     build = next(step for _, step in steps(workflow) if step.get("name") == "Build the site")
-    assert build["env"]["TORCHCLAIMS_VERIFY_ATTESTATIONS"] == "${{ github.repository }}" and "GH_TOKEN" in build["env"]
+    assert build["env"]["TORCHCLAIMS_VERIFY_ATTESTATIONS"] == "${{ github.repository }}"
+    # The build reads gh's answers from outside the checkout and holds no token.
+    assert build["env"]["TORCHCLAIMS_ATTESTATIONS"] == attest["env"]["ANSWERS"]
+    assert attest["env"]["ANSWERS"].startswith("${{ runner.temp }}/")
+
+
+def test_the_site_build_holds_no_token():
+    """Sphinx, the engine and every library the build imports run without a credential."""
+    workflow = load(PUBLISH)
+    build = next(step for _, step in steps(workflow) if step.get("name") == "Build the site")
+    assert not any("token" in text.lower() or "secrets." in text for text in strings(build)), build
+    assert not any("token" in text.lower() or "secrets." in text for text in strings(workflow.get("env", {})))
+    assert not any("token" in text.lower() for text in strings(workflow["jobs"]["build"].get("env", {})))
 
 
 def test_accelerators_scripts_take_no_expressions():

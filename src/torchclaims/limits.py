@@ -40,6 +40,7 @@ class Limits:
     log_tail_lines: int = 40
     page_html_bytes: int = 500_000  # one published page, uncompressed (data a page loads on demand is beside it)
     publish_manifest_bytes: int = 4 * MIB  # the list of files a publish wrote, read back by the next one
+    attestations_file_bytes: int = 64 * MIB  # gh's answers for every results file (torchclaims attest)
     # What one claim may take while it runs (torchclaims.run.bounds): each one exceeded is
     # an error record for that claim, naming the field.
     claim_processes: int = 512  # at once, the script's and all it starts (a sweep starts one per core)

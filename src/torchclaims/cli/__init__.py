@@ -1,4 +1,4 @@
-"""Command line: verify, lint, diff, merge, show, new, schema, sweep, check, bundle, doctor.
+"""Command line: verify, lint, diff, merge, attest, show, new, schema, sweep, check, bundle, doctor.
 
 Works in the current environment with no site build. ``verify`` runs the same
 scripts through the same isolated runner as the Sphinx build. Each command is
@@ -29,7 +29,7 @@ class ExitCode(IntEnum):
 
 
 # The commands' modules, in the order --help lists them.
-COMMANDS = ("verify", "lint", "diff", "merge", "show", "sweep", "bundle", "new", "check", "doctor", "schema")
+COMMANDS = ("verify", "lint", "diff", "merge", "attest", "show", "sweep", "bundle", "new", "check", "doctor", "schema")
 
 
 def parser() -> argparse.ArgumentParser:

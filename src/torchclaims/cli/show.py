@@ -9,7 +9,7 @@ from pathlib import Path
 from ..claims import load_claims
 from ..errors import InvalidFileError, UsageError
 from ..evidence.admission import Admission
-from ..evidence.attestation import verifier_from
+from ..evidence.attestation_answers import ANSWERS_VAR, REPOSITORY_VAR, build_verifier
 from ..evidence.judging import read_own_record
 from ..project import RESULTS, Folders
 from . import ExitCode
@@ -45,7 +45,8 @@ def run(args) -> ExitCode:
         raise UsageError(f"results directory {results_dir} does not exist (use --results-dir)")
     claims = load_claims(Folders(root).claims)
     report(claims.problems, "skipped")
-    verifier = verifier_from(os.environ.get("TORCHCLAIMS_VERIFY_ATTESTATIONS"))  # attested only when verified now
+    # Attested only when verified now, or by the answers of a verification step.
+    verifier = build_verifier(os.environ.get(REPOSITORY_VAR), os.environ.get(ANSWERS_VAR), root)
     store = load_store({}, None, results_dir, admission=Admission.for_project(root, claims.claims), verifier=verifier)
     report(store.problems)
     if args.claims:

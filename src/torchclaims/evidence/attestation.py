@@ -5,10 +5,12 @@ GitHub signs a statement binding the file's sha256 to the repository, commit
 and workflow run. Only a verification that runs here can make a verdict
 "attested": :class:`Verifier` runs ``gh attestation verify`` on the file
 itself, in this process (``merge --verify-attestation`` before a file is
-merged, and the site build when ``TORCHCLAIMS_VERIFY_ATTESTATIONS`` names the
-repository, as the publish workflow does), and keeps gh's answer as the
-evidence, published beside the file. Nothing read from the repository can
-stand in for it: a file that repeats a digest proves nothing, so a note under
+merged, ``torchclaims attest`` before a site build, and the site build when
+``TORCHCLAIMS_VERIFY_ATTESTATIONS`` names the repository and no answers file is
+given), and keeps gh's answer as the evidence, published beside the file.
+:mod:`.attestation_answers` carries those answers from the step that holds the
+token to the build, which does not. Nothing read from the repository can
+stand in for them: a file that repeats a digest proves nothing, so a note under
 ``results/attestations/`` is reported and ignored.
 """
 
@@ -145,6 +147,7 @@ class Verifier:
     """Verifies the attestations of results files against ``repository``, here and now."""
 
     repository: str
+    problems = ()  # nothing read up front: gh is asked about each file
 
     def check(self, path: Path, provenance: Provenance) -> tuple[Attestation | None, list[Problem]]:
         """The verified attestation of a file that declares a workflow run, or why there is none."""
@@ -158,16 +161,22 @@ class Verifier:
         return (None if problems else attestation), problems
 
 
+def repository_from(setting: str | None, name: str) -> str:
+    """The repository a setting names ('OWNER/REPO'), or '' when it is empty."""
+    setting = (setting or "").strip()
+    if setting and not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", setting):
+        raise UsageError(f"{name} must name a repository as OWNER/REPO, not {setting!r}")
+    return setting
+
+
 def verifier_from(setting: str | None, name: str = "TORCHCLAIMS_VERIFY_ATTESTATIONS") -> Verifier | None:
     """The verifier a setting names ('OWNER/REPO'), or None when it is empty."""
-    setting = (setting or "").strip()
-    if not setting:
+    repository = repository_from(setting, name)
+    if not repository:
         return None
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", setting):
-        raise UsageError(f"{name} must name a repository as OWNER/REPO, not {setting!r}")
     if shutil.which("gh") is None:
         raise UsageError(f"{name} needs the GitHub CLI (gh) on PATH to verify attestations")
-    return Verifier(setting)
+    return Verifier(repository)
 
 
 def disagreements(attestation: Attestation, results_path: Path, provenance: Provenance) -> list[Problem]:

@@ -21,6 +21,7 @@ from ..errors import InvalidFileError, Problem
 from ..fileio import leaves
 from .admission import Admission
 from .attestation import Verifier, stray_notes
+from .attestation_answers import AnswersVerifier
 from .judging import read_own_record
 from .provenance import FileHistory, Source, Trust, file_histories
 from .records import Environment, ResultRecord, record_key
@@ -157,7 +158,7 @@ def load_store(
     results_dir: Path | None,
     history_dir: Path | None = None,
     admission: Admission | None = None,
-    verifier: Verifier | None = None,
+    verifier: Verifier | AnswersVerifier | None = None,
 ) -> Store:
     """Merge this build's records, earlier builds' superseded records and the
     records of every results file in ``results_dir`` that pass ``admission``
@@ -169,6 +170,7 @@ def load_store(
         store.add(Entry(record, THIS_BUILD))
     if results_dir is not None and results_dir.is_dir():
         store.problems.extend(stray_notes(results_dir))
+        store.problems.extend(verifier.problems if verifier else [])
         committed = file_histories(results_dir)
         for path in sorted(results_dir.glob("*.json")):
             for entry in results_entries(path, admission, store, verifier, committed.get(path.name)):
@@ -186,7 +188,7 @@ def results_entries(
     path: Path,
     admission: Admission,
     store: Store,
-    verifier: Verifier | None = None,
+    verifier: Verifier | AnswersVerifier | None = None,
     committed: FileHistory | None = None,
 ) -> list[Entry]:
     """The admitted records of one results file, each with its source; what is

@@ -81,6 +81,7 @@ def limit_rows() -> list[tuple[str, str]]:
             "lies beside it, once",
         ),
         ("the list of files a publish wrote (read back by the next)", size(L.publish_manifest_bytes)),
+        ("the attestations verified for a build (torchclaims attest)", size(L.attestations_file_bytes)),
     ] + claim_rows()
 
 

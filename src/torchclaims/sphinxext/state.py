@@ -30,7 +30,7 @@ from ..authoring.lint import cross_check
 from ..claims import Claim, ClaimSet, load_claims
 from ..errors import InvalidFileError, UsageError
 from ..evidence.admission import Admission
-from ..evidence.attestation import verifier_from
+from ..evidence.attestation_answers import build_verifier
 from ..evidence.freshness import stale_reason
 from ..evidence.judging import read_own_record
 from ..evidence.memo import ContentMemo
@@ -183,7 +183,7 @@ def _existing_records(settings: Settings) -> dict:
     return records
 
 
-def _checked_settings(config) -> dict:
+def _checked_settings(config, root: Path) -> dict:
     """The build's settings (conf.py, usually from environment variables), checked
     here so a bad value stops the build with one line instead of a traceback
     (Sphinx answers any exception, ConfigError included, with its crash report)."""
@@ -196,7 +196,7 @@ def _checked_settings(config) -> dict:
             "max_age_days": settings_text.days(
                 config.torchclaims_max_age_days, "torchclaims_max_age_days (TORCHCLAIMS_MAX_AGE_DAYS)"
             ),
-            "verifier": verifier_from(config.torchclaims_verify_attestations),
+            "verifier": build_verifier(config.torchclaims_verify_attestations, config.torchclaims_attestations, root),
         }
     except UsageError as exc:
         print(f"torchclaims: {exc}", file=sys.stderr)
@@ -239,8 +239,8 @@ def prepare(app: Sphinx) -> None:
     """builder-inited: load claims, verify the stale ones, load the results store
     (remembered from the last build when nothing it is judged from changed)."""
     config = app.config
-    checked = _checked_settings(config)
     root = Path(app.confdir)
+    checked = _checked_settings(config, root)
     claims = load_claims(root / config.torchclaims_claims_dir)
     memo = ContentMemo(Settings(root=root).records_root() / MEMO_FILE)
     for problem in claims.problems + cross_check(root, claims, memo):
@@ -327,4 +327,5 @@ def setup_state(app: Sphinx) -> None:
     app.add_config_value("torchclaims_gallery_output", "docs/auto_gallery", "env", str)
     app.add_config_value("torchclaims_max_age_days", DEFAULTS.max_age_days, "env", (int, float, str))
     app.add_config_value("torchclaims_verify_attestations", "", "env", str)  # OWNER/REPO: verify attestations with gh
+    app.add_config_value("torchclaims_attestations", "", "env", str)  # or decide from gh's answers in this file
     app.connect("builder-inited", prepare, priority=400)
