@@ -200,3 +200,11 @@ def test_a_reason_shown_beside_the_sentence_is_left_out_of_it_and_only_that_one(
         "unverified from torch 2.11.0; error before torch 2.11.0 (error for a test reason)"
     )
     assert "unverified from torch 2.11.0 (unverified for a test reason)" in range_sentence(TORCH, steps)
+
+
+def test_a_series_of_another_package_names_the_build_as_torchs():
+    """torch_xla's wheels carry no build label of their own: the build is the torch beneath them."""
+    series = Series("torch", "cpu", "torch", ("2.10.0",), held={"numpy": "2.4.6"})
+    [strand] = series_runs([run("2.10.0+cu128", {"c": "holds"})], series)
+    assert strand.builds_under("torch") == "CUDA build (+cu128)"
+    assert strand.builds_under("torch_xla") == "on torch's CUDA build (+cu128)"

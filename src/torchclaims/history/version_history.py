@@ -96,6 +96,11 @@ class Strand:
         """'CUDA builds (+cu128, +cu130)'."""
         return builds_named([build_of(run.environment) for run in self.runs.values()])
 
+    def builds_under(self, package: str) -> str:
+        """The builds as a line about ``package`` names them: the build is torch's, so a series of another
+        package (torch_xla) runs 'on torch's CUDA build (+cu128)', never reads as a CUDA build of its own."""
+        return self.builds if package == "torch" else f"on torch's {self.builds}"
+
 
 def series_runs(all_runs: list[Run], series: Series) -> list[Strand]:
     """The strands of a series, the one with most releases first: in each, per release, the run that

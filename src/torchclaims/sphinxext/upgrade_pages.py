@@ -151,10 +151,12 @@ class UpgradeIndexDirective(SphinxDirective):
             title = f"{series.package} {old} → {new}"
             items.append(paragraph(nodes.reference("", title, refid=anchor, internal=True), counts))
             section = nodes.section(ids=[anchor])
-            section += nodes.title("", f"{title} on {series.backend}, {strand.builds}")
+            section += nodes.title("", f"{title} on {series.backend}, {strand.builds_under(series.package)}")
             section.extend(comparison_nodes(comparison))
             sections.append(section)
-        out: list[nodes.Node] = [paragraph(nodes.strong("", f"{strand.builds}:"))] if named else []
+        out: list[nodes.Node] = (
+            [paragraph(nodes.strong("", f"{strand.builds_under(series.package)}:"))] if named else []
+        )
         out.append(
             bullets(items) if items else paragraph("Fewer than two releases of this series have a committed run.")
         )

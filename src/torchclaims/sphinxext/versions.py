@@ -158,7 +158,7 @@ class RenderVersionStrips(SphinxPostTransform):
                     sentence = range_sentence(series, steps, said=node["said"])
                     lines.append(
                         paragraph(
-                            nodes.strong("", f"{series.package}, {strand.builds}: "),
+                            nodes.strong("", f"{series.package}, {strand.builds_under(series.package)}: "),
                             strip_line(steps),
                             nodes.inline("", " " + sentence, classes=["tc-range-sentence"]),
                         )
@@ -216,7 +216,13 @@ def range_views(env: BuildEnvironment) -> dict[str, list[RangeView]]:
             chosen = list(strand.runs)
             span = chosen[0] if len(chosen) == 1 else f"{chosen[0]}–{chosen[-1]}"
             out.setdefault(series.backend, []).append(
-                RangeView(series, strand, f"{series.package} {span}, {strand.builds} (range)", state, versions)
+                RangeView(
+                    series,
+                    strand,
+                    f"{series.package} {span}, {strand.builds_under(series.package)} (range)",
+                    state,
+                    versions,
+                )
             )
     return out
 
