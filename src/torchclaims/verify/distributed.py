@@ -384,11 +384,6 @@ def place(backend, world_size: int = 2, share_device: bool = False) -> Placement
     )
 
 
-def unavailable(backend, world_size: int = 2) -> str | None:
-    """Why a world_size-rank job cannot run for this backend here, one device per rank, or None."""
-    return place(backend, world_size).reason
-
-
 def attempt(
     job: Callable, backend, world_size: int = 2, share_device: bool = False
 ) -> tuple[list[dict] | None, str | None]:
