@@ -179,18 +179,26 @@ def test_xla_on_the_cpu_is_a_stand_in_and_only_a_tpu_run_counts_as_the_xla_hardw
 
 
 def test_no_heading_puts_a_stand_ins_verdict_under_the_accelerators_name(tmp_path):
-    summary = summarize(xla_grid(tmp_path, tpu=True), "xla")
-    titles = {group: summary.title(group) for group in Group if summary.group(group)}
-    assert titles == {
-        Group.CONFIRMED: "Held on xla hardware",
-        Group.STAND_IN_REFUTED: "Refuted on a stand-in (XLA on the CPU), not yet run on xla hardware",
-        Group.STAND_IN_HELD: "Held on a stand-in (XLA on the CPU and cpu), not yet run on xla hardware",
+    from torchclaims.sphinxext.reading import Action, action_title, read
+
+    def titles(summary):
+        readings = [read(s, summary.backend) for s in summary.standings]
+        return {
+            a: action_title(a, [r for r in readings if r.action is a], "xla")
+            for a in Action
+            if any(r.action is a for r in readings)
+        }
+
+    assert titles(summarize(xla_grid(tmp_path, tpu=True), "xla")) == {
+        Action.WORKS: "Works as written (1 on xla hardware, 1 on a stand-in)",
+        Action.DIFFERS: "Known to differ: change the code on a stand-in (1)",
     }
     only_cpu = summarize(xla_grid(tmp_path / "only-cpu", tpu=False), "xla")
     assert only_cpu.count(*ON_HARDWARE) == 0  # were "Held on xla" and "Refuted on xla" before XLA on the CPU stood in
-    assert only_cpu.title(Group.STAND_IN_REFUTED) == (
-        "Refuted on a stand-in (XLA on the CPU), not yet run on xla hardware"
-    )
+    assert titles(only_cpu) == {
+        Action.WORKS: "Works as written on a stand-in (1)",
+        Action.DIFFERS: "Known to differ: change the code on a stand-in (2)",
+    }
 
 
 def test_the_card_and_the_tally_count_only_runs_on_the_hardware_as_ran_on_it(tmp_path):

@@ -19,6 +19,7 @@ ORDER = [
     "backends",
     "topics",
     "claims",
+    "vendor_word",
     "evidence",
     "history",
     "run",

@@ -18,8 +18,9 @@ from . import config
 CLAIMS = "claims"  # one record per claim (claims/*.toml)
 GALLERY = "gallery"  # the claims' scripts
 RESULTS = "results"  # committed results files
+VENDOR_WORD = "vendor_word"  # what vendors state about their backends, per release (vendor_word/<backend>.toml)
 BUILD = "_build"  # everything a run or a build writes
-FOLDER_NAMES = (CLAIMS, GALLERY, RESULTS, BUILD)
+FOLDER_NAMES = (CLAIMS, GALLERY, RESULTS, VENDOR_WORD, BUILD)
 IN_GALLERY = f"{GALLERY}/"  # how a script's path starts, as claims and records give it
 # Places beneath the build folder, as text: defaults of options and of settings given as text.
 RECORDS_DIR = f"{BUILD}/records"  # the per-claim records of this machine's runs, one folder per backend
@@ -65,6 +66,10 @@ class Folders:
     @property
     def results(self) -> Path:
         return self.root / RESULTS
+
+    @property
+    def vendor_word(self) -> Path:
+        return self.root / VENDOR_WORD
 
     @property
     def records(self) -> Path:

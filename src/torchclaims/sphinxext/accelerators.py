@@ -7,9 +7,11 @@ only their claimants' word, those checked on the backend's own hardware (when,
 with which versions, from which source) and those checked only on a stand-in
 (XLA on the CPU counts as one, never as the hardware) and what the stand-ins
 showed, and a line leading to ``torchclaims check`` for a reader's own model.
-Then the claims in the groups a reader acts on, one line each with its verdict
-chips leading to the evidence, and the command a hardware owner runs to fill
-the column. ``accelerator-choice`` lists the pages with their tallies, after
+Then the claims grouped by what a team must do (torchclaims.sphinxext.reading):
+each with its runs (a chip leading to the evidence, and the layer of the stack
+it exercised), which of them speak for the accelerator and why, and the command
+that would decide it on the hardware; and the command a hardware owner runs to
+fill the column. ``accelerator-choice`` lists the pages with their tallies, after
 the same line to ``torchclaims check`` (the home page); ``accelerator-groups``
 lists the groups in words (the page that explains them). Every number here is
 counted from the records at build time.
@@ -18,20 +20,26 @@ counted from the records at build time.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 
 from ..backends import all_backends
+from ..evidence.records import Verdict
 from ..evidence.scope import and_words, reader_name
-from .backend_summary import ON_HARDWARE, ON_STAND_IN, Group, Standing, Summary, summarize
+from ..project import Folders
+from ..vendor_word import VendorWord, load_vendor_words
+from .backend_summary import ON_HARDWARE, ON_STAND_IN, Group, Summary, summarize
 from .evidence import SYMBOLS, UNCONFINED
 from .grid import Cell
 from .links import claim_ref, evidence_anchor
 from .markup import badge, bullets, doc_link, paragraph
+from .reading import Action, Reading, action_title, decided_by, read
 from .state import get_state, warn
 from .tracking import ALL_CLAIMS, note_shown
+from .vendor_word import vendor_section
 
 REFERENCE = "cpu"  # the reference every other backend is compared with: it gets no page of its own
 WORDS = {"holds": "held", "refuted": "refuted", "unverified": "unverified", "error": "error"}
@@ -75,19 +83,37 @@ def chip(cell: Cell) -> nodes.Node:
     return claim_ref(cell.claim.id, out, anchor=evidence_anchor(cell.claim.id, cell.backend, cell.version))
 
 
-def standing_line(standing: Standing) -> nodes.paragraph:
-    claim = standing.claim
-    line = paragraph(claim_ref(claim.id, nodes.inline("", claim.title)))
-    line["classes"].append("tc-standing")
-    if standing.group is Group.ATTRIBUTED:
+def what_differed(cell: Cell) -> str:
+    """The record's own words on why it did not hold: its first refuted check's detail, else its reason."""
+    record = cell.entry.record
+    failed = next((c for c in record.checks if c.outcome is Verdict.REFUTED and c.detail), None)
+    return f"{failed.name}: {failed.detail}" if failed else record.reason
+
+
+def reading_line(reading: Reading) -> nodes.container:
+    """One claim read for the accelerator: its runs with the layer each exercised, which of them speak and why,
+    and what would decide it on the hardware."""
+    claim, backend = reading.standing.claim, reading.backend
+    out = nodes.container(classes=["tc-standing", "tc-reading"])
+    out += paragraph(claim_ref(claim.id, nodes.strong("", claim.title)))
+    if reading.action is Action.WORD_ONLY:
         source = claim.sources[0]
-        line += nodes.Text(" ")
-        line += badge(f"❝ {and_words(claim.claimed_by)}'s word, {source.date}", "attributed")
-        return line
-    for cell in ([standing.here] if standing.here else []) + list(standing.stand_ins):
-        line += nodes.Text(" ")
-        line += chip(cell)
-    return line
+        out += paragraph(badge(f"❝ {and_words(claim.claimed_by)}'s word, {source.date}", "attributed"))
+        return out
+    runs = [
+        nodes.list_item("", paragraph(chip(cell), nodes.inline("", f" {layer.value}", classes=["tc-layer"])))
+        for cell, layer in reading.layers()
+    ]
+    if runs:
+        out += nodes.bullet_list("", *runs, classes=["tc-runs"])
+    out += paragraph(nodes.emphasis("", "Reading: "), f"{reading.why}.")
+    differed = [what_differed(c) for c in reading.speakers if c.kind == Verdict.REFUTED.value]
+    if differed and differed[0]:
+        out += paragraph(nodes.emphasis("", "What differed: "), differed[0])
+    if not reading.on_hardware:
+        hardware, command = decided_by(backend, claim.id)
+        out += paragraph(nodes.emphasis("", "Decided by: "), f"a run on {hardware}: ", nodes.literal("", command))
+    return out
 
 
 def tally(summary: Summary, name: str) -> nodes.bullet_list:
@@ -206,6 +232,17 @@ def card_facts(summary: Summary) -> str:
     )
 
 
+def vendor_word(env: BuildEnvironment, root: Path, backend: str, location) -> VendorWord | None:
+    """The vendor's statements about the backend, if a file holds them; what is wrong with any file is warned."""
+    folder = Folders(root).vendor_word
+    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+        env.note_dependency(str(path))  # the page changes when a statement does
+    words = load_vendor_words(folder)
+    for problem in words.problems:
+        warn(str(problem), "vendor-word", location=location)
+    return words.by_backend.get(backend)
+
+
 class AcceleratorDirective(SphinxDirective):
     """``{accelerator} <backend>``: the page of one backend."""
 
@@ -229,14 +266,18 @@ class AcceleratorDirective(SphinxDirective):
         page += paragraph(all_backends()[backend].description)
         page += tally(summary, name)
         page += check_your_model(self.env)
-        for group in Group:
-            standings = summary.group(group)
-            if not standings:
+        readings = [read(standing, backend) for standing in summary.standings]
+        for action in Action:
+            mine = [r for r in readings if r.action is action]
+            if not mine:
                 continue
-            part = nodes.section(ids=[f"{backend}-{group.name.lower().replace('_', '-')}"], classes=["tc-group"])
-            part += nodes.title("", f"{summary.title(group)} ({len(standings)})")
-            part += nodes.container("", *[standing_line(s) for s in standings], classes=["tc-standings"])
+            part = nodes.section(ids=[f"{backend}-{action.name.lower().replace('_', '-')}"], classes=["tc-group"])
+            part += nodes.title("", action_title(action, mine, backend))
+            part += nodes.container("", *[reading_line(r) for r in mine], classes=["tc-standings"])
             page += part
+        word = vendor_word(self.env, state.root, backend, self.get_location())
+        if word is not None:
+            page += vendor_section(word, summary, state.grid)
         about = len(summary.standings) - summary.count(Group.ATTRIBUTED)
         page += fill_the_column(self.env, backend, name, len(state.claims.executable()), about)
         return [page]
@@ -267,7 +308,7 @@ class AcceleratorGroupsDirective(SphinxDirective):
     """``{accelerator-groups}``: the groups an accelerator page sorts claims into, in its order."""
 
     def run(self) -> list[nodes.Node]:
-        items = [nodes.list_item("", paragraph(g.title("the backend's hardware"))) for g in Group]
+        items = [nodes.list_item("", paragraph(a.value)) for a in Action]
         return [nodes.enumerated_list("", *items)]
 
 

@@ -15,15 +15,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..backends import all_backends
 from ..claims import Claim
 from ..evidence.records import Verdict
-from ..evidence.scope import and_words
 from ..history.releases import label_key
 from .grid import Cell, Grid, device_words
 
 
 class Group(Enum):
-    """What a reader should conclude about a claim on the backend, in the order pages list them."""
+    """Where a claim's evidence about the backend comes from, as the tally and the cards count it (what a team
+    must do about it is sphinxext/reading.py's)."""
 
     CONFIRMED = "Held on {here}"
     REFUTED = "Refuted on {here}"
@@ -33,11 +34,6 @@ class Group(Enum):
     STAND_IN_OPEN = "Ran only on {stand_in}, without a verdict either way"
     ATTRIBUTED = "Only their claimants' word: attributed, no public method to check"
     UNCHECKED = "Not yet checked anywhere: no record on any backend"
-
-    def title(self, here: str, stand_ins: list[str] | None = None) -> str:
-        """'Refuted on a stand-in (XLA on the CPU and cpu), not yet run on xla hardware'."""
-        named = f"a stand-in ({and_words(stand_ins)})" if stand_ins else "a stand-in"
-        return self.value.format(here=here, stand_in=named)
 
 
 ON_HARDWARE = (Group.CONFIRMED, Group.REFUTED, Group.INCONCLUSIVE)
@@ -53,7 +49,8 @@ class Standing:
     claim: Claim
     group: Group
     here: Cell | None  # the newest record on the backend's own hardware
-    # the newest record on a stand-in of the backend itself (XLA on the CPU), then on each other backend in matrix order
+    # the newest record on a stand-in of the backend itself (XLA on the CPU), on a host with its vendor package
+    # but not its device, then on each other backend in matrix order
     stand_ins: tuple[Cell, ...]
 
 
@@ -78,17 +75,10 @@ class Summary:
         """What 'here' is on the page: 'xla hardware', never XLA on the CPU."""
         return f"{self.backend} hardware"
 
-    def stand_in_names(self, *groups: Group, kind: str | None = None) -> list[str]:
-        """Where the claims of these groups ran instead (with that verdict kind, if given), in chip order:
-        ['XLA on the CPU', 'cpu']."""
+    def stand_in_names(self, *groups: Group) -> list[str]:
+        """Where the claims of these groups ran instead, in chip order: ['XLA on the CPU', 'cpu']."""
         cells = [cell for s in self.standings if s.group in groups for cell in s.stand_ins]
-        return list(dict.fromkeys(cell.where for cell in cells if kind in (None, cell.kind)))
-
-    def title(self, group: Group) -> str:
-        """The group's heading, naming the stand-ins that gave the verdict it is named for."""
-        if group not in ON_STAND_IN:
-            return group.title(self.hardware)
-        return group.title(self.hardware, self.stand_in_names(group, kind=DECIDED_BY.get(group)))
+        return list(dict.fromkeys(cell.where for cell in cells))
 
     def group(self, group: Group) -> list[Standing]:
         return [s for s in self.standings if s.group is group]
@@ -147,6 +137,21 @@ def _group(claim: Claim, here: Cell | None, stand_ins: list[Cell]) -> Group:
     return Group.STAND_IN_OPEN if kinds else Group.UNCHECKED
 
 
+def with_vendor_package(grid: Grid, claim: Claim, backend: str) -> Cell | None:
+    """The newest run of the claim on a host that had ``backend``'s package but not its device (torch-tpu
+    without a TPU): a slice of another column (store.version_label) that a page would not show first."""
+    descriptor = all_backends().get(backend)
+    if descriptor is None or not descriptor.device_noun:
+        return None
+    mark = f"+ {descriptor.primary_package} "
+    for column in grid.columns:
+        for version in column.versions if column.backend != backend else ():
+            cell = grid.cell(claim, column.backend, version) if mark in version else None
+            if cell is not None and cell.entry is not None:
+                return cell
+    return None
+
+
 def summarize(grid: Grid, backend: str) -> Summary:
     """Every claim about ``backend``, in id order, each in its group."""
     standings = []
@@ -155,12 +160,16 @@ def summarize(grid: Grid, backend: str) -> Summary:
             continue
         here = grid.newest(claim, backend, own_device=True) if claim.executable else None
         others = (
-            [grid.newest(claim, backend, own_device=False)]
+            [grid.newest(claim, backend, own_device=False), with_vendor_package(grid, claim, backend)]
             + [grid.newest(claim, column.backend) for column in grid.columns if column.backend != backend]
             if claim.executable
             else []
         )
-        stand_ins = [cell for cell in others if cell is not None]
+        found: dict[tuple[str, str], Cell] = {}
+        for cell in others:  # the vendor's slice may be its column's newest too: shown once
+            if cell is not None:
+                found.setdefault((cell.backend, cell.version), cell)
+        stand_ins = list(found.values())
         standings.append(Standing(claim, _group(claim, here, stand_ins), here, tuple(stand_ins)))
     summary = Summary(backend, standings)
     summary.hardware_runs = [s.here for s in standings if s.here is not None]
