@@ -44,6 +44,7 @@ PAGES = {
     "accelerators/xla": "```{accelerator} xla\n```\n",  # where accelerator-choice looks for a backend's page
     "accelerator-choice": "```{accelerator-choice}\n```\n",
     "accelerator-groups": "```{accelerator-groups}\n```\n",
+    "accelerator-layers": "```{accelerator-layers}\n```\n",
     "backend-descriptors": "```{backend-descriptors}\n```\n",
     "limits-table": "```{limits-table}\n```\n",
     "build-speed": "```{build-speed}\n```\n",
@@ -53,6 +54,20 @@ PAGES = {
     "build-against-history": "```{build-against-history}\n```\n",
     "check-report": "```{check-report} examples/missing.py:step\n```\n",  # the report itself: test_a_check_report_...
 }
+
+VENDOR_WORD = """backend = "xla"
+publisher = "PyTorch/XLA"
+
+[[statements]]
+subject = "api"
+name = "sum"
+status = "native"
+quote = "A quote for the test."
+url = "https://example.org/xla"
+release = "2.9"
+date = "2026-03"
+measured_by = ["kb-holds"]
+"""
 
 BUILD_SPEED = {
     "measured_at": "2026-03-01",
@@ -153,6 +168,8 @@ def write_project(root: Path, pages: dict[str, str] = PAGES) -> None:
         root / "results" / "xla-torch2.9.0.json",
         make_results([record(root, "kb-holds", Verdict.REFUTED, xla)], xla, label="xla box"),
     )
+    (root / "vendor_word").mkdir()  # the vendor's word on the xla page, beside the kb's records
+    (root / "vendor_word" / "xla.toml").write_text(VENDOR_WORD)
     (root / "sweep").mkdir()
     (root / "sweep" / "releases.toml").write_text(
         f'[series.torch]\nbackend = "cpu"\npackage = "torch"\nversions = {json.dumps(list(RELEASES))}\n'

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -119,6 +120,20 @@ TRIGGER_MEANINGS = {
 }
 
 
+def _short_quote(quote: str) -> str:
+    if len(quote.split()) >= MAX_QUOTE_WORDS:
+        raise ValueError(f"a quote must be under {MAX_QUOTE_WORDS} words; cut it to the key sentence")
+    return quote
+
+
+# A verbatim excerpt of a source (a claim's, a vendor's statement's): short enough to quote fairly.
+Quote = Annotated[
+    str,
+    Field(min_length=1, max_length=limits.QUOTE_CHARS, description="Verbatim excerpt, under 40 words"),
+    AfterValidator(_short_quote),
+]
+
+
 class Source(BaseModel):
     """Where the claim was made, with a short verbatim quote."""
 
@@ -133,9 +148,7 @@ class Source(BaseModel):
             "whose note says where the quote was seen",
         ),
     ] = None
-    quote: Annotated[
-        str, Field(min_length=1, max_length=limits.QUOTE_CHARS, description="Verbatim excerpt, under 40 words")
-    ]
+    quote: Quote
     publisher: Annotated[
         str, Field(min_length=1, max_length=limits.NAME_CHARS, description="Who published the source"), limits.ONE_LINE
     ]
@@ -158,13 +171,6 @@ class Source(BaseModel):
     @classmethod
     def _known_backends(cls, backends: list[str]) -> list[str]:
         return known_backends(backends)
-
-    @field_validator("quote")
-    @classmethod
-    def _short_quote(cls, quote: str) -> str:
-        if len(quote.split()) >= MAX_QUOTE_WORDS:
-            raise ValueError(f"a quote must be under {MAX_QUOTE_WORDS} words; cut it to the key sentence")
-        return quote
 
     @model_validator(mode="after")
     def _claimant_with_scope(self) -> Source:

@@ -21,8 +21,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import limits
-from .backends import BACKEND_NAMES
-from .claims import ATEN_OPERATOR, MAX_QUOTE_WORDS, SOURCE_DATE
+from .claims import ATEN_OPERATOR, SOURCE_DATE, Quote, known_backends
 from .errors import InvalidFileError, Problem, problems_from_validation
 from .fileio import decode_utf8, leaves, read_bytes
 
@@ -51,7 +50,7 @@ class Statement(BaseModel):
     subject: Subject
     name: Annotated[str, Field(min_length=1, max_length=limits.NAME_CHARS), limits.ONE_LINE]
     status: Status
-    quote: Annotated[str, Field(min_length=1, max_length=limits.QUOTE_CHARS, description="Verbatim, under 40 words")]
+    quote: Quote
     url: Annotated[str, Field(pattern=r"^https://\S+$", max_length=limits.URL_CHARS)]
     release: Annotated[str, Field(min_length=1, max_length=limits.NAME_CHARS), limits.ONE_LINE]
     date: Annotated[str, Field(pattern=SOURCE_DATE, description="YYYY, YYYY-MM or YYYY-MM-DD")]
@@ -68,17 +67,7 @@ class Statement(BaseModel):
     @field_validator("compare_with")
     @classmethod
     def _known_backends(cls, backends: list[str]) -> list[str]:
-        unknown = [b for b in backends if b not in BACKEND_NAMES]
-        if unknown:
-            raise ValueError(f"unknown backend {unknown[0]!r}; expected one of {', '.join(BACKEND_NAMES)}")
-        return backends
-
-    @field_validator("quote")
-    @classmethod
-    def _short_quote(cls, quote: str) -> str:
-        if len(quote.split()) >= MAX_QUOTE_WORDS:
-            raise ValueError(f"a quote must be under {MAX_QUOTE_WORDS} words; cut it to the key sentence")
-        return quote
+        return known_backends(backends)
 
     @field_validator("name")
     @classmethod
@@ -107,9 +96,7 @@ class VendorWord(BaseModel):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, backend: str) -> str:
-        if backend not in BACKEND_NAMES:
-            raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKEND_NAMES)}")
-        return backend
+        return known_backends([backend])[0]
 
 
 @dataclass

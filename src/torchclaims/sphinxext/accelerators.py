@@ -13,7 +13,7 @@ it exercised), which of them speak for the accelerator and why, and the command
 that would decide it on the hardware; and the command a hardware owner runs to
 fill the column. ``accelerator-choice`` lists the pages with their tallies, after
 the same line to ``torchclaims check`` (the home page); ``accelerator-groups``
-lists the groups in words (the page that explains them). Every number here is
+and ``accelerator-layers`` list the groups and the layers in words (the page that explains them). Every number here is
 counted from the records at build time.
 """
 
@@ -36,7 +36,7 @@ from .evidence import SYMBOLS, UNCONFINED
 from .grid import Cell
 from .links import claim_ref, evidence_anchor
 from .markup import badge, bullets, doc_link, paragraph
-from .reading import Action, Reading, action_title, decided_by, read
+from .reading import Action, Layer, Reading, action_title, decided_by, read
 from .state import get_state, warn
 from .tracking import ALL_CLAIMS, note_shown
 from .vendor_word import vendor_section
@@ -71,8 +71,10 @@ def chip(cell: Cell) -> nodes.Node:
     leading to that run's evidence."""
     record = cell.entry.record
     out = nodes.inline(classes=["tc-chip", cell.entry.source.css_class])
-    out += badge(f"{cell.where} {SYMBOLS[record.verdict]} {record.verdict.value}", record.verdict.value)
-    out += nodes.inline("", f" {cell.version}, {record.date}", classes=["tc-date"])
+    core = nodes.inline(classes=["tc-chip-core"])  # the verdict with its version and date: never broken across lines
+    core += badge(f"{cell.where} {SYMBOLS[record.verdict]} {record.verdict.value}", record.verdict.value)
+    core += nodes.inline("", f" {cell.version}, {record.date}", classes=["tc-date"])
+    out += core
     out += badge(cell.entry.source.mark, "source")
     if record.unconfined:
         out += badge(UNCONFINED, "unconfined")
@@ -232,15 +234,20 @@ def card_facts(summary: Summary) -> str:
     )
 
 
-def vendor_word(env: BuildEnvironment, root: Path, backend: str, location) -> VendorWord | None:
-    """The vendor's statements about the backend, if a file holds them; what is wrong with any file is warned."""
+def vendor_word(env: BuildEnvironment, root: Path, backend: str, claim_ids, location) -> VendorWord | None:
+    """The vendor's statements about the backend, if a file holds them; what is wrong with any file, or a
+    statement measured by a claim that does not exist, is warned."""
     folder = Folders(root).vendor_word
     for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
         env.note_dependency(str(path))  # the page changes when a statement does
     words = load_vendor_words(folder)
     for problem in words.problems:
         warn(str(problem), "vendor-word", location=location)
-    return words.by_backend.get(backend)
+    word = words.by_backend.get(backend)
+    for statement in word.statements if word else []:
+        for unknown in sorted(set(statement.measured_by) - set(claim_ids)):
+            warn(f"{folder.name}/{backend}.toml [measured_by]: no claim {unknown!r}", "vendor-word", location=location)
+    return word
 
 
 class AcceleratorDirective(SphinxDirective):
@@ -275,7 +282,7 @@ class AcceleratorDirective(SphinxDirective):
             part += nodes.title("", action_title(action, mine, backend))
             part += nodes.container("", *[reading_line(r) for r in mine], classes=["tc-standings"])
             page += part
-        word = vendor_word(self.env, state.root, backend, self.get_location())
+        word = vendor_word(self.env, state.root, backend, state.claims.claims, self.get_location())
         if word is not None:
             page += vendor_section(word, summary, state.grid)
         about = len(summary.standings) - summary.count(Group.ATTRIBUTED)
@@ -312,8 +319,16 @@ class AcceleratorGroupsDirective(SphinxDirective):
         return [nodes.enumerated_list("", *items)]
 
 
+class AcceleratorLayersDirective(SphinxDirective):
+    """``{accelerator-layers}``: the layers of the stack a reading names a run by."""
+
+    def run(self) -> list[nodes.Node]:
+        return [bullets([paragraph(layer.value) for layer in Layer])]
+
+
 def setup_accelerators(app) -> None:
     app.add_config_value("torchclaims_accelerator_pages", "docs/accelerators", "env", str)
     app.add_directive("accelerator", AcceleratorDirective)
     app.add_directive("accelerator-choice", AcceleratorChoiceDirective)
     app.add_directive("accelerator-groups", AcceleratorGroupsDirective)
+    app.add_directive("accelerator-layers", AcceleratorLayersDirective)
