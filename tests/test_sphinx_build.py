@@ -399,7 +399,7 @@ def test_a_claim_shows_its_newest_verdict_per_backend_and_folds_every_record_int
     text = page_text_of(evidence)
     # a configuration beside another, never an upgrade from it; after the checks that failed
     assert "torch_xla: 2.9.0 here, (absent) there" in text and "→" not in text
-    assert text.index("(bound:") < text.index("Configuration unlike the cpu")
+    assert text.index("(bound:") < text.index("Configuration unlike the cpu · torch 2.13.0 run:")
     assert (
         re.findall(r' title="(?!Link to this)', section) == []
     )  # reasons are text, never tooltips (the theme's ¶ links aside)

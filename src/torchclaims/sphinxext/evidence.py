@@ -275,17 +275,16 @@ def _landings(state: BuildState, claim: Claim, landings: list[tuple[list[str], C
     each run's anchors, the claim's title, the run, its reading and a link to its whole record."""
     if not landings:
         return []
-    lines = [
-        nodes.container(
+    lines = nodes.bullet_list()
+    for anchors, cell, url in landings:
+        lines += nodes.list_item(
             "",
             claim_title(claim, anchors),
             paragraph(*run_where(state, cell.entry)),
             *reading(cell.entry, cell.stale),
             paragraph(link("the whole record (JSON)", url)),
         )
-        for anchors, cell, url in landings
-    ]
-    return [bullets(lines)]
+    return [lines]
 
 
 def run_where(state: BuildState, entry: Entry) -> list[nodes.Node]:
