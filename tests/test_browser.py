@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_site import LONG_VALUE, Server, build_browser_site
+from browser_site import LONG_VALUE, XLA_REASON, Server, build_browser_site
 from torchclaims.sphinxext.site import leftovers
 
 pytestmark = pytest.mark.browser  # drives Chromium over a built site
@@ -243,15 +243,20 @@ def test_filter_refuted_claims_about_cpu_share_the_url_land_on_the_evidence_and_
     assert console_errors(driver) == []
 
 
+def follow_the_xla_cell(driver, server) -> None:
+    """The home page, then the address of kb-holds' xla cell (a real visit to it, as with scripts off)."""
+    driver.get(server.url)
+    cell = driver.find_element("css selector", '#matrix-kb-holds td[data-backend="xla"] a.tc-run')
+    driver.get(cell.get_attribute("href"))
+    assert driver.current_url.endswith("#" + XLA_CELL)
+
+
 def test_without_javascript_a_matrix_cell_lands_on_its_run_with_a_link_to_the_record(desktop, server, site):
     """The table of every run loads with a script (page_data.py); without one, the page holds each run's
     anchor in its place, with the run's verdict and its record, and the browser opens the folded block."""
     desktop.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
     try:
-        desktop.get(server.url)
-        cell = desktop.find_element("css selector", '#matrix-kb-holds td[data-backend="xla"] a.tc-run')
-        desktop.get(cell.get_attribute("href"))
-        assert desktop.current_url.endswith("#" + XLA_CELL)
+        follow_the_xla_cell(desktop, server)
         target = desktop.find_element("id", XLA_CELL)
         line = target.find_element("xpath", "./ancestor::li[1]")
         assert line.is_displayed() and "✘ refuted" in line.text and "XLA on the CPU" in line.text, line.text
@@ -358,7 +363,6 @@ const width = document.documentElement.clientWidth;
 const offenders = [];
 document.querySelectorAll('details').forEach(d => d.open = true);
 for (const el of document.body.querySelectorAll('*')) {
-  if (el.closest('.tc-matrix-scroll')) continue;  // the matrix scrolls inside its own box
   const style = getComputedStyle(el);
   if (style.position === 'fixed' || el.closest('.sidebar-drawer, .toc-drawer')) continue;  // off-canvas menus
   const rect = el.getBoundingClientRect();
@@ -402,7 +406,7 @@ def overflow(driver, script: str = "") -> list[dict]:
         "docs/auto_gallery/kb_long.html",
     ],
 )
-def test_on_a_phone_nothing_but_the_matrix_scrolls_sideways(phone, server, page):
+def test_on_a_phone_nothing_scrolls_sideways(phone, server, page):
     phone.get(server.url + page)
     for found in overflow(phone):
         assert found["scroll"] <= found["width"], found
@@ -413,21 +417,179 @@ def test_on_a_phone_nothing_but_the_matrix_scrolls_sideways(phone, server, page)
         screenshot(phone, "topic-phone")
 
 
-def test_on_a_phone_the_matrix_keeps_its_claim_column_and_header_in_view(phone, server):
+NESTED_SCROLL = """
+const boxes = [];
+for (const el of document.querySelectorAll('.tc-matrix-page, .tc-matrix-page *')) {
+  const style = getComputedStyle(el);
+  const scrolls = (a, size, client) => /(auto|scroll)/.test(a) && el[size] > el[client] + 1;
+  if (scrolls(style.overflowX, 'scrollWidth', 'clientWidth')
+      || scrolls(style.overflowY, 'scrollHeight', 'clientHeight'))
+    boxes.push(`${el.tagName.toLowerCase()}.${el.className}`);
+}
+const width = document.documentElement.clientWidth;
+const cells = Array.from(document.querySelectorAll('tr.tc-claim-row:not([hidden]) > *'),
+                         c => c.getBoundingClientRect());
+const caption = document.querySelector('table.tc-matrix caption');
+return {boxes, width, cells: cells.length, outside: cells.filter(r => r.left < -1 || r.right > width + 1).length,
+        captionCut: caption.scrollWidth > caption.clientWidth + 1 || caption.getBoundingClientRect().right > width + 1};
+"""
+
+
+def test_on_a_phone_the_matrix_is_in_the_page_s_one_scroll_with_every_column_in_reach(phone, server):
+    """No box that scrolls inside the page: a card per claim, each cell named by its backend, within the width."""
     phone.get(server.url)
-    moved = phone.execute_script(
-        """const box = document.querySelector('.tc-matrix-scroll');
-        box.scrollLeft = 400; box.scrollTop = 300;
-        const b = box.getBoundingClientRect();
-        const claim = document.querySelector('#matrix-kb-long th[scope=row]').getBoundingClientRect();
-        const head = document.querySelector('thead th[data-backend=cpu]').getBoundingClientRect();
-        return {scrolled: box.scrollLeft, down: box.scrollTop, left: claim.left - b.left, top: head.top - b.top,
-                bottom: b.bottom - head.bottom};"""
+    wait_for(lambda: count_text(phone), "the matrix")
+    for found in (phone.execute_script(NESTED_SCROLL), phone.execute_script(WIDE_TEXT + NESTED_SCROLL)):
+        assert found["boxes"] == [], found
+        assert found["cells"] > 0 and found["outside"] == 0 and not found["captionCut"], found
+    phone.execute_script("document.getElementById('tc-test-wide-text').remove()")
+    xla = phone.find_element("css selector", '#matrix-kb-holds td[data-backend="xla"]')
+    assert xla.is_displayed() and xla.text.startswith("xla") and "refuted" in xla.text, xla.text
+    phone.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", xla)
+    screenshot(phone, "matrix-phone-rows")
+
+
+SMALL_TEXT = """
+const small = [];
+for (const el of document.querySelectorAll('article *')) {
+  const own = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+  if (!own || !el.getClientRects().length || el.closest('.tc-sr, .headerlink')) continue;
+  const size = parseFloat(getComputedStyle(el).fontSize);
+  const text = el.textContent.trim().slice(0, 20);
+  if (size < 12) small.push(`${el.tagName.toLowerCase()}.${el.className} ${size}px "${text}"`);
+}
+const pickers = Array.from(document.querySelectorAll('select[data-tc-version]'), s => s.getBoundingClientRect().height);
+return {small: small.slice(0, 10), pickers};
+"""
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_no_text_on_the_home_page_is_under_12_px_and_version_pickers_are_a_finger_wide(width, request, server):
+    driver = request.getfixturevalue(width)
+    driver.get(server.url)
+    wait_for(lambda: count_text(driver), "the matrix")
+    found = driver.execute_script(SMALL_TEXT)
+    assert found["small"] == [], found
+    assert found["pickers"] and min(found["pickers"]) >= (44 if width == "phone" else 24), found
+
+
+TALLIES = """
+const shown = Array.from(document.querySelectorAll('tr.tc-claim-row')).filter(r => !r.hidden);
+const out = {};
+document.querySelectorAll('thead th[data-backend]').forEach(th => {
+  const said = {}, counted = {};
+  th.querySelectorAll('.tc-totals:not([hidden]) [data-kind]').forEach(t => {
+    said[t.dataset.kind] = Number(t.querySelector('.tc-n').textContent); counted[t.dataset.kind] = 0; });
+  for (const row of shown) {
+    const run = row.querySelector(`td[data-backend="${th.dataset.backend}"] .tc-run:not([hidden])`);
+    if (run) counted[run.dataset.verdict] += 1;
+  }
+  out[th.dataset.backend] = {said, counted};
+});
+return {tallies: out, caption: document.querySelector('.tc-caption-count').textContent, rows: shown.length,
+        topics: Array.from(document.querySelectorAll('tr.tc-topic-row:not([hidden]) .tc-topic-count'),
+                           t => t.textContent)};
+"""
+
+
+def test_every_count_on_the_home_page_is_over_the_rows_the_filter_shows(desktop, server):
+    """Header tallies, caption and topic rows follow the filter; unfiltered, they are the numbers the page is built
+    with (read with scripts off)."""
+    desktop.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+    try:
+        desktop.get(server.url)
+        built = desktop.execute_cdp_cmd(
+            "Runtime.evaluate", {"expression": f"(() => {{{TALLIES}}})()", "returnByValue": True}
+        )["result"]["value"]
+    finally:
+        desktop.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+    desktop.get(server.url)
+    wait_for(lambda: count_text(desktop), "the matrix")
+    everything = desktop.execute_script(TALLIES)
+    assert everything["tallies"] == built["tallies"] and everything["caption"] == built["caption"]
+    for backend, tally in everything["tallies"].items():
+        assert tally["said"] == tally["counted"], (backend, tally)
+    desktop.get(server.url + "?backend=neuron")
+    wait_for(lambda: count_text(desktop).startswith("1 of "), "the one claim about neuron")
+    neuron = desktop.execute_script(TALLIES)
+    total = everything["rows"]
+    assert neuron["rows"] == 1 and neuron["caption"] == f"1 of {total} claims", neuron
+    assert neuron["topics"] == ["(1 of 6 claims)"], neuron  # kb-vendor among the six device-switch claims
+    for backend, tally in neuron["tallies"].items():
+        assert tally["said"] == tally["counted"] and sum(tally["said"].values()) == 1, (backend, tally)
+    assert neuron["tallies"] != everything["tallies"]
+    # the mark says which backend the claim is about, never "target" in a column of another backend
+    assert desktop.find_elements("css selector", "#matrix-kb-vendor .tc-target-mark") == []
+    desktop.get(server.url)
+    mark = wait_for(
+        lambda: desktop.find_element("css selector", '#matrix-kb-holds td[data-backend="cpu"] .tc-target-mark'),
+        "a mark",
     )
-    assert moved["scrolled"] > 0  # the matrix is wider than a phone and scrolls inside its box
-    assert abs(moved["left"]) <= 2, moved  # the claim column stays at the box's left edge
-    # the header stays at the top of the box once it scrolls down (and in view anyway)
-    assert abs(moved["top"]) <= 2 if moved["down"] > 0 else 0 <= moved["top"] and moved["bottom"] > 0, moved
+    assert mark.text == "◎ about cpu"
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_a_filtered_address_opens_on_its_rows(width, request, server):
+    driver = request.getfixturevalue(width)
+    driver.get(server.url + "?backend=cpu&verdict=refuted")
+    wait_for(lambda: count_text(driver).startswith("2 of "), "the filtered rows")
+    first = driver.find_element("css selector", "tr.tc-claim-row:not([hidden])")
+    top = driver.execute_script("return [arguments[0].getBoundingClientRect().top, innerHeight]", first)
+    screenshot(driver, f"matrix-filtered-{width}")
+    assert 0 <= top[0] < top[1], top
+
+
+LANDING = """
+const target = document.getElementById(arguments[0]);
+if (!target) return null;
+const landing = target.closest('tr, li, .tc-run');
+const at = (text) => {
+  const walker = document.createTreeWalker(landing, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.textContent.includes(text)) {
+      const r = n.parentElement.getBoundingClientRect();
+      return {top: r.top, bottom: r.bottom, node: n};
+    }
+  }
+  return null;
+};
+const title = at(arguments[1]), reason = at(arguments[2]), measured = at(arguments[3]);
+const config = at('Configuration unlike');
+const before = (a, b) => !b || !!(a.node.compareDocumentPosition(b.node) & Node.DOCUMENT_POSITION_FOLLOWING);
+const strip = (p) => p && {top: p.top, bottom: p.bottom};
+return {title: strip(title), reason: strip(reason), measured: strip(measured), height: innerHeight,
+        ordered: !!(title && reason && measured) && before(measured, config), text: landing.innerText.slice(0, 400)};
+"""
+
+
+@pytest.mark.parametrize("script", ["with JavaScript", "without JavaScript"])
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_a_landing_from_an_xla_cell_shows_the_title_its_reason_and_the_failing_measurement_first(
+    width, script, request, server
+):
+    driver = request.getfixturevalue(width)
+    off = script == "without JavaScript"
+    driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": off})
+    try:
+        follow_the_xla_cell(driver, server)
+        args = (XLA_CELL, "Claim kb-holds", XLA_REASON, "max abs error = 1 (bound:")
+
+        def landed():
+            if off:  # the page's scripts are off: the browser's debugger reads it
+                expression = f"(function() {{{LANDING}}}).apply(null, {json.dumps(args)})"
+                found = driver.execute_cdp_cmd("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+                found = found["result"].get("value")
+            else:
+                found = driver.execute_script(LANDING, *args)
+            parts = found and [found["title"], found["reason"], found["measured"]]
+            in_view = parts and all(p and 0 <= p["top"] and p["bottom"] <= found["height"] for p in parts)
+            return found if in_view else None
+
+        found = wait_for(landed, f"title, reason and failing measurement in the first viewport ({width}, {script})")
+        assert found["ordered"], found  # the failing measurement before any configuration difference
+        screenshot(driver, f"landing-xla-{width}-{'nojs' if off else 'js'}")
+    finally:
+        driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
 
 
 CONTRAST = """

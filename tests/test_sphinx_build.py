@@ -396,7 +396,10 @@ def test_a_claim_shows_its_newest_verdict_per_backend_and_folds_every_record_int
     ]  # the first run is shown whole above the table, with its anchors
     assert 'id="claim-kb-holds--cpu--torch-2-13-0"' in evidence and 'id="claim-kb-holds--xla"' in evidence
     assert evidence.count("Environment and conditions") == 1  # the environment once, then only what differs
-    assert "torch_xla (absent) → 2.9.0" in page_text_of(evidence)
+    text = page_text_of(evidence)
+    # a configuration beside another, never an upgrade from it; after the checks that failed
+    assert "torch_xla: 2.9.0 here, (absent) there" in text and "→" not in text
+    assert text.index("(bound:") < text.index("Configuration unlike the cpu · torch 2.13.0 run:")
     assert (
         re.findall(r' title="(?!Link to this)', section) == []
     )  # reasons are text, never tooltips (the theme's ¶ links aside)

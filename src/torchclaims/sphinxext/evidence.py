@@ -1,19 +1,20 @@
-"""The evidence of a claim: one folded block, the first run whole and every other run as what differs from it.
+"""The evidence of a claim: one folded block, the first run whole and every other run as a landing of its own.
 
 The block (``claim-<id>--evidence``) opens on demand. It shows the first run in
 matrix order whole (its source, reason, checks and environment), then one table
-with a row per record of the claim, by backend and version: its verdict and
-reason, and only what differs from the first run (versions and settings, checks
-whose outcome or measurements moved), with its results file to download. The
-table is written beside the page and loads when the block opens
-(page_data.py): with a row per release it is most of a topic page. Each
-backend's first row carries ``claim-<id>--<backend>`` and each version's row
-``claim-<id>--<backend>--<version>`` (links.py), which is where a matrix cell
-leads; a link that lands there opens the block. Until the table loads, and for
-good without JavaScript, the block holds each of those anchors with the run's
-verdict and a link to its whole record. Every line names the backend,
-device, version, date and origin, and says when the backend is outside the
-claim's scope.
+with a row per record of the claim, by backend and version. A row is where a
+matrix cell leads, so it reads on its own: the claim's title, the run, its
+verdict with its own reason, the checks that did not hold with each
+measurement against its bound, and only then how its configuration differs
+from the first run's (a difference of set-up, not an upgrade), with its results
+file to download. The table is written beside the page and loads when the
+block opens (page_data.py): with a row per release it is most of a topic page.
+Each backend's first row carries ``claim-<id>--<backend>`` and each version's
+row ``claim-<id>--<backend>--<version>`` (links.py). Until the table loads, and
+for good without JavaScript, the block holds each of those anchors with the
+same reading (title, verdict, reason, failed checks) and a link to the run's
+whole record. Every line names the backend, device, version, date and origin,
+and says when the backend is outside the claim's scope.
 """
 
 from __future__ import annotations
@@ -157,8 +158,33 @@ def _value(m) -> str:
     return value + (f" {m.unit}" if m.unit else "")
 
 
-def differences(record: ResultRecord, first: ResultRecord) -> list[nodes.Node]:
-    """What a run does not share with the first run: settings, then checks (only the measurements that moved)."""
+def _against_bound(m) -> str:
+    """'max abs error = 0.5 (bound: <= 1e-05)': a measurement with the bound it was judged by."""
+    return f"{m.name} = {_value(m)}" + (f" (bound: {m.tolerance})" if m.tolerance else "")
+
+
+def failed_checks(record: ResultRecord) -> list[nodes.Node]:
+    """Each check that did not hold, with its measurements against their bounds: what a landing shows first."""
+    out = []
+    for check in record.checks:
+        if check.outcome is Verdict.HOLDS:
+            continue
+        parts: list = [
+            nodes.emphasis("", check.name),
+            " ",
+            badge(f"{SYMBOLS[check.outcome]} {check.outcome.value}", check.outcome.value),
+        ]
+        if check.measurements:
+            parts.append(value_text(" " + "; ".join(_against_bound(m) for m in check.measurements)))
+        if check.detail and check.detail not in record.reason:  # the reason says it already
+            parts.append(f" {check.detail}")
+        out.append(paragraph(*parts))
+    return out
+
+
+def differences(record: ResultRecord, first: ResultRecord, label: str) -> list[nodes.Node]:
+    """How a run's set-up differs from the first run's (this run's value, then that one's: neither is
+    an upgrade of the other), then the checks that hold here but measured otherwise there."""
     settings = first.environment.differences(record.environment)
     settings.update(
         {
@@ -171,12 +197,17 @@ def differences(record: ResultRecord, first: ResultRecord) -> list[nodes.Node]:
         settings.pop("torch", None)  # the same version with its build tag: said once
     out: list[nodes.Node] = []
     if settings:
-        out.append(paragraph("; ".join(f"{k.removeprefix('packages.')} {a} → {b}" for k, (a, b) in settings.items())))
+        out.append(paragraph(nodes.emphasis("", f"Configuration unlike the {label} run:")))
+        items = [
+            paragraph(value_text(f"{k.removeprefix('packages.')}: {b} here, {a} there"))
+            for k, (a, b) in settings.items()
+        ]
+        out.append(bullets(items))
     theirs = {c.name: c for c in first.checks}
     for check in record.checks:
         other = theirs.get(check.name)
-        if _same(check, other):
-            continue
+        if check.outcome is not Verdict.HOLDS or _same(check, other):
+            continue  # a failed check is given whole above
         parts: list = [nodes.emphasis("", check.name), ": "]
         if other is None or other.outcome != check.outcome:
             parts.append(badge(f"{SYMBOLS[check.outcome]} {check.outcome.value}", check.outcome.value))
@@ -187,17 +218,13 @@ def differences(record: ResultRecord, first: ResultRecord) -> list[nodes.Node]:
                 value_text(
                     " "
                     + "; ".join(
-                        f"{m.name} = {_value(m)}" + (f" (was {_value(before[m.name])})" if m.name in before else "")
+                        f"{m.name} = {_value(m)}" + (f" (there {_value(before[m.name])})" if m.name in before else "")
                         for m in moved
                     )
                 )
             )
-        if (
-            check.detail and (other is None or other.detail != check.detail) and check.detail not in record.reason
-        ):  # the reason says it already
-            parts.append(f" {check.detail}")
         out.append(paragraph(*parts))
-    return out or [paragraph("the same checks, measurements and settings")]
+    return out or [paragraph(f"the same configuration as the {label} run")]
 
 
 def figures(state: BuildState, entry: Entry, label: str) -> list[nodes.Node]:
@@ -215,13 +242,9 @@ def figures(state: BuildState, entry: Entry, label: str) -> list[nodes.Node]:
     return out
 
 
-def reason(entry: Entry, stale: str = "", said: str = "") -> list[nodes.Node]:
-    """The reason a record gives (unless it is ``said`` already), and why it is stale: visible text, never a tooltip."""
-    out = (
-        [paragraph(nodes.emphasis("", "Reason: "), entry.record.reason)]
-        if entry.record.reason and entry.record.reason != said
-        else []
-    )
+def reason(entry: Entry, stale: str = "") -> list[nodes.Node]:
+    """The reason a record gives, and why it is stale: visible text, never a tooltip."""
+    out = [paragraph(nodes.emphasis("", "Reason: "), entry.record.reason)] if entry.record.reason else []
     return out + ([paragraph(nodes.emphasis("", "Stale: "), stale)] if stale else [])
 
 
@@ -235,21 +258,41 @@ def _ordered(state: BuildState, claim: Claim) -> list[tuple[Entry, Cell | None]]
     ]
 
 
-def _landings(state: BuildState, landings: list[tuple[list[str], Entry, str]]) -> list[nodes.Node]:
+def claim_title(claim: Claim, anchors: list[str] = ()) -> nodes.paragraph:
+    """The claim's title, first in whatever a link lands on (the anchors before it, so it is in view)."""
+    title = paragraph(*(nodes.inline(ids=[anchor]) for anchor in anchors), nodes.strong("", claim.title))
+    title["classes"].append("tc-run-claim")
+    return title
+
+
+def reading(entry: Entry, stale: str = "") -> list[nodes.Node]:
+    """A run's verdict with its own reason, then the checks that did not hold against their bounds."""
+    return [paragraph(verdict_badge(entry, stale)), *reason(entry, stale), *failed_checks(entry.record)]
+
+
+def _landings(state: BuildState, claim: Claim, landings: list[tuple[list[str], Cell, str]]) -> list[nodes.Node]:
     """Where a link into the table of runs lands before the table loads (or without JavaScript, for good):
-    each run's anchors, its verdict and a link to its record."""
+    each run's anchors, the claim's title, the run, its reading and a link to its whole record."""
     if not landings:
         return []
-    lines = [
-        paragraph(
-            *(nodes.inline(ids=[anchor]) for anchor in anchors),
-            nodes.strong("", state.grid.column(entry.backend).header(entry.version)),
-            f" {SYMBOLS[entry.record.verdict]} {entry.record.verdict.value}, {entry.record.date} · ",
-            link("record (JSON)", url),
+    lines = nodes.bullet_list()
+    for anchors, cell, url in landings:
+        lines += nodes.list_item(
+            "",
+            claim_title(claim, anchors),
+            paragraph(*run_where(state, cell.entry)),
+            *reading(cell.entry, cell.stale),
+            paragraph(link("the whole record (JSON)", url)),
         )
-        for anchors, entry, url in landings
+    return [lines]
+
+
+def run_where(state: BuildState, entry: Entry) -> list[nodes.Node]:
+    """'xla · XLA on the CPU (AMD EPYC) · torch_xla 2.9.0 2026-11-29, xla-run.json'."""
+    return [
+        nodes.strong("", state.grid.column(entry.backend).header(entry.version)),
+        nodes.Text(f" {entry.record.date}, {origin_text(entry)}"),
     ]
-    return [bullets(lines)]
 
 
 def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None:
@@ -264,6 +307,7 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
         ids=[evidence_anchor(claim.id, first.backend), evidence_anchor(claim.id, first.backend, first.version)],
         classes=["tc-run"],
     )
+    whole += claim_title(claim)
     whole += paragraph(nodes.emphasis("", "The first run, whole: "), *run_line(state.grid, first))
     whole += source_paragraph(first_entry)
     whole.extend(reason(first_entry, first.stale))
@@ -281,14 +325,11 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
     rows, ids, anchored, landings = [], [], {first.backend}, []
     for entry, cell in records:
         download = download_for(entry)
-        where = nodes.paragraph()
-        where += nodes.strong("", state.grid.column(entry.backend).header(entry.version))
-        where += nodes.Text(f" {entry.record.date}, {origin_text(entry)}")
+        where = paragraph(*run_where(state, entry))
         anchors = []
         if entry.backend not in anchored:  # where a link to the backend's evidence lands
             anchored.add(entry.backend)
             anchors.append(evidence_anchor(claim.id, entry.backend))
-            where.insert(0, nodes.inline(ids=anchors[:]))
             where.extend(
                 nodes.Text(n) if isinstance(n, str) else n for n in scope_words(claim, entry.backend)
             )  # once per backend
@@ -296,15 +337,13 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
             where += nodes.inline(
                 "", " (an older record of this version: the one above is shown in the matrix)", classes=["tc-date"]
             )
-        stale, said = (cell.stale if cell else ""), ("" if entry is first_entry else first_entry.record.reason)
-        same = " the same reason as the first run" if entry.record.reason and entry.record.reason == said else ""
-        verdict = nodes.container("", paragraph(verdict_badge(entry, stale), same), *reason(entry, stale, said))
+        stale = cell.stale if cell else ""
         differs = nodes.container(
             "",
             *(
-                differences(entry.record, first_entry.record)
+                differences(entry.record, first_entry.record, label)
                 if entry is not first_entry
-                else [paragraph("the first run, above")]
+                else [paragraph("its configuration: the first run, above")]
             ),
         )
         differs.extend(figures(state, entry, grid_label(cell)) if cell is not None and entry is not first_entry else [])
@@ -314,8 +353,8 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
             )
         rows.append(
             [
-                where,
-                verdict,
+                nodes.container("", claim_title(claim, anchors), where),
+                nodes.container("", *reading(entry, stale)),
                 differs,
                 paragraph(link("JSON", root + download.json), " · ", link("CSV", root + download.csv)),
             ]
@@ -326,9 +365,15 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
             else []
         )
         if anchors or ids[-1]:
-            landings.append((anchors + ids[-1], entry, root + download.json))
+            landing = cell or Cell(claim, entry.backend, entry.version, entry)
+            landings.append((anchors + ids[-1], landing, root + download.json))
     runs = table(
-        ["Run", "Verdict and reason", f"What differs from the {label} run", "Download"],
+        [
+            "Claim and run",
+            "Verdict, its reason and the checks that failed",
+            f"Configuration unlike the {label} run",
+            "Download",
+        ],
         rows,
         ["tc-runs"],
         caption="Every record of this claim, by backend and version",
@@ -339,7 +384,7 @@ def evidence(state: BuildState, claim: Claim, docname: str) -> nodes.Node | None
         "each record in full:"
     )
     # most of a topic page's weight: loaded on demand, its anchors in the page
-    body.append(later(f"claim-{claim.id}--runs", [runs], note, _landings(state, landings)))
+    body.append(later(f"claim-{claim.id}--runs", [runs], note, _landings(state, claim, landings)))
     backends = len({e.backend for e, _ in records})
     summary = [
         f"Evidence: {len(records)} record{'s' if len(records) > 1 else ''} "

@@ -6,8 +6,9 @@ shown and that version's totals; a backend with no record at all is named once
 above the table instead of filling a column with empty cells. A row per claim,
 grouped by topic. A cell shows the newest verdict of that version, its date and
 source (said once in the header when every cell of the version shares it),
-marks the backends the claim is about ("target"), says in the cell when a
-verdict is outside the claim's scope, and links to the evidence of that run,
+marks the backends the claim is about ("◎ about cpu": the claim speaks to that
+backend, never a verdict on the accelerator a reader filtered by), says in the
+cell when a verdict is outside the claim's scope, and links to the evidence of that run,
 where the reason and the environment are. An attributed claim says once across
 its row that it has no verdict. Every other version of a backend can be picked
 in its header; a backend whose releases were swept also offers each series'
@@ -15,7 +16,11 @@ whole range there (versions.py). Their cells are not in the page, which
 would weigh several times as much with them: they are written once beside it
 (page_data.py) and loaded when the reader first picks another version.
 Filters (topic, the backend a claim is about, verdict, text) and the version
-choice live in the URL (static/torchclaims.js); a legend, a "built on … with …" stamp and the
+choice live in the URL (static/torchclaims.js), which also counts again, over
+the rows a filter leaves, every figure the page states: the header tallies,
+the caption and the topic rows (the numbers written here are those of the
+unfiltered view, from the same cells). On a phone the rows become cards in
+one scroll, each cell named by its backend (``tc-cell-backend``). A legend, a "built on … with …" stamp and the
 downloads of every results file sit beside the grid. The markup is written here
 rather than as a docutils table so that cells can carry scopes and data
 attributes, from safe_html.Html, which escapes every value in it.
@@ -88,13 +93,14 @@ def _cell(
 ) -> tuple[Html, Html]:
     """The cell with the version its header shows, and the runs of every other version (loaded when picked)."""
     target = claim.covers(column.backend)
-    mark = Html('<span class="tc-target-mark">◎ target</span>') if target else ""
+    mark = Html('<span class="tc-target-mark">◎ about {}</span>').format(column.backend) if target else ""
     cells = grid.cells(claim, column.backend)
     shown = _run(cells[0], True, marks.get(cells[0].version, "")) if cells else ""
     later = Html("").join(_run(cell, False, marks.get(cell.version, "")) for cell in cells[1:])
     later += Html("").join(view.run_html(claim.id) for view in ranges if claim.executable)  # (versions.py)
-    td = Html("<td{}>{}{}</td>").format(
-        attributes(data_backend=column.backend, class_="tc-target" if target else None), mark, shown
+    label = Html('<span class="tc-cell-backend">{}</span>').format(column.backend)  # shown where rows are cards
+    td = Html("<td{}>{}{}{}</td>").format(
+        attributes(data_backend=column.backend, class_="tc-target" if target else None), label, mark, shown
     )
     return td, later
 
@@ -104,9 +110,10 @@ def _totals(grid: Grid, column: Column) -> Html:
     for i, version in enumerate(column.versions or ("",)):
         counts = grid.totals(column.backend, version)
         items = Html("").join(
-            Html('<span class="tc-total tc-total-{}">{}&#8239;{}<span class="tc-sr"> {}</span></span>').format(
-                kind, WORDS[kind][0], counts[kind], WORDS[kind][1]
-            )
+            Html(
+                '<span class="tc-total tc-total-{}" data-kind="{}">{}&#8239;<span class="tc-n">{}</span>'
+                '<span class="tc-sr"> {}</span></span>'
+            ).format(kind, kind, WORDS[kind][0], counts[kind], WORDS[kind][1])
             for kind in TOTALED
         )
         out += Html('<span class="tc-totals"{}>{}</span>').format(attributes(data_version=version, hidden=i > 0), items)
@@ -260,13 +267,15 @@ def _legend(state: BuildState, root: str) -> Html:
     )
     return Html(
         '<aside class="tc-legend" aria-label="Legend"><h2>Legend</h2><ul>{}'
-        '<li><span class="tc-target-mark">◎ target</span> '
-        "the claim is about this backend: a verdict here speaks to it</li>"
+        '<li><span class="tc-target-mark">◎ about cpu</span> '
+        "the claim is about the backend of that column, so its verdict there speaks to it; "
+        "it says nothing of the accelerator the filter names</li>"
         '<li><span class="tc-scope">outside its scope</span> a verdict on a backend the claim is not about '
         "(the CPU reference, XLA on the CPU): "
         "evidence about what ran there, never about the vendor's hardware</li>"
         '<li><span class="tc-badge tc-stale">stale</span> made by an older script, or older than the age limit</li>'
-        "<li>Dates are UTC. A header's counts are for the version it shows; pick another version in the header. "
+        "<li>Dates are UTC. A header's counts are for the version it shows and the rows shown; "
+        "pick another version in the header. "
         "Click a cell for its evidence: the reason, the checks and the environment of that run.</li></ul>"
         '<p class="tc-stamp">{}</p>{}</aside>'
     ).format(items, stamp(state), _downloads(state, root))
@@ -337,19 +346,21 @@ class ClaimsMatrixDirective(SphinxDirective):
         for topic, topic_claims in claims.by_topic().items():
             if topic_claims:
                 rows += Html(
-                    '<tr class="tc-topic-row" data-topic="{}">'
-                    '<th scope="rowgroup" colspan="{}"><span>{}</span></th></tr>'
-                ).format(topic, len(columns) + 1, TOPICS[topic])
+                    '<tr class="tc-topic-row" data-topic="{}"><th scope="rowgroup" colspan="{}">'
+                    '<span>{} <span class="tc-topic-count">({} claim{})</span></span></th></tr>'
+                ).format(
+                    topic, len(columns) + 1, TOPICS[topic], len(topic_claims), "s" if len(topic_claims) > 1 else ""
+                )
             for claim in topic_claims:
                 register_label(self.env, matrix_anchor(claim.id), claim.title)
                 row, later[matrix_anchor(claim.id)] = _row(grid, claim, columns, ranges, marks)
                 rows += row
         total = len(claims.claims)
-        caption = (
-            f"{total} claims × {len(columns)} backends with records. "
+        caption = Html(
+            '<span class="tc-caption-count">{} claims</span> × {} backends with records. '
             "Each cell: the newest verdict of the claim on the backend, "
             "for the version its header names; ∅ where no record exists."
-        )
+        ).format(total, len(columns))
         later = {row: runs for row, runs in later.items() if runs}
         docname = self.env.docname
         data = attributes(data_tc_later=data_name(docname), data_tc_src=data_src(docname)) if later else ""
@@ -358,7 +369,7 @@ class ClaimsMatrixDirective(SphinxDirective):
         )
         markup = Html(
             '<div class="tc-matrix-page">{}{}{}<div class="tc-matrix-layout">'
-            '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends (scrolls inside)">'
+            '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends">'
             '<table class="tc-matrix"{}><caption>{}</caption>'
             '<thead><tr><th scope="col" class="tc-corner">Claim</th>{}</tr></thead>'
             "<tbody>{}</tbody></table>"

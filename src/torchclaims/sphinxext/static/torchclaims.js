@@ -14,6 +14,7 @@ const tcMatrix = (root) => {
   const form = root.querySelector(".tc-filters");
   const table = root.querySelector("table.tc-matrix");
   const count = root.querySelector(".tc-count");
+  const caption = root.querySelector(".tc-caption-count");
   const none = root.querySelector(".tc-no-matches");
   const rows = Array.from(table.querySelectorAll("tr.tc-claim-row"));
   const versionPickers = Array.from(table.querySelectorAll("select[data-tc-version]"));
@@ -108,8 +109,31 @@ const tcMatrix = (root) => {
       head.hidden = !rows.some((r) => !r.hidden && r.dataset.topic === head.dataset.topic);
     });
     count.textContent = `${shown} of ${rows.length} claims` + (backend ? ` (those about ${backend})` : "");
+    caption.textContent = shown === rows.length ? `${shown} claims` : `${shown} of ${rows.length} claims`;
+    tally();
     none.hidden = shown > 0;
     table.classList.toggle("tc-empty", shown === 0);
+  };
+
+  // Every figure the page states is over the rows shown, counted from the cells the filter reads
+  // (the page is written with those of the unfiltered view, from the same cells).
+  const tally = () => {
+    const shownRows = rows.filter((r) => !r.hidden);
+    table.querySelectorAll("thead th[data-backend]").forEach((head) => {
+      const counts = {};
+      for (const row of shownRows) {
+        const run = row.querySelector(`td[data-backend="${head.dataset.backend}"] .tc-run:not([hidden])`);
+        if (run) counts[run.dataset.verdict] = (counts[run.dataset.verdict] || 0) + 1;
+      }
+      head.querySelectorAll(".tc-totals:not([hidden]) [data-kind]").forEach((total) => {
+        total.querySelector(".tc-n").textContent = counts[total.dataset.kind] || 0;
+      });
+    });
+    table.querySelectorAll("tr.tc-topic-row").forEach((head) => {
+      const all = rows.filter((r) => r.dataset.topic === head.dataset.topic);
+      const n = all.filter((r) => !r.hidden).length, s = all.length > 1 ? "s" : "";
+      head.querySelector(".tc-topic-count").textContent = n === all.length ? `(${n} claim${s})` : `(${n} of ${all.length} claim${s})`;
+    });
   };
 
   const reset = () => {
@@ -128,6 +152,8 @@ const tcMatrix = (root) => {
   window.addEventListener("popstate", () => { read(); apply(); });
   read();
   apply();
+  // A shared, filtered address opens on its rows, not on what the page says above them.
+  if (!location.hash && fields.some((name) => field(name).value)) form.scrollIntoView({ block: "start", behavior: "instant" });
 };
 
 // Parts of a page written beside it (sphinxext/page_data.py), such as the record
