@@ -277,3 +277,15 @@ def test_a_device_that_differs_by_a_known_amount_gets_that_size_and_an_atol_that
     assert run["fallbacks"] is None  # the CPU reference has no fallback to see: not "none"
     assert main([*base, "--output", str(tmp_path / "b.json"), "--atol", str(run["passing_atol"])]) == 0
     assert "measured parity held on cpu" in capsys.readouterr().out
+
+
+def test_a_static_fallback_finding_names_the_backends_switch_or_that_it_has_none():
+    from torchclaims.check import check_step
+    from torchclaims.check.sarif import sarif
+    from torchclaims.check.target import load_target
+
+    report = check_step(load_target(str(ROOT / "examples" / "check" / "fft_model.py:spectral_step")), root=ROOT)
+    results = sarif(report)["runs"][0]["results"]
+    (r2c,) = [r for r in results if r["partialFingerprints"]["operatorBackend"] == "aten::_fft_r2c|float32|xla"]
+    assert r2c["ruleId"] == "cpu-fallback"
+    assert "no switch forbids the CPU fallback on xla" in r2c["properties"]["fix"]
