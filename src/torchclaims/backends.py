@@ -26,6 +26,25 @@ ENTRY_POINT_GROUP = "torchclaims.backends"
 
 
 @dataclass(frozen=True)
+class FallbackSwitch:
+    """A backend's own setting that makes what it cannot run raise, instead of running it elsewhere.
+
+    It is read when the backend loads, so a run that wants it sets it before the process imports torch."""
+
+    variable: str
+    value: str  # the value that forbids the fallback
+    default: bool  # whether the fallback is forbidden where the variable is unset
+    covers: str  # what it forbids, in the vendor's words
+    eager: bool = True  # whether it covers the operators an eager step dispatches (False: compiled graphs only)
+
+    def in_force(self, environ) -> bool:
+        return environ.get(self.variable, self.value if self.default else None) == self.value
+
+    def __str__(self) -> str:
+        return f"{self.variable}={self.value}" + (" (the default)" if self.default else "")
+
+
+@dataclass(frozen=True)
 class Backend:
     """What torchclaims needs to know to run a claim on one kind of device."""
 
@@ -47,6 +66,7 @@ class Backend:
     device_noun: str = (
         ""  # the hardware a run with only the vendor package lacks ("TPU"); see vendor_packages_without_device
     )
+    fallback_switch: FallbackSwitch | None = None  # None: the backend has no CPU fallback, or no switch forbids it
     unavailable: Callable[[], str | None] = field(default=lambda: None, repr=False)
     synchronize: Callable[[], None] = field(default=lambda: None, repr=False)
     device_name: Callable[[], str] = field(default=lambda: "unknown", repr=False)
@@ -271,6 +291,9 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
         compile_backend="inductor",
         packages=("torch", "numpy", "transformers", "accelerate"),
         env_prefixes=("PYTORCH_MPS_", "PYTORCH_ENABLE_MPS_FALLBACK", "TORCH_"),
+        fallback_switch=FallbackSwitch(
+            "PYTORCH_ENABLE_MPS_FALLBACK", "0", True, "an operator without an MPS kernel raises NotImplementedError"
+        ),
         unavailable=_module_unavailable("mps"),
         synchronize=_module_sync("mps"),
         device_name=lambda: f"Apple MPS ({platform.machine()})",
@@ -284,6 +307,9 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
         compile_backend="inductor",
         packages=("torch", "numpy", "transformers", "accelerate", "intel-extension-for-pytorch"),
         env_prefixes=("ZE_", "SYCL_", "ONEAPI_", "TORCH_", "PYTORCH_"),
+        fallback_switch=FallbackSwitch(
+            "PYTORCH_ENABLE_XPU_FALLBACK", "0", True, "an operator without an XPU kernel raises NotImplementedError"
+        ),
         unavailable=_module_unavailable("xpu"),
         synchronize=_module_sync("xpu"),
         device_name=_generic_name("xpu"),
@@ -314,6 +340,13 @@ BUILTIN_BACKENDS: tuple[Backend, ...] = (
         primary_package="torch-neuronx",
         packages=("torch", "torch-neuronx", "neuronx-cc", "numpy", "transformers", "accelerate"),
         env_prefixes=("NEURON_", "TORCH_NEURONX_", "TORCH_", "PYTORCH_"),
+        fallback_switch=FallbackSwitch(
+            "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION",
+            "1",
+            True,
+            "a torch.compile graph that fails to compile raises instead of running eagerly",
+            eager=False,
+        ),
         device_noun="Trainium device",
         unavailable=_accelerator_unavailable("neuron", "Trainium (Neuron) device"),
         synchronize=_accelerator_sync,

@@ -26,7 +26,7 @@ def run_check(args) -> str:
     targets = set(args.target_backend) or None
     report = check_target(args.target, root=root, targets=targets, site_url=base, accept=args.accept)
     if args.backend:
-        report.measured.append(
+        report.measured.extend(
             run_on_backend(
                 args.target,
                 args.backend,

@@ -12,8 +12,9 @@ from pathlib import Path
 from markupsafe import Markup
 
 from ..evidence.records import Verdict
+from .device_evidence import passing_hint
 from .links import slug
-from .report import NOT_COVERED, RUN_WORDS, STATUSES, WRONG, BackendRun, ColumnReport, Report
+from .report import NOT_COVERED, RUN_WORDS, SET_ASIDE, STATUSES, WRONG, BackendRun, ColumnReport, Report
 
 STYLESHEET = Path(__file__).resolve().parent.parent / "sphinxext" / "static" / "torchclaims.css"
 CLASS = {WRONG: "mismatch", NOT_COVERED: "not-run"}  # statuses drawn with the site's outcome colours
@@ -96,7 +97,33 @@ def _run(m: BackendRun) -> Markup:
         else ""
     )
     log = Markup('<pre class="tc-log">{}</pre>').format(m.log_tail) if m.log_tail and m.outcome is Verdict.ERROR else ""
-    return Markup("<h2>Run on {}: {}</h2>{}{}{}{}").format(m.backend, RUN_WORDS[m.outcome], where, why, checks, log)
+    mode = Markup(" ({})").format(m.mode) if m.mode else ""
+    return Markup("<h2>Run on {}{}: {}</h2>{}{}{}{}{}").format(
+        m.backend, mode, RUN_WORDS[m.outcome], where, why, checks, _shown(m), log
+    )
+
+
+def _shown(m: BackendRun) -> Markup:
+    """What the run's measurements show: precision mode, CPU fallbacks, and each difference against its tolerance."""
+    items = []
+    if m.precision:
+        items.append(Markup("Precision mode: <code>{}</code>").format(m.precision))
+    if m.fallbacks is not None:
+        names = Markup(", ").join(Markup("<code>{}</code>").format(n) for n in m.fallbacks)
+        items.append(
+            Markup("Ran on the CPU through the fallback: {}").format(names or "none, by the backend's counters")
+        )
+    if m.refused:
+        names = Markup(", ").join(Markup("<code>{}</code>").format(n) for n in m.refused)
+        items.append(Markup("Raised with the fallback forbidden, so it needs it: {}").format(names))
+    items += [Markup("{}").format(d.describe()) for d in m.differences]
+    if m.passing_atol is not None:
+        items.append(Markup("<strong>{}</strong>").format(passing_hint(m.passing_atol)))
+    if m.set_aside:
+        items.append(Markup("{}").format(SET_ASIDE))
+    return (
+        Markup("<ul>{}</ul>").format(Markup("").join(Markup("<li>{}</li>").format(i) for i in items)) if items else ""
+    )
 
 
 def _standings(report: Report, _link) -> Markup:

@@ -11,7 +11,10 @@ wrong: known wrong on a targeted backend, or measured parity that failed),
 ``error`` (a backend run broke: no evidence either way), ``unverified`` (a
 backend could not be checked here, or a backend named by ``--target-backend``
 was never measured), ``passed``. Neither of the middle two is
-ever read as a pass or as a failure.
+ever read as a pass or as a failure. The run the check adds with the CPU
+fallback forbidden (``BackendRun.added``) decides the result only by its
+parity: that it stops where an operator needs the fallback is what it is run
+to show, not a fault, and the run beside it is the evidence either way.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from ..evidence.records import Verdict
+from .device_evidence import Difference
 
 if TYPE_CHECKING:
     from .standing import BackendStanding
@@ -92,6 +96,23 @@ class BackendRun:
     checks: list[dict]  # name, outcome, detail
     reason: str = ""  # the record's: why it is unverified or an error
     log_tail: str = ""  # the end of the step's output, kept for errors
+    mode: str = ""  # how the backend was set, where it matters ("CPU fallback forbidden: ...")
+    added: bool = False  # the run the check added with the fallback forbidden, beside the one as the environment set
+    precision: str = ""  # the float32 precision mode the step ran in (.device_evidence)
+    fallbacks: list[str] | None = None  # operators the backend's counters saw run on the CPU; None: not recorded
+    refused: list[str] = field(default_factory=list)  # operators that raised because the fallback was forbidden
+    differences: list[Difference] = field(default_factory=list)  # each compared value against its tolerance
+    passing_atol: float | None = None  # the --atol under which every difference passes, when one fails
+
+    @property
+    def set_aside(self) -> bool:
+        """An added run that did not hold and does not count: the reports say so where they show it."""
+        return self.gates is None and self.outcome is not Verdict.HOLDS
+
+    @property
+    def gates(self) -> Verdict | None:
+        """The outcome the report's result counts: an added run counts only when its parity failed."""
+        return self.outcome if not self.added or self.outcome is Verdict.REFUTED else None
 
     @property
     def outcome(self) -> Verdict:
@@ -136,13 +157,13 @@ class Report:
     def failed(self) -> bool:
         """Evidence that the model goes wrong: known wrong on a targeted column, or measured parity that failed."""
         return any(c.targeted and c.flagged for c in self.columns) or any(
-            m.outcome is Verdict.REFUTED for m in self.measured
+            m.gates is Verdict.REFUTED for m in self.measured
         )
 
     @property
     def result(self) -> str:
         """FAILED, ERROR, UNVERIFIED or PASSED: the worst of the report (see the module docstring)."""
-        outcomes = {m.outcome for m in self.measured}
+        outcomes = {m.gates for m in self.measured}
         if self.failed:
             return FAILED
         if Verdict.ERROR in outcomes:
@@ -152,15 +173,17 @@ class Report:
     def result_line(self) -> str:
         """The result in one line, naming every finding, error and backend not checked."""
         if self.result == PASSED:
-            held = ", ".join(m.backend for m in self.measured)
+            held = ", ".join(
+                m.backend + (f" ({m.mode})" if m.mode else "") for m in self.measured if m.outcome is Verdict.HOLDS
+            )
             return "no operator is known wrong on a targeted backend" + (
                 f", and measured parity held on {held}" if held else ""
             )
         parts = [f"known wrong on {c.label}" for c in self.columns if c.targeted and c.flagged]
         parts += [
-            RUN_PARTS[m.outcome].format(backend=m.backend, cause=m.cause[:300])
+            RUN_PARTS[m.gates].format(backend=m.backend, cause=m.cause[:300]) + (f" ({m.mode})" if m.mode else "")
             for m in self.measured
-            if m.outcome in RUN_PARTS
+            if m.gates in RUN_PARTS
         ]
         parts += [f"nothing measured on {name}" for name in self.unmeasured_targets]
         return f"{HEADLINES[self.result]}: " + "; ".join(parts)
@@ -174,6 +197,7 @@ class Report:
         return data
 
 
+SET_ASIDE = "not in the result: in a run added with the fallback forbidden, only parity failing counts"
 HEADLINES = {FAILED: "FAILED", ERROR: "ERROR", UNVERIFIED: "NOT CHECKED"}
 RUN_WORDS = {  # a backend run's outcome, as the reports name it
     Verdict.HOLDS: "parity held",

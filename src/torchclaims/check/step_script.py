@@ -5,8 +5,8 @@ target in ``TORCHCLAIMS_CHECK_TARGET``; it writes an ordinary result record
 through the verification API. The CPU reference is the model as the target
 returned it; the device copy has the same weights. Checks:
 
-1. the outputs match the CPU within the stated tolerances (and the time per
-   step after warm-up is measured);
+1. the outputs match the CPU within the stated tolerances (the time per step
+   after warm-up and the float32 precision mode it ran in are measured);
 2. with a loss, every parameter's gradient matches the CPU;
 3. no operator ran through a CPU fallback (torch_xla's counters, or the
    dispatcher's fallback table: :mod:`torchclaims.coverage.fallback`);
@@ -24,8 +24,10 @@ import time
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
+from torchclaims.check.device_evidence import FALLBACK_CHECK, FALLBACK_MEASUREMENT, NO_FALLBACK, PRECISION
 from torchclaims.check.target import load_target
 from torchclaims.coverage.fallback import probe_for
+from torchclaims.coverage.precision import precision_mode
 from torchclaims.verify import verification
 
 TARGET = os.environ["TORCHCLAIMS_CHECK_TARGET"]
@@ -93,6 +95,10 @@ for _ in range(TIMED_STEPS):
     began = time.perf_counter()
     run(on_device, inputs)
     times.append(time.perf_counter() - began)
+try:  # after the steps: the model's own code may have set it
+    precision = precision_mode(v.backend.name)
+except (ImportError, AttributeError) as exc:  # a torch_xla without get_mat_mul_precision
+    precision = f"not known: {type(exc).__name__}: {exc}"
 
 with v.check("outputs match the CPU") as check:
     check.measure(
@@ -101,6 +107,7 @@ with v.check("outputs match the CPU") as check:
         unit="ms",
         tolerance=f"median of {TIMED_STEPS} steps, outputs copied to the CPU",
     )
+    check.measure(PRECISION, precision)
     check.expect(
         len(actual) == len(expected), f"{len(actual)} output tensors on the device, {len(expected)} on the CPU"
     )
@@ -134,10 +141,10 @@ if step.loss is not None:
         check.measure("gradients: worst parameter", where)
         check.expect(not failed, f"{len(failed)} parameters' gradients differ: {', '.join(failed[:5])}")
 
-with v.check("the step runs without a CPU fallback") as check:
+with v.check(FALLBACK_CHECK) as check:
     if v.on_reference:
         check.unsupported("the configured backend is the CPU reference: there is no fallback to see")
-    check.measure("operators run through the CPU fallback", ", ".join(fallbacks) or "none")
+    check.measure(FALLBACK_MEASUREMENT, ", ".join(fallbacks) or NO_FALLBACK)
     check.expect(not fallbacks, f"{len(fallbacks)} operators ran on the CPU: {', '.join(fallbacks[:8])}")
 
 with v.check("the same input shape compiles nothing the second time") as check:

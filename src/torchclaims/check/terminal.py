@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..evidence.records import Verdict
 from ..run.sandbox import WITHOUT
-from .report import FALLBACK, NATIVE, NOT_COVERED, RAISES, RUN_WORDS, WRONG, Report
+from .device_evidence import passing_hint
+from .report import FALLBACK, NATIVE, NOT_COVERED, RAISES, RUN_WORDS, SET_ASIDE, WRONG, BackendRun, Report
 
 SHOWN = 6
 LOG_LINES = 8  # of an errored run's output (--json and --html carry all the record kept)
@@ -92,22 +93,41 @@ def summary(report: Report) -> str:
         names = ", ".join(sorted({u["operator"] for u in nowhere}))
         lines.append(f"not covered by any targeted table or claim: {len(nowhere)} pairs: {names[:400]}")
     for measured in report.measured:
-        where = f"record in {measured.results_file}" if measured.results_file else "no record"
-        lines.append(f"run on {measured.backend}: {RUN_WORDS[measured.outcome]} ({where})")
-        if measured.reason:
-            lines.append(f"  reason: {measured.reason[:300]}")
-        for check in measured.checks:
-            lines.append(
-                f"  {check['outcome']:<10} {check['name']}" + (f": {check['detail'][:150]}" if check["detail"] else "")
-            )
-        if measured.outcome is Verdict.ERROR:
-            lines += [f"  | {line[:200]}" for line in _log_end(measured.log_tail)]
+        lines += _run(measured)
     if report.problems:
         lines.append(f"{len(report.problems)} committed record(s) left out by the load checks (--json lists them)")
     if report.sandbox.startswith(WITHOUT):
         lines.append(f"the model's code {report.sandbox[:300]}")
     lines.append(f"result: {report.result_line()}")
     return "\n".join(lines)
+
+
+def _run(measured: BackendRun) -> list[str]:
+    """A run on a backend: its outcome, checks and what its measurements show, and the log of one that errored."""
+    where = f"record in {measured.results_file}" if measured.results_file else "no record"
+    mode = f" ({measured.mode})" if measured.mode else ""
+    lines = [f"run on {measured.backend}{mode}: {RUN_WORDS[measured.outcome]} ({where})"]
+    if measured.reason:
+        lines.append(f"  reason: {measured.reason[:300]}")
+    for check in measured.checks:
+        lines.append(
+            f"  {check['outcome']:<10} {check['name']}" + (f": {check['detail'][:150]}" if check["detail"] else "")
+        )
+    if measured.precision:
+        lines.append(f"  precision mode: {measured.precision[:300]}")
+    if measured.fallbacks is not None:
+        seen = ", ".join(measured.fallbacks) or "none, by the backend's own counters"
+        lines.append(f"  ran on the CPU through the fallback: {seen[:400]}")
+    if measured.refused:
+        lines.append(f"  raised with the fallback forbidden, so it needs it: {', '.join(measured.refused)[:400]}")
+    lines += [f"  {difference.describe()}" for difference in measured.differences]
+    if measured.passing_atol is not None:
+        lines.append(f"  {passing_hint(measured.passing_atol)}")
+    if measured.set_aside:
+        lines.append(f"  {SET_ASIDE}")
+    if measured.outcome is Verdict.ERROR:
+        lines += [f"  | {line[:200]}" for line in _log_end(measured.log_tail)]
+    return lines
 
 
 def _standings(report: Report) -> list[str]:

@@ -63,15 +63,21 @@ def _number(value) -> float | None:
     return float(value)
 
 
+def close_bounds(tolerance: str) -> tuple[float, float] | None:
+    """(atol, rtol) of a tolerance ``check.close`` wrote ("<= 1e-05 + 0.0001 x |reference|"), else None."""
+    close = _CLOSE.match(tolerance.strip())
+    return (float(close.group(1)), float(close.group(2))) if close else None
+
+
 def measurement_fails(measurement: Measurement, others: dict[str, Measurement]) -> str | None:
     """Why ``measurement`` is outside the tolerance it states, or None when it
     is within it or its tolerance is not one that can be read back."""
     tolerance = measurement.tolerance.strip()
     shown = f"{measurement.name!r} = {measurement.value!r} is not {tolerance}"
-    close = _CLOSE.match(tolerance)
+    close = close_bounds(tolerance)
     if close:
         value = _number(measurement.value)
-        atol, rtol = float(close.group(1)), float(close.group(2))
+        atol, rtol = close
         scale = _number(getattr(others.get(measurement.name.removesuffix(MAX_ABS) + MAGNITUDE), "value", None))
         if value is None and isinstance(measurement.value, str):  # nan or inf, stored as text
             return shown

@@ -5,8 +5,13 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ..backends import all_backends
+from ..backends import FallbackSwitch, all_backends
 from .markup import table
+
+
+def _fallback_switch(switch: FallbackSwitch | None) -> str:
+    """The switch `torchclaims check --backend` also runs the step with, and what it forbids."""
+    return "—" if switch is None else f"{switch}: {switch.covers}"
 
 
 class BackendDescriptorsDirective(SphinxDirective):
@@ -26,11 +31,21 @@ class BackendDescriptorsDirective(SphinxDirective):
                         else ""
                     ),
                     backend.compile_backend,
+                    _fallback_switch(backend.fallback_switch),
                     ", ".join(backend.packages),
                     ", ".join(backend.env_prefixes) or "—",
                 ]
             )
-        headers = ["Name", "What", "Device type", "Distributed", "Compile", "Versions recorded", "Variables recorded"]
+        headers = [
+            "Name",
+            "What",
+            "Device type",
+            "Distributed",
+            "Compile",
+            "CPU fallback forbidden by",
+            "Versions recorded",
+            "Variables recorded",
+        ]
         return [table(headers, rows, ["tc-backends"])]
 
 
