@@ -556,7 +556,7 @@ def summary_line(m: Measured) -> str:
 def report(measured: list[Measured], wall_s: float, peak_bytes: int) -> list[str]:
     """The session's closing summary, with the targets beside the measured figures."""
     lines = [f"{m.release.name:<22} {summary_line(m)}" for m in measured]
-    ran = [m for m in measured if m.status == "ran"]
+    ran = [m for m in measured if m.status in ("ran", "probed")]  # probed: installed for the name probe alone
     lines.append(
         f"{len(ran)} environment(s) run, {sum(m.status == 'current' for m in measured)} current, "
         f"{sum(m.status == 'failed' for m in measured)} failed, in {wall_s / 60:.1f} min"
@@ -567,11 +567,13 @@ def report(measured: list[Measured], wall_s: float, peak_bytes: int) -> list[str
             f"{wall_s / 60:.1f} min for {len(ran)} environment(s), {wall_s / 60 / len(ran):.1f} min each "
             f"(target for all 7 torch + 2 torch_xla releases: < {TARGET_FULL_MIN} min)"
         )
-    elif any(m.status == "would run" for m in measured):
+    elif any(m.status in ("would run", "would probe") for m in measured):
         would = [m for m in measured if m.status == "would run"]
+        probes = sum(m.status == "would probe" for m in measured)  # name_sweep: the private-name probe
         lines.append(
-            f"dry run: {len(would)} release(s) would run {sum(m.claims for m in would)} claim run(s) in all; "
-            "nothing was installed"
+            f"dry run: {len(would)} release(s) would run {sum(m.claims for m in would)} claim run(s) in all"
+            + (f", {probes} would be probed for torch's private names" if probes else "")
+            + "; nothing was installed"
         )
     else:
         lines.append(f"nothing to run: {wall_s:.1f} s (target < {TARGET_IDLE_S} s)")
