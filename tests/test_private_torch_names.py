@@ -259,10 +259,10 @@ def test_the_sweep_probes_each_release_without_an_answer_in_its_own_environment(
     chosen = select(load_releases(project), ["torch", "torch_xla"], ["2.9.0"])
     measured = name_sweep.probe_missing(sweep(project, run), chosen, log=lambda _: None)
     assert [(m.release.name, m.status) for m in measured] == [("torch-2.9.0", "probed"), ("torch_xla-2.9.0", "probed")]
-    venv, install, probe = (command for command, _ in run.calls[:3])
+    venv, install, project_install, probe = (command for command, _ in run.calls[:4])
     assert venv[1:3] == ["-m", "venv"] and install[-1] == "torch===2.9.0" and probe[-1] == "torch"
-    assert run.calls[2][1] == {"PYTHONPATH": str(SOURCE)}, "the probe runs from this project's source"
-    assert run.calls[5][0][-1] == "torch_xla" and run.calls[4][0][-2:] == ["torch_xla===2.9.0", "torch==2.9.0"]
+    assert project_install[-2:] == [f"{project}[claims]", "torch===2.9.0"], "the claims' environment, as verify's"
+    assert run.calls[7][0][-1] == "torch_xla" and run.calls[5][0][-2:] == ["torch_xla===2.9.0", "torch==2.9.0"]
     assert read_answer(answer_path(Folders(project).results, chosen[1])).package == "torch_xla"
     assert not (project / ".sweep" / "env").exists() and not (project / ".sweep" / "probe.json").exists()
     again = Installer()
@@ -289,7 +289,7 @@ def test_a_dry_run_says_which_releases_it_would_probe_and_installs_nothing(proje
     assert [m.status for m in measured] == ["would probe"] and run.calls == []
     assert lines == [
         "torch-2.9.0: no answer to the private-name probe",
-        "  install: torch===2.9.0 into a new venv and run the private-name probe",
+        "  install: torch===2.9.0 and this project [claims] into a new venv, and run the private-name probe there",
     ]
 
 

@@ -445,7 +445,7 @@ def test_the_command_line_dry_run_plans_without_installing(project, capsys):
     ]
     assert out[4:6] == [
         "torch-2.9.0: no answer to the private-name probe",
-        "  install: torch===2.9.0 into a new venv and run the private-name probe",
+        "  install: torch===2.9.0 and this project [claims] into a new venv, and run the private-name probe there",
     ]
     assert (
         "dry run: 1 release(s) would run 1 claim run(s) in all, 1 would be probed for torch's private names; "

@@ -5,9 +5,10 @@ of :mod:`.private_names` as code would reach it (a module where one is found,
 else an attribute) and writes to OUTPUT, as JSON, the names that resolve, why
 each other one does not, and the installed versions of torch and of PACKAGE
 (the package the release sweep's series varies). The release sweep runs it
-with a release's interpreter, where only that release's packages are
-installed: so it uses the standard library alone, and the sweep validates
-what it wrote before keeping it (:mod:`.name_answers`).
+with a release's interpreter, in the environment its claims run in; it uses
+the standard library alone, so that no package of the project's can stand
+between torch and the answer, and the sweep validates what it wrote before
+keeping it (:mod:`.name_answers`).
 """
 
 from __future__ import annotations

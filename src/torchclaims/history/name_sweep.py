@@ -2,11 +2,12 @@
 
 For each release of the sweep whose answer is missing, unreadable, made with
 another version or older than the list of names (:mod:`.name_answers`), a venv
-gets the release's packages as the sweep installs them for its claims (its
-index, its requirements, every other package held at sweep/constraints.txt),
-:mod:`.name_probe` runs there from this project's own source, and what it wrote
-is validated here before it becomes the release's answer in results/. The venv
-is removed afterwards, as the sweep's own are.
+is made as the sweep makes one for the release's claims (the release from its
+index, this project with its claims' packages, every other package held at
+sweep/constraints.txt: torch.testing._internal imports expecttest and numpy,
+which torch alone lacks), :mod:`.name_probe` runs there, and what it wrote is
+validated here before it becomes the release's answer in results/. The venv is
+removed afterwards, as the sweep's own are.
 """
 
 from __future__ import annotations
@@ -16,14 +17,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import torchclaims
-
 from ..errors import InvalidFileError
 from .name_answers import Answer, answer_path, read_probe_output, standing, version_problem, write_answer
 from .release_sweep import MIN_FREE_GB, Measured, Release, Sweep, summary_line
 
 PROBE = "torchclaims.history.name_probe"
-SOURCE = Path(torchclaims.__file__).resolve().parent.parent  # put on the probe's path: nothing else is installed
 
 
 def probe_command(python: Path, output: Path, release: Release) -> list[str]:
@@ -31,7 +29,7 @@ def probe_command(python: Path, output: Path, release: Release) -> list[str]:
 
 
 def probe_release(sweep: Sweep, release: Release) -> Measured:
-    """Install the release alone, probe it, and keep its answer."""
+    """Make the release's environment as for its claims, probe it, and keep its answer."""
     env_dir, tmp = sweep.work_dir / "env", sweep.work_dir / "tmp"
     for folder in (env_dir, tmp):  # a leftover of an interrupted sweep
         shutil.rmtree(folder, ignore_errors=True)
@@ -39,19 +37,15 @@ def probe_release(sweep: Sweep, release: Release) -> Measured:
     free = sweep.free_bytes(sweep.work_dir)
     if free < MIN_FREE_GB * 1e9:
         return Measured(release, "failed", f"only {free / 1e9:.1f} GB free for the private-name probe's environment")
-    pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     output = sweep.work_dir / "probe.json"
     started = time.perf_counter()
     try:
-        for step in (
-            [sweep.python, "-m", "venv", str(env_dir)],
-            pip + sweep.index_args(release) + sweep.requirements(release),
-        ):
+        for step in sweep.install_steps(release, env_dir):
             if sweep.run(step, sweep.pip_env(release)) != 0:
                 return Measured(release, "failed", f"{' '.join(step[:6])} failed", time.perf_counter() - started)
         installed = time.perf_counter() - started
         output.unlink(missing_ok=True)
-        status = sweep.run(probe_command(env_dir / "bin" / "python", output, release), {"PYTHONPATH": str(SOURCE)})
+        status = sweep.run(probe_command(env_dir / "bin" / "python", output, release), {})
         if status != 0:
             return Measured(release, "failed", f"the private-name probe exited {status}", installed)
         try:
@@ -84,7 +78,10 @@ def probe_missing(
             continue
         log(f"{release.name}: {why}")
         if dry_run:
-            log(f"  install: {' '.join(sweep.requirements(release))} into a new venv and run the private-name probe")
+            log(
+                f"  install: {' '.join(sweep.requirements(release))} and this project [claims] into a new venv, "
+                "and run the private-name probe there"
+            )
             measured.append(Measured(release, "would probe", why))
             continue
         measured.append(probe_release(sweep, release))

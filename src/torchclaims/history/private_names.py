@@ -6,8 +6,8 @@ release may rename or drop one without notice. Listing them in one place is
 what lets the release sweep ask each release whether they all still resolve
 (:mod:`.name_probe`, :mod:`.name_answers`); ``tests/test_private_torch_names.py``
 reads the syntax trees of ``src/`` and ``gallery/`` and fails when a use is not
-listed here or a name listed here is used nowhere. This module imports nothing:
-the probe runs it in a release's environment, where only torch is installed.
+listed here or a name listed here is used nowhere. This module imports nothing,
+as the probe that reads it uses the standard library alone.
 """
 
 # dotted name -> why the project needs it

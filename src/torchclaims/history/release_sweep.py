@@ -360,6 +360,16 @@ class Sweep:
             f"{release.series.timeout or self.timeout:g}",
         ] + (["--workflow-run"] if self.workflow_run else [])
 
+    def install_steps(self, release: Release, env_dir: Path) -> list[list[str]]:
+        """The commands that make a release's environment: a venv, the release, the project and its claims' packages."""
+        pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        requirements = self.requirements(release)
+        return [
+            [self.python, "-m", "venv", str(env_dir)],
+            pip + self.index_args(release) + requirements,
+            pip + ["-e", f"{self.root}[claims]"] + requirements,  # pinned again so pip keeps the release
+        ]
+
     def describe(self, planned: Planned) -> list[str]:
         """What a run of this release installs, downloads and runs (the dry run prints it)."""
         release = planned.release
@@ -405,20 +415,13 @@ class Sweep:
                 release, "failed", f"only {free / 1e9:.1f} GB free; an environment needs about {MIN_FREE_GB:g} GB"
             )
         pip_env = self.pip_env(release)
-        requirements = self.requirements(release)
-        pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet"]
         started = time.perf_counter()
         installed = verified = started
         size, status, ran, written = 0, 0, 0, None
         before = {p for p, _ in release_files(self.results_dir, release, self.cpu_index)[0]}
         present = set(self.results_dir.glob("*.json"))
         try:
-            steps = [
-                [self.python, "-m", "venv", str(env_dir)],
-                pip + self.index_args(release) + requirements,
-                pip + ["-e", f"{self.root}[claims]"] + requirements,  # pinned again so pip keeps the release
-            ]
-            for step in steps:
+            for step in self.install_steps(release, env_dir):
                 if self.run(step, pip_env) != 0:
                     return Measured(release, "failed", f"{' '.join(step[:6])} failed", time.perf_counter() - started)
             installed = time.perf_counter()
