@@ -4,58 +4,17 @@ it, so an upgrade within the pinned range cannot break a private contract."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from private_names import uses
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "sphinx_gallery"
 
 
-def _private(name: str) -> bool:
-    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
-
-
-def _root(node: ast.expr) -> str | None:
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
 def private_uses(source: str) -> list[str]:
-    """Each private sphinx-gallery name ``source`` imports, reads or sets."""
-    tree = ast.parse(source)
-    bound, found = set(), []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == PACKAGE:
-                    found += [alias.name] if any(_private(part) for part in alias.name.split(".")) else []
-                    bound.add(alias.asname or PACKAGE)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == PACKAGE:
-            for alias in node.names:
-                found += (
-                    [f"{node.module}.{alias.name}"]
-                    if any(_private(p) for p in [*node.module.split("."), alias.name])
-                    else []
-                )
-                bound.add(alias.asname or alias.name)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and _private(node.attr) and _root(node) in bound:
-            found.append(ast.unparse(node))
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("getattr", "setattr", "delattr", "hasattr")
-        ):
-            target, name = (node.args + [None, None])[:2]
-            if (
-                target is not None
-                and _root(target) in bound
-                and isinstance(name, ast.Constant)
-                and _private(str(name.value))
-            ):
-                found.append(f"{ast.unparse(target)}.{name.value}")
-    return found
+    """Each private sphinx-gallery name ``source`` imports, reads or sets, as its full dotted name."""
+    return [name for name, _ in uses(source, PACKAGE)]
 
 
 def test_the_project_uses_no_private_sphinx_gallery_name():
@@ -88,13 +47,13 @@ setattr(gen_rst, "_LoggingTee", BoundedTee)
 generate_file_rst.__name__, gen_rst.CODE_OUTPUT, gen_rst.__version__  # public
 """
     assert sorted(private_uses(source)) == [
-        "gen_rst._LoggingTee",  # the base class
-        "gen_rst._LoggingTee",  # setattr
-        "gen_rst._get_last_repr",
-        "rst._exec_once",
         "sphinx_gallery._private",
         "sphinx_gallery._private.helper",
+        "sphinx_gallery.gen_rst._LoggingTee",  # the base class
+        "sphinx_gallery.gen_rst._LoggingTee",  # setattr
+        "sphinx_gallery.gen_rst._exec_once",
         "sphinx_gallery.gen_rst._get_last_repr",
+        "sphinx_gallery.gen_rst._get_last_repr",  # assigned
     ]
 
 

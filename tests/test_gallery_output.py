@@ -16,7 +16,7 @@ from docutils import nodes
 from docutils.core import publish_doctree
 from sphinx_gallery.gen_gallery import fill_gallery_conf_defaults
 
-from torchclaims.run.gallery_page import _read, write_page
+from torchclaims.run.gallery_page import WITHHELD, _read, write_page
 from torchclaims.sphinxext.gallery_output import OUTPUT_CLASS, bound_output, cut_mark
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,3 +162,74 @@ def test_staged_fifos_are_never_opened(tmp_path):
     assert _written_in_time(conf, target, staged, scratch, fifos), "writing the page waited on a staged FIFO"
     assert (target / THUMB).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert "Thumb" in (target / "kb_thumb.rst").read_text()
+
+
+CONTRACT_SCRIPT = '''"""
+Contract
+========
+
+What sphinx-gallery writes for a script that prints and draws.
+"""
+
+print("first block printed")
+
+# %%
+# A second block, with a figure and the repr of its last value.
+
+import matplotlib
+
+matplotlib.use("agg")
+import matplotlib.pyplot as plt
+
+plt.plot([1, 2, 3])
+print("second block printed")
+"last value"
+'''
+
+
+def _contract_page(tmp_path: Path, reworded: tuple[str, str] = ("", "")) -> str:
+    """The page the build writes for CONTRACT_SCRIPT after sphinx-gallery ran it as a script's
+    process does (torchclaims.run._child); ``reworded`` replaces text of the staged page first."""
+    from sphinx_gallery.gen_rst import generate_file_rst
+
+    conf, target, _, scratch = _page_folders(tmp_path)
+    (tmp_path / "gallery" / "kb_thumb.py").write_text(CONTRACT_SCRIPT)
+    # The script's process writes beneath a folder of its own, in the layout of the source folder.
+    run_dir = tmp_path / "run"
+    staged = run_dir / target.relative_to(tmp_path)
+    staged.mkdir(parents=True)
+    run_conf = dict(conf, src_dir=str(run_dir), filename_pattern=".*", plot_gallery=True)
+    run_conf.update(run_stale_examples=True, abort_on_example_error=False, capture_repr=("__repr__",))
+    generate_file_rst("kb_thumb.py", str(staged), str(tmp_path / "gallery"), run_conf)
+    if reworded[0]:
+        (staged / "kb_thumb.rst").write_text((staged / "kb_thumb.rst").read_text().replace(*reworded))
+    _write_page(conf, target, staged, scratch)
+    return (target / "kb_thumb.rst").read_text()
+
+
+def test_the_page_sphinx_gallery_writes_for_a_run_is_parsed_into_the_built_page(tmp_path):
+    """The contract with sphinx-gallery's generated rST (its line markers, output and image
+    directives, timing line and footer), on the release installed: the page the build writes
+    shows each block's output after that block, its figure, and its running time.
+    benchmarks/sphinx_gallery_releases.py runs this file against each release in the pinned range."""
+    page = _contract_page(tmp_path)
+    assert WITHHELD not in page and "GENERATED FROM PYTHON SOURCE LINES" in page
+    first, second = page.index("    first block printed\n"), page.index("    second block printed\n")
+    assert page.index('print("first block printed")') < first < page.index("plt.plot([1, 2, 3])") < second
+    assert page.count(".. rst-class:: sphx-glr-script-out") == 2  # one a block: what it printed, then the repr
+    assert "'last value'" in page and "sphx_glr_kb_thumb_001.png" in page
+    assert (tmp_path / "docs" / "auto_gallery" / "images" / "sphx_glr_kb_thumb_001.png").read_bytes()[:4] == b"\x89PNG"
+    assert "**Total running time of the script:** (0 minutes" in page
+    assert page.index("Total running time") < page.index(".. _sphx_glr_download_")
+
+
+@pytest.mark.parametrize(
+    "reworded, lost",
+    [
+        (("GENERATED FROM PYTHON SOURCE LINES", "MADE FROM LINES"), "    first block printed\n"),
+        (("Total running time of the script", "Time taken"), "Total running time"),
+    ],
+)
+def test_a_release_that_words_its_page_otherwise_fails_the_contract(tmp_path, reworded, lost):
+    """What the test above would see from a release that changed its markers or timing line."""
+    assert lost not in _contract_page(tmp_path, reworded)

@@ -56,6 +56,7 @@ def register(add) -> None:
 def run(args) -> ExitCode:
     import time
 
+    from ..history.name_sweep import probe_missing
     from ..history.release_sweep import CPU_INDEX, PeakDisk, Sweep, report, select
     from ..history.releases import load_releases
 
@@ -91,9 +92,9 @@ def run(args) -> ExitCode:
     )
     started = time.perf_counter()
     work_dir.mkdir(parents=True, exist_ok=True)
+    selected = select(releases, args.series, args.versions)
     with PeakDisk(work_dir) as peak:
-        measured = sweep.sweep(
-            select(releases, args.series, args.versions), dry_run=args.dry_run, rerun=tuple(args.rerun)
-        )
+        measured = sweep.sweep(selected, dry_run=args.dry_run, rerun=tuple(args.rerun))
+        measured += probe_missing(sweep, selected, dry_run=args.dry_run)  # after the claims: their venvs are gone
     print("\n".join(["", "sweep summary:"] + report(measured, time.perf_counter() - started, peak.peak)))
     return ExitCode.FAILED if any(m.status == "failed" for m in measured) else ExitCode.OK

@@ -2,7 +2,9 @@
 
 :mod:`.releases` reads ``sweep/releases.toml`` and finds the runs that stand
 for each release; :mod:`.release_sweep` runs every stale claim in each
-release's own environment and merges the results. :mod:`.changes` compares two
+release's own environment and merges the results; :mod:`.private_names`
+lists the private torch names the project uses, which :mod:`.name_sweep` has
+:mod:`.name_probe` check in each release (the answers: :mod:`.name_answers`). :mod:`.changes` compares two
 runs, :mod:`.upgrades` one upgrade claim by claim, and
 :mod:`.version_history` one claim across every release.
 """

@@ -360,6 +360,16 @@ class Sweep:
             f"{release.series.timeout or self.timeout:g}",
         ] + (["--workflow-run"] if self.workflow_run else [])
 
+    def install_steps(self, release: Release, env_dir: Path) -> list[list[str]]:
+        """The commands that make a release's environment: a venv, the release, the project and its claims' packages."""
+        pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        requirements = self.requirements(release)
+        return [
+            [self.python, "-m", "venv", str(env_dir)],
+            pip + self.index_args(release) + requirements,
+            pip + ["-e", f"{self.root}[claims]"] + requirements,  # pinned again so pip keeps the release
+        ]
+
     def describe(self, planned: Planned) -> list[str]:
         """What a run of this release installs, downloads and runs (the dry run prints it)."""
         release = planned.release
@@ -405,20 +415,13 @@ class Sweep:
                 release, "failed", f"only {free / 1e9:.1f} GB free; an environment needs about {MIN_FREE_GB:g} GB"
             )
         pip_env = self.pip_env(release)
-        requirements = self.requirements(release)
-        pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet"]
         started = time.perf_counter()
         installed = verified = started
         size, status, ran, written = 0, 0, 0, None
         before = {p for p, _ in release_files(self.results_dir, release, self.cpu_index)[0]}
         present = set(self.results_dir.glob("*.json"))
         try:
-            steps = [
-                [self.python, "-m", "venv", str(env_dir)],
-                pip + self.index_args(release) + requirements,
-                pip + ["-e", f"{self.root}[claims]"] + requirements,  # pinned again so pip keeps the release
-            ]
-            for step in steps:
+            for step in self.install_steps(release, env_dir):
                 if self.run(step, pip_env) != 0:
                     return Measured(release, "failed", f"{' '.join(step[:6])} failed", time.perf_counter() - started)
             installed = time.perf_counter()
@@ -556,7 +559,7 @@ def summary_line(m: Measured) -> str:
 def report(measured: list[Measured], wall_s: float, peak_bytes: int) -> list[str]:
     """The session's closing summary, with the targets beside the measured figures."""
     lines = [f"{m.release.name:<22} {summary_line(m)}" for m in measured]
-    ran = [m for m in measured if m.status == "ran"]
+    ran = [m for m in measured if m.status in ("ran", "probed")]  # probed: installed for the name probe alone
     lines.append(
         f"{len(ran)} environment(s) run, {sum(m.status == 'current' for m in measured)} current, "
         f"{sum(m.status == 'failed' for m in measured)} failed, in {wall_s / 60:.1f} min"
@@ -567,11 +570,13 @@ def report(measured: list[Measured], wall_s: float, peak_bytes: int) -> list[str
             f"{wall_s / 60:.1f} min for {len(ran)} environment(s), {wall_s / 60 / len(ran):.1f} min each "
             f"(target for all 7 torch + 2 torch_xla releases: < {TARGET_FULL_MIN} min)"
         )
-    elif any(m.status == "would run" for m in measured):
+    elif any(m.status in ("would run", "would probe") for m in measured):
         would = [m for m in measured if m.status == "would run"]
+        probes = sum(m.status == "would probe" for m in measured)  # name_sweep: the private-name probe
         lines.append(
-            f"dry run: {len(would)} release(s) would run {sum(m.claims for m in would)} claim run(s) in all; "
-            "nothing was installed"
+            f"dry run: {len(would)} release(s) would run {sum(m.claims for m in would)} claim run(s) in all"
+            + (f", {probes} would be probed for torch's private names" if probes else "")
+            + "; nothing was installed"
         )
     else:
         lines.append(f"nothing to run: {wall_s:.1f} s (target < {TARGET_IDLE_S} s)")
