@@ -35,6 +35,7 @@ def setup(app: Sphinx) -> dict:
     from .measure import setup_measure
     from .page_data import setup_page_data
     from .publishing import setup_publishing
+    from .settings import setup_settings
     from .source_links import setup_source_links
     from .state import setup_state
     from .summary import setup_summary
@@ -44,7 +45,8 @@ def setup(app: Sphinx) -> dict:
     from .versions import setup_versions
 
     setup_source_links(app)  # no page source, image or static file is a link out of the repository
-    setup_state(app)  # config values; verify claims before sphinx-gallery runs
+    setup_settings(app)  # the torchclaims_* config values, checked once they are read
+    setup_state(app)  # verify claims before sphinx-gallery runs
     setup_tracking(app)  # re-read pages whose evidence changed
     setup_markup(app)  # folded blocks (<details>)
     setup_valid_markup(app)  # one element per id, a level for each heading role: where Sphinx and the theme miss

@@ -272,7 +272,6 @@ class AcceleratorGroupsDirective(SphinxDirective):
 
 
 def setup_accelerators(app) -> None:
-    app.add_config_value("torchclaims_accelerator_pages", "docs/accelerators", "env", str)
     app.add_directive("accelerator", AcceleratorDirective)
     app.add_directive("accelerator-choice", AcceleratorChoiceDirective)
     app.add_directive("accelerator-groups", AcceleratorGroupsDirective)

@@ -132,7 +132,6 @@ def _configure(app: Sphinx, config) -> None:
 
 
 def setup_publishing(app: Sphinx) -> None:
-    app.add_config_value("torchclaims_publish_dir", "", "", str)
     app.connect("config-inited", _configure)
     app.connect("html-page-context", _search_page)
     app.connect("build-finished", finish)

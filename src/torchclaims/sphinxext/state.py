@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,13 +23,11 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
-from .. import config as settings_text
 from .. import limits
 from ..authoring.lint import cross_check
 from ..claims import Claim, ClaimSet, load_claims
-from ..errors import InvalidFileError, UsageError
+from ..errors import InvalidFileError
 from ..evidence.admission import Admission
-from ..evidence.attestation_answers import build_verifier
 from ..evidence.freshness import stale_reason
 from ..evidence.judging import read_own_record
 from ..evidence.memo import ContentMemo
@@ -38,12 +35,13 @@ from ..evidence.records import now
 from ..evidence.store import Store, load_store
 from ..evidence.store_memo import STORE_MEMO, remembered_store, store_digest
 from ..fileio import decode_utf8, leaves, read_bytes
-from ..project import CLAIMS, DEFAULTS, RESULTS, Folders
+from ..project import Folders
 from ..run._child import GalleryTarget
 from ..run.execution import MEMO_FILE, Outcome, Settings, history_dir, verify
 from ..run.progress import console
 from ..text_safety import for_terminal
 from .grid import Grid
+from .settings import BuildSettings, build_settings
 
 if TYPE_CHECKING:
     from .versions import VersionsState
@@ -183,26 +181,6 @@ def _existing_records(settings: Settings) -> dict:
     return records
 
 
-def _checked_settings(config, root: Path) -> dict:
-    """The build's settings (conf.py, usually from environment variables), checked
-    here so a bad value stops the build with one line instead of a traceback
-    (Sphinx answers any exception, ConfigError included, with its crash report)."""
-    try:
-        return {
-            "timeout": settings_text.seconds(config.torchclaims_timeout, "torchclaims_timeout (TORCHCLAIMS_TIMEOUT)"),
-            "parallel": settings_text.count(config.torchclaims_parallel, "torchclaims_parallel (TORCHCLAIMS_JOBS)"),
-            "force": settings_text.flag(config.torchclaims_force, "torchclaims_force (TORCHCLAIMS_FORCE)"),
-            "execute": settings_text.flag(config.torchclaims_execute, "torchclaims_execute (TORCHCLAIMS_EXECUTE)"),
-            "max_age_days": settings_text.days(
-                config.torchclaims_max_age_days, "torchclaims_max_age_days (TORCHCLAIMS_MAX_AGE_DAYS)"
-            ),
-            "verifier": build_verifier(config.torchclaims_verify_attestations, config.torchclaims_attestations, root),
-        }
-    except UsageError as exc:
-        print(f"torchclaims: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None  # a usage error, as the command line reports one
-
-
 def readable_scripts(root: Path, claims: ClaimSet) -> dict[str, str]:
     """claim id -> sha256 of each executable claim's script that can be shown:
     present, within the size limit and UTF-8 (sphinx-gallery stops the whole
@@ -235,52 +213,58 @@ def _only_pages_for(app: Sphinx, scripts: list[str]) -> None:
     conf["ignore_pattern"] = f"(?:{conf['ignore_pattern']})|^(?!(?:{allowed})$)"
 
 
-def prepare(app: Sphinx) -> None:
-    """builder-inited: load claims, verify the stale ones, load the results store
-    (remembered from the last build when nothing it is judged from changed)."""
-    config = app.config
-    root = Path(app.confdir)
-    checked = _checked_settings(config, root)
-    claims = load_claims(root / config.torchclaims_claims_dir)
+def _load_claims(root: Path, settings: BuildSettings) -> ClaimSet:
+    """The claims, with every problem of a record or a script warned about (the memo spares re-parsing)."""
+    claims = load_claims(root / settings.claims_dir)
     memo = ContentMemo(Settings(root=root).records_root() / MEMO_FILE)
     for problem in claims.problems + cross_check(root, claims, memo):
         warn(str(problem), "claim", location=str(problem.path))
     memo.save()
-    script_sha = readable_scripts(root, claims)
-    shown = [c.script for c in claims.executable() if c.id in script_sha]
+    return claims
+
+
+def _limit_gallery_to_shown_scripts(app: Sphinx, root: Path, settings: BuildSettings, shown: list[str]) -> None:
+    """sphinx-gallery makes pages for these scripts only, and the pages of others go."""
     _only_pages_for(app, shown)
-    gallery_dir = config.torchclaims_gallery_output
     keep = {Path(script).stem for script in shown}
-    for stem in remove_orphan_pages(Path(app.srcdir, gallery_dir), Folders(root).gallery, keep):
+    for stem in remove_orphan_pages(Path(app.srcdir, settings.gallery_output), Folders(root).gallery, keep):
         logger.info(f"torchclaims: removed the generated page of {stem}, whose script is gone or cannot be shown")
-    outcome = None
-    build_records = {}
-    results_dir = root / config.torchclaims_results_dir if config.torchclaims_results_dir else None
-    if checked["execute"]:
-        settings = Settings(
+
+
+def _run_stale_claims(app: Sphinx, root: Path, settings: BuildSettings, claims: ClaimSet) -> Outcome:
+    """Run every claim whose record is out of date, each in its own process; errors are warned about."""
+    outcome = verify(
+        [c for c in claims.executable() if (root / c.script).is_file()],
+        Settings(
             root=root,
-            backend=config.torchclaims_backend,
-            timeout=checked["timeout"],
-            parallel=checked["parallel"],
-            force=checked["force"],
-            results_dir=results_dir,
-        )
-        outcome = verify(
-            [c for c in claims.executable() if (root / c.script).is_file()],
-            settings,
-            gallery_target=_gallery_target(app, root, gallery_dir),
-            extra_reasons=_page_missing(app, gallery_dir),
-            log=lambda message: logger.info(for_terminal(message)),
-            warn=lambda message: warn(message, "record"),
-            progress=console(),  # sphinx-build -q drops the info log, not the console
-        )
-        build_records = outcome.records
-        for claim_id, record in sorted(outcome.records.items()):
-            if record.verdict.value == "error":
-                warn(f"claim {claim_id} could not be verified: {record.reason}", "error")
-    else:
-        build_records = _existing_records(Settings(root=root, backend=config.torchclaims_backend))
-    history = history_dir(Settings(root=root))
+            backend=settings.backend,
+            timeout=settings.timeout,
+            parallel=settings.parallel,
+            force=settings.force,
+            results_dir=_results_dir(root, settings),
+        ),
+        gallery_target=_gallery_target(app, root, settings.gallery_output),
+        extra_reasons=_page_missing(app, settings.gallery_output),
+        log=lambda message: logger.info(for_terminal(message)),
+        warn=lambda message: warn(message, "record"),
+        progress=console(),  # sphinx-build -q drops the info log, not the console
+    )
+    for claim_id, record in sorted(outcome.records.items()):
+        if record.verdict.value == "error":
+            warn(f"claim {claim_id} could not be verified: {record.reason}", "error")
+    return outcome
+
+
+def _results_dir(root: Path, settings: BuildSettings) -> Path | None:
+    return root / settings.results_dir if settings.results_dir else None
+
+
+def _load_results_store(
+    app: Sphinx, root: Path, settings: BuildSettings, claims: ClaimSet, outcome: Outcome | None, build_records: dict
+) -> Store:
+    """This build's records and the committed results files, judged (remembered when nothing they
+    are judged from changed); every rejected file is warned about."""
+    results_dir, history = _results_dir(root, settings), history_dir(Settings(root=root))
     environment = outcome.probe.environment if outcome else None
     store = remembered_store(
         Path(app.doctreedir) / STORE_MEMO,
@@ -291,41 +275,41 @@ def prepare(app: Sphinx) -> None:
             results_dir,
             history,
             Admission.for_project(root, claims.claims),
-            checked["verifier"],
+            settings.verifier,
         ),
-        attested=checked["verifier"] is not None,
+        attested=settings.verifier is not None,
     )
     for problem in store.problems:
         warn(f"results file rejected: {problem}", "results", location=str(problem.path))
-    results_uri = "/" + results_dir.relative_to(Path(app.srcdir)).as_posix() if results_dir else ""
-    state = BuildState(
+    return store
+
+
+def prepare(app: Sphinx) -> None:
+    """builder-inited: load claims, verify the stale ones, load the results store."""
+    root, settings = Path(app.confdir), build_settings(app)
+    claims = _load_claims(root, settings)
+    script_sha = readable_scripts(root, claims)
+    _limit_gallery_to_shown_scripts(app, root, settings, [c.script for c in claims.executable() if c.id in script_sha])
+    if settings.execute:
+        outcome = _run_stale_claims(app, root, settings, claims)
+        build_records = outcome.records
+    else:
+        outcome, build_records = None, _existing_records(Settings(root=root, backend=settings.backend))
+    results_dir = _results_dir(root, settings)
+    _STATES[app.env] = BuildState(
         claims,
-        store,
-        gallery_dir,
-        checked["max_age_days"],
+        _load_results_store(app, root, settings, claims, outcome, build_records),
+        settings.gallery_output,
+        settings.max_age_days,
         outcome,
         script_sha,
         results_dir,
-        results_uri,
+        "/" + results_dir.relative_to(Path(app.srcdir)).as_posix() if results_dir else "",
         root=root,
         outdir=Path(app.outdir),
         relative_uri=app.builder.get_relative_uri,
     )
-    _STATES[app.env] = state
 
 
 def setup_state(app: Sphinx) -> None:
-    # Numbers and flags may come as text (from environment variables in conf.py):
-    # prepare() checks them.
-    app.add_config_value("torchclaims_backend", "cpu", "env", str)
-    app.add_config_value("torchclaims_timeout", DEFAULTS.timeout_s, "", (int, float, str))
-    app.add_config_value("torchclaims_parallel", 2, "", (int, str))
-    app.add_config_value("torchclaims_force", False, "", (bool, str))
-    app.add_config_value("torchclaims_execute", True, "", (bool, str))
-    app.add_config_value("torchclaims_claims_dir", CLAIMS, "env", str)
-    app.add_config_value("torchclaims_results_dir", RESULTS, "env", str)
-    app.add_config_value("torchclaims_gallery_output", "docs/auto_gallery", "env", str)
-    app.add_config_value("torchclaims_max_age_days", DEFAULTS.max_age_days, "env", (int, float, str))
-    app.add_config_value("torchclaims_verify_attestations", "", "env", str)  # OWNER/REPO: verify attestations with gh
-    app.add_config_value("torchclaims_attestations", "", "env", str)  # or decide from gh's answers in this file
     app.connect("builder-inited", prepare, priority=400)
