@@ -122,7 +122,7 @@ def test_a_data_file_removed_from_the_output_comes_back_with_the_next_build(site
 
 
 def test_a_row_anchor_is_a_safe_fragment_whatever_the_name():
-    from torchclaims.sphinxext.coverage_index import row_anchor
+    from torchclaims.site_addresses import row_anchor
 
     assert row_anchor("nn.functional.pixel_shuffle") == "row-nn.functional.pixel_shuffle"
     hostile = row_anchor('x" onmouseover="alert(1)#<b> é')

@@ -19,6 +19,7 @@ ORDER = [
     "backends",
     "topics",
     "claims",
+    "site_addresses",
     "evidence",
     "history",
     "run",

@@ -10,6 +10,7 @@ only from units listed before it (``tests/test_layout.py`` holds the order):
   project's folders and the defaults every entry point shares), :mod:`.backends`
   (one descriptor per device backend);
 - :mod:`.topics` and :mod:`.claims`: the claim model, read from ``claims/*.toml``;
+- :mod:`.site_addresses`: where a claim, its evidence and a coverage row are on the site;
 - :mod:`.evidence`: result records, results files, the store, and the trust
   checks on them;
 - :mod:`.history`: the release list, the release sweep, and what changed

@@ -16,8 +16,8 @@ from pathlib import Path
 from ..errors import TorchclaimsError, UsageError
 from ..evidence.records import ResultRecord, Verdict
 from ..evidence.results import build_results, default_name, write_results
+from ..site_addresses import slug
 from .isolated import absolute, run_step_script
-from .links import slug
 from .report import BackendRun
 
 STEP_SCRIPT = Path(__file__).resolve().with_name("step_script.py")

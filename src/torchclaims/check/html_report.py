@@ -12,7 +12,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from ..evidence.records import Verdict
-from .links import slug
+from ..site_addresses import slug
 from .report import NOT_COVERED, RUN_WORDS, STATUSES, WRONG, BackendRun, ColumnReport, Report
 
 STYLESHEET = Path(__file__).resolve().parent.parent / "sphinxext" / "static" / "torchclaims.css"

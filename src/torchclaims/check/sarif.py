@@ -11,6 +11,7 @@ their own); a ``package.module`` target is named as a logical location.
 
 from __future__ import annotations
 
+from ..site_addresses import CHECK_PAGE, Links
 from .report import FALLBACK, NATIVE, RAISES, STATUSES, WRONG, ColumnReport, OperatorFinding, Report
 
 VERSION = "2.1.0"
@@ -83,7 +84,7 @@ def _results(report: Report) -> list[dict]:
 
 def sarif(report: Report, site_url: str = "") -> dict:
     """The SARIF log of ``report``; ``site_url``: where the rules' help lives."""
-    help_uri = f"{site_url}docs/check.html"
+    help_uri = Links(site_url).page(CHECK_PAGE)
     rules = [
         {"id": rule, "shortDescription": {"text": text}, "helpUri": help_uri, "defaultConfiguration": {"level": level}}
         for rule, level, text in RULES.values()

@@ -25,10 +25,11 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..backends import all_backends
 from ..evidence.scope import and_words, reader_name
+from ..site_addresses import evidence_anchor
 from .backend_summary import ON_HARDWARE, ON_STAND_IN, Group, Standing, Summary, summarize
 from .evidence import SYMBOLS, UNCONFINED
 from .grid import Cell
-from .links import claim_ref, evidence_anchor
+from .links import claim_ref
 from .markup import badge, bullets, doc_link, paragraph
 from .state import get_state, warn
 from .tracking import ALL_CLAIMS, note_shown

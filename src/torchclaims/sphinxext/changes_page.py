@@ -13,8 +13,9 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..evidence.store import Entry
 from ..history.changes import describe, predecessor
+from ..site_addresses import evidence_anchor
 from .evidence import origin_text, verdict_badge
-from .links import claim_ref, evidence_anchor
+from .links import claim_ref
 from .markup import paragraph, table
 from .state import get_state
 from .tracking import ALL_CLAIMS, note_shown

@@ -40,7 +40,7 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.matching import get_matching_files
 
 from ..project import Folders
-from .links import slug
+from ..site_addresses import slug
 from .state import get_state, warn
 
 CHECK_CODE = Path(__file__).resolve().parent.parent / "check"

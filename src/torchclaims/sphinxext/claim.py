@@ -21,10 +21,11 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 from ..claims import Claim, Relation, Source
 from ..evidence.scope import about_text, and_words, claimant_scopes
 from ..evidence.store import THIS_BUILD, Entry
+from ..site_addresses import claim_anchor, evidence_anchor
 from ..topics import TOPICS
 from .evidence import evidence, origin_text, reason, run_line, scope_words, verdict_badge
 from .grid import device_words
-from .links import claim_anchor, claim_ref, evidence_anchor, matrix_ref, register_label
+from .links import claim_ref, matrix_ref, register_label
 from .markup import badge, bullets, doc_link, folded, join_nodes, link, paragraph, table
 from .state import BuildState, get_state, warn
 from .tracking import TOPIC, note_shown

@@ -12,16 +12,10 @@ The rows add nothing to the page itself.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from urllib.parse import quote
 
 from sphinx.domains import Domain
 
-ROW_PREFIX = "row-"  # the anchor of a row; torchclaims-sweep.js reads the same prefix
-
-
-def row_anchor(name: str) -> str:
-    """``row-<name>``, percent-encoded: a row name from a stranger's file is a safe fragment."""
-    return ROW_PREFIX + quote(name, safe="._-~")
+from ..site_addresses import row_anchor
 
 
 class CoverageDomain(Domain):

@@ -34,9 +34,10 @@ from ..evidence.coverage_table import SweepTable
 from ..evidence.memo import code_digest
 from ..evidence.store import Entry
 from ..fileio import made_from, write_if_changed
+from ..site_addresses import evidence_anchor, slug
 from .coverage_index import CoverageDomain
 from .downloads import download_for, table_csv
-from .links import claim_ref, evidence_anchor, slug
+from .links import claim_ref
 from .markup import table
 from .page_data import write_data_script
 from .safe_html import Html

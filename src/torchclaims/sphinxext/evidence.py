@@ -24,10 +24,10 @@ from ..claims import Claim
 from ..evidence.records import CheckResult, ResultRecord, Verdict
 from ..evidence.scope import scope_note
 from ..evidence.store import EARLIER_BUILD, THIS_BUILD, Entry
+from ..site_addresses import evidence_anchor
 from ..text_safety import quoted
 from .downloads import download_for
 from .grid import Cell, Grid
-from .links import evidence_anchor
 from .markup import badge, bullets, folded, link, paragraph, table, value_text
 from .page_data import later
 from .state import BuildState, warn

@@ -1,13 +1,9 @@
 """Links to claims and to their evidence, resolved once every page is read.
 
-A claim's section is ``#claim-<id>``; the evidence of one backend is
-``#claim-<id>--<backend>`` and one version's run inside it
-``#claim-<id>--<backend>--<version>`` (claim ids never hold ``--``, so these
-never collide). The anchors depend only on the claim, the backend and the
-version, so links to them stay valid across builds. Which page shows a claim is
-known only after reading, so links are resolved by a post-transform: docutils
-``claim_link`` nodes, and markers inside the raw HTML of the matrix and the
-gallery cards.
+The anchors are the site's addresses (torchclaims.site_addresses). Which page
+shows a claim is known only after reading, so links are resolved by a
+post-transform: docutils ``claim_link`` nodes, and markers inside the raw HTML
+of the matrix and the gallery cards.
 """
 
 from __future__ import annotations
@@ -17,27 +13,11 @@ import re
 from docutils import nodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from ..site_addresses import claim_anchor, matrix_anchor
 from .safe_html import LINK_MARK, Html
 from .state import get_state, warn
 
 _MARKER = re.compile(f"{LINK_MARK}label:([a-z0-9-]+)(#[A-Za-z0-9_.-]*)?{LINK_MARK}")
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def claim_anchor(claim_id: str) -> str:
-    return f"claim-{claim_id}"
-
-
-def evidence_anchor(claim_id: str, backend: str, version: str = "") -> str:
-    anchor = f"claim-{claim_id}--{slug(backend)}"
-    return f"{anchor}--{slug(version)}" if version else anchor
-
-
-def matrix_anchor(claim_id: str) -> str:
-    return f"matrix-{claim_id}"
 
 
 class claim_link(nodes.Inline, nodes.Element):  # noqa: N801 (docutils node naming)

@@ -29,12 +29,13 @@ from sphinx.util.docutils import SphinxDirective
 from ..claims import Claim
 from ..evidence.scope import about_text, and_words
 from ..evidence.store import EARLIER_BUILD
+from ..site_addresses import evidence_anchor, matrix_anchor
 from ..topics import TOPICS
 from .accelerators import accelerator_backends, page_docname
 from .downloads import download_for
 from .evidence import SYMBOLS, UNCONFINED, origin_text
 from .grid import ATTRIBUTED, KINDS, NOT_RUN, Cell, Column, Grid, device_words
-from .links import evidence_anchor, href_marker, matrix_anchor, raw_html, register_label
+from .links import href_marker, raw_html, register_label
 from .page_data import data_name, data_src, later_data
 from .safe_html import Html, attributes
 from .state import BuildState, get_state

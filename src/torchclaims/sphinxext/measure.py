@@ -17,7 +17,8 @@ from sphinx.util.docutils import SphinxRole
 from ..evidence.records import Measurement
 from ..evidence.scope import ran_on
 from ..evidence.store import Entry
-from .links import claim_ref, evidence_anchor
+from ..site_addresses import evidence_anchor
+from .links import claim_ref
 from .state import get_state, warn
 from .tracking import note_shown
 

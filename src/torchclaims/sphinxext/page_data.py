@@ -34,7 +34,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 from ..fileio import write_if_changed
-from .links import raw_html, slug
+from ..site_addresses import slug
+from .links import raw_html
 from .safe_html import Html
 from .state import warn
 

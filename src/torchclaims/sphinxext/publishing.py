@@ -22,8 +22,8 @@ from ..errors import UsageError
 from ..evidence.results import ResultsFile, build_results
 from ..evidence.store import THIS_BUILD
 from ..fileio import made_from, write_if_changed
+from ..site_addresses import claim_anchor, evidence_anchor
 from .downloads import write_downloads
-from .links import claim_anchor, evidence_anchor
 from .matrix import WORDS
 from .site import publish
 from .state import BuildState, get_state, warn
