@@ -46,6 +46,7 @@ PAGES = {
     "accelerator-groups": "```{accelerator-groups}\n```\n",
     "backend-descriptors": "```{backend-descriptors}\n```\n",
     "limits-table": "```{limits-table}\n```\n",
+    "caches-table": "```{caches-table}\n```\n",
     "build-speed": "```{build-speed}\n```\n",
     "measured": "```{measured} runner\n```\n",
     "coverage-table": "```{coverage-table} kb-sweep\n```\n",

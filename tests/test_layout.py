@@ -16,6 +16,7 @@ ORDER = [
     "fileio",
     "config",
     "project",
+    "caches",
     "backends",
     "topics",
     "claims",

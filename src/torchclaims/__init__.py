@@ -7,7 +7,8 @@ only from units listed before it (``tests/test_layout.py`` holds the order):
   from data may hold where it is shown), :mod:`.limits`
   (every size and time bound), :mod:`.fileio` (bounded, atomic file reading
   and writing), :mod:`.config` (settings given as text), :mod:`.project` (the
-  project's folders and the defaults every entry point shares), :mod:`.backends`
+  project's folders and the defaults every entry point shares), :mod:`.caches`
+  (every cache a run or a build keeps: where, and under which key), :mod:`.backends`
   (one descriptor per device backend);
 - :mod:`.topics` and :mod:`.claims`: the claim model, read from ``claims/*.toml``;
 - :mod:`.site_addresses`: where a claim, its evidence and a coverage row are on the site;

@@ -15,7 +15,8 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from .. import limits
+from .. import caches, limits
+from ..caches import CACHES
 from ..claims import MAX_QUOTE_WORDS
 from ..errors import InvalidFileError
 from ..evidence.memo import MAX_FILE_BYTES as MEMO_BYTES
@@ -120,6 +121,15 @@ class LimitsDirective(SphinxDirective):
         return [table(["input", "limit"], [list(row) for row in limit_rows()], ["tc-limits"])]
 
 
+class CachesDirective(SphinxDirective):
+    """Every cache a run or a build keeps, from torchclaims.caches."""
+
+    def run(self) -> list[nodes.Node]:
+        self.env.note_dependency(str(Path(caches.__file__)))
+        rows = [[c.name, nodes.literal("", c.where), c.holds, c.key] for c in CACHES]
+        return [table(["cache", "where", "what it holds", "kept under"], rows, ["tc-caches"])]
+
+
 def _load(directive: SphinxDirective, name: str) -> dict | None:
     path = get_state(directive.env).root / name
     directive.env.note_dependency(str(path))
@@ -208,5 +218,6 @@ class MeasuredDirective(SphinxDirective):
 
 def setup_figures(app) -> None:
     app.add_directive("limits-table", LimitsDirective)
+    app.add_directive("caches-table", CachesDirective)
     app.add_directive("build-speed", BuildSpeedDirective)
     app.add_directive("measured", MeasuredDirective)

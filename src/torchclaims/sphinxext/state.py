@@ -25,6 +25,7 @@ from sphinx.util import logging
 
 from .. import limits
 from ..authoring.lint import cross_check
+from ..caches import Caches, store_memo
 from ..claims import Claim, ClaimSet, load_claims
 from ..errors import InvalidFileError
 from ..evidence.admission import Admission
@@ -33,11 +34,11 @@ from ..evidence.judging import read_own_record
 from ..evidence.memo import ContentMemo
 from ..evidence.records import now
 from ..evidence.store import Store, load_store
-from ..evidence.store_memo import STORE_MEMO, remembered_store, store_digest
+from ..evidence.store_memo import remembered_store, store_digest
 from ..fileio import decode_utf8, leaves, read_bytes
 from ..project import Folders
 from ..run._child import GalleryTarget
-from ..run.execution import MEMO_FILE, Outcome, Settings, history_dir, verify
+from ..run.execution import Outcome, Settings, history_dir, verify
 from ..run.progress import console
 from ..text_safety import for_terminal
 from .grid import Grid
@@ -216,7 +217,7 @@ def _only_pages_for(app: Sphinx, scripts: list[str]) -> None:
 def _load_claims(root: Path, settings: BuildSettings) -> ClaimSet:
     """The claims, with every problem of a record or a script warned about (the memo spares re-parsing)."""
     claims = load_claims(root / settings.claims_dir)
-    memo = ContentMemo(Settings(root=root).records_root() / MEMO_FILE)
+    memo = ContentMemo(Caches(Settings(root=root).records_root()).memo())
     for problem in claims.problems + cross_check(root, claims, memo):
         warn(str(problem), "claim", location=str(problem.path))
     memo.save()
@@ -267,7 +268,7 @@ def _load_results_store(
     results_dir, history = _results_dir(root, settings), history_dir(Settings(root=root))
     environment = outcome.probe.environment if outcome else None
     store = remembered_store(
-        Path(app.doctreedir) / STORE_MEMO,
+        store_memo(Path(app.doctreedir)),
         store_digest(root, claims.claims, build_records, environment, results_dir, history),
         lambda: load_store(
             build_records,
