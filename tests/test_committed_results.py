@@ -18,8 +18,8 @@ from torchclaims.claims import load_claims
 from torchclaims.evidence.admission import Admission
 from torchclaims.evidence.freshness import outdated_results, stale_reason
 from torchclaims.evidence.store import load_store
-from torchclaims.history.release_sweep import sweep_made
 from torchclaims.history.releases import load_releases
+from torchclaims.history.sweep_plan import sweep_made
 
 ROOT = Path(__file__).resolve().parents[1]
 

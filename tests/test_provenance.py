@@ -240,7 +240,7 @@ def git(root, *args):
 
 def test_a_committed_file_names_its_commit_author_and_the_command_its_label_gives(tmp_path):
     from torchclaims.evidence.provenance import SWEEP_LABEL_PREFIX
-    from torchclaims.history.release_sweep import LABEL_PREFIX
+    from torchclaims.history.sweep_plan import LABEL_PREFIX
 
     assert LABEL_PREFIX == SWEEP_LABEL_PREFIX
     make_kb(tmp_path, "a-claim", "b-claim")

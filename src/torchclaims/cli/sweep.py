@@ -56,8 +56,10 @@ def register(add) -> None:
 def run(args) -> ExitCode:
     import time
 
-    from ..history.release_sweep import CPU_INDEX, PeakDisk, Sweep, report, select
+    from ..history.release_sweep import CPU_INDEX, PeakDisk, Sweep
     from ..history.releases import load_releases
+    from ..history.sweep_plan import select
+    from ..history.sweep_report import report
 
     root = project_root(args)
     releases = load_releases(root)
