@@ -81,12 +81,12 @@ def setup(app: Sphinx) -> dict:
     }
 
 
-def _code_version() -> int:
-    """Changes whenever the extension's code does, so Sphinx re-reads every page
-    (claims are not re-run for that: only their pages are rebuilt)."""
+def _code_version(folder: Path = Path(__file__).parent) -> int:
+    """Changes whenever the extension's code does, in any of its folders, so Sphinx re-reads every
+    page (claims are not re-run for that: only their pages are rebuilt)."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.read_bytes())
+    for path in sorted(folder.rglob("*.py")):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     return int(digest.hexdigest()[:12], 16)
 
 
