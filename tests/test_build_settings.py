@@ -11,7 +11,7 @@ from sphinx.errors import ConfigError
 from sphinx.testing.util import SphinxTestApp
 
 import torchclaims.sphinxext
-from torchclaims.sphinxext import state
+from torchclaims.sphinxext.build import state
 
 EXTENSION = Path(torchclaims.sphinxext.__file__).parent
 

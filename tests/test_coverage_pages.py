@@ -46,7 +46,7 @@ def data_runs(raw: str) -> list[dict]:
 
 
 def data_of(script: str, name: str) -> dict:
-    """The payload of a data script (sphinxext/page_data.py)."""
+    """The payload of a data script (sphinxext/build/page_data.py)."""
     prefix = f'(window.tcPageData = window.tcPageData || {{}})["{name}"] = '
     assert script.startswith(prefix) and script.endswith(";\n")
     return json.loads(script[len(prefix) : -2])

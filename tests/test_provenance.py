@@ -323,7 +323,7 @@ def test_a_pages_digest_moves_when_only_the_source_of_its_record_moves():
 
 
 def test_the_evidence_of_a_verification_is_published_beside_the_file(sent, monkeypatch):
-    from torchclaims.sphinxext.downloads import download_for, write_downloads
+    from torchclaims.sphinxext.views.downloads import download_for, write_downloads
 
     root, path, digest = sent
     assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0
@@ -453,7 +453,7 @@ def test_the_site_build_reads_the_answers_its_settings_name(answered, monkeypatc
     from sphinx.errors import ConfigError
 
     from torchclaims.evidence.attestation_answers import AnswersVerifier
-    from torchclaims.sphinxext.settings import checked_settings
+    from torchclaims.sphinxext.build.settings import checked_settings
 
     root, answers = answered
     without_gh(monkeypatch, tmp_path)

@@ -21,7 +21,7 @@ only from units listed before it (``tests/test_layout.py`` holds the order):
   gallery script imports, with :mod:`.coverage`, the coverage sweeps;
 - :mod:`.authoring`: ``torchclaims new`` and ``torchclaims lint``;
 - :mod:`.check`: ``torchclaims check``, for a team's own model;
-- :mod:`.sphinxext`: the site, rendered from records only;
+- :mod:`.sphinxext`: the site, rendered from records only (its directives, views and build plumbing);
 - :mod:`.cli`: the ``torchclaims`` command (``__main__`` runs it).
 """
 

@@ -1,7 +1,10 @@
 """Sphinx extension: verified claims on MyST pages.
 
-``setup`` reads as a table of contents; each concern registers itself from
-its own module.
+Three folders: ``directives/`` (what a page author writes), ``views/`` (what
+renders records: the matrix, accelerator pages, cards, evidence, tables) and
+``build/`` (the build's plumbing: settings, state, tracking, the gallery's
+process, publishing). ``setup`` reads as a table of contents; each concern
+registers itself from its own module.
 """
 
 from __future__ import annotations
@@ -15,34 +18,34 @@ from .. import __version__
 
 
 def setup(app: Sphinx) -> dict:
-    from .accelerators import setup_accelerators
-    from .backends_table import setup_backends_table
-    from .changes_page import setup_changes
-    from .check_report import setup_check_report
-    from .claim import setup_claim
-    from .coverage_index import setup_coverage_index
-    from .coverage_tables import setup_coverage_tables
-    from .descriptions import setup_descriptions
-    from .figures import setup_figures
-    from .gallery import setup_gallery
-    from .gallery_output import setup_gallery_output
-    from .gallery_process import setup_gallery_process
-    from .gallery_safety import setup_gallery_safety
-    from .heap import setup_heap
-    from .links import setup_links
-    from .markup import setup_markup
-    from .matrix import setup_matrix
-    from .measure import setup_measure
-    from .page_data import setup_page_data
-    from .publishing import setup_publishing
-    from .settings import setup_settings
-    from .source_links import setup_source_links
-    from .state import setup_state
-    from .summary import setup_summary
-    from .tracking import setup_tracking
-    from .upgrade_pages import setup_upgrade_pages
-    from .valid_markup import setup_valid_markup
-    from .versions import setup_versions
+    from .build.coverage_index import setup_coverage_index
+    from .build.descriptions import setup_descriptions
+    from .build.gallery_output import setup_gallery_output
+    from .build.gallery_process import setup_gallery_process
+    from .build.gallery_safety import setup_gallery_safety
+    from .build.heap import setup_heap
+    from .build.links import setup_links
+    from .build.page_data import setup_page_data
+    from .build.publishing import setup_publishing
+    from .build.settings import setup_settings
+    from .build.source_links import setup_source_links
+    from .build.state import setup_state
+    from .build.summary import setup_summary
+    from .build.tracking import setup_tracking
+    from .build.valid_markup import setup_valid_markup
+    from .directives.backends_table import setup_backends_table
+    from .directives.changes_page import setup_changes
+    from .directives.check_report import setup_check_report
+    from .directives.claim import setup_claim
+    from .directives.coverage_tables import setup_coverage_tables
+    from .directives.figures import setup_figures
+    from .directives.measure import setup_measure
+    from .directives.upgrade_pages import setup_upgrade_pages
+    from .views.accelerators import setup_accelerators
+    from .views.gallery import setup_gallery
+    from .views.markup import setup_markup
+    from .views.matrix import setup_matrix
+    from .views.versions import setup_versions
 
     setup_source_links(app)  # no page source, image or static file is a link out of the repository
     setup_settings(app)  # the torchclaims_* config values, checked once they are read

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 
 from sphinx.domains import Domain
 
-from ..site_addresses import row_anchor
+from ...site_addresses import row_anchor
 
 
 class CoverageDomain(Domain):

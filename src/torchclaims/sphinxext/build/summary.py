@@ -15,9 +15,9 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from ..evidence.records import Verdict
-from ..evidence.store import THIS_BUILD
-from ..fileio import write_if_changed
+from ...evidence.records import Verdict
+from ...evidence.store import THIS_BUILD
+from ...fileio import write_if_changed
 from .state import BuildState, get_state
 
 logger = logging.getLogger(__name__)

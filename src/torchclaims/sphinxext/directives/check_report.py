@@ -39,11 +39,11 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.matching import get_matching_files
 
-from ..project import Folders
-from ..site_addresses import slug
-from .state import get_state, warn
+from ...project import Folders
+from ...site_addresses import slug
+from ..build.state import get_state, warn
 
-CHECK_CODE = Path(__file__).resolve().parent.parent / "check"
+CHECK_CODE = Path(__file__).resolve().parents[2] / "check"
 OUT_DIR = "_static/check"
 REPORT_TIMEOUT_S = 600  # one page's `torchclaims check` run
 # The directive as pages write it (MyST fence or colon fence, reStructuredText): its argument.

@@ -30,19 +30,19 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ..evidence.coverage_table import SweepTable
-from ..evidence.memo import code_digest
-from ..evidence.store import Entry
-from ..fileio import made_from, write_if_changed
-from ..site_addresses import evidence_anchor, slug
-from .coverage_index import CoverageDomain
-from .downloads import download_for, table_csv
-from .links import claim_ref
-from .markup import table
-from .page_data import write_data_script
-from .safe_html import Html
-from .state import get_state, warn
-from .tracking import note_shown
+from ...evidence.coverage_table import SweepTable
+from ...evidence.memo import code_digest
+from ...evidence.store import Entry
+from ...fileio import made_from, write_if_changed
+from ...site_addresses import evidence_anchor, slug
+from ..build.coverage_index import CoverageDomain
+from ..build.links import claim_ref
+from ..build.page_data import write_data_script
+from ..build.state import get_state, warn
+from ..build.tracking import note_shown
+from ..views.downloads import download_for, table_csv
+from ..views.markup import table
+from ..views.safe_html import Html
 
 DATA_DIR = "_static/coverage"  # in the html output
 DATA_KEY = "torchclaims-coverage.key"  # in the doctrees folder: what the data files were made of
@@ -91,7 +91,7 @@ def write_data(app, exception) -> None:
     # What the files are made of: the runs shown and the code writing them. A
     # build that shows the same runs leaves the files alone without rebuilding them.
     key = state.store.digest(with_tables) + code_digest(
-        "sphinxext/coverage_tables.py", "sphinxext/page_data.py", "sphinxext/downloads.py"
+        "sphinxext/directives/coverage_tables.py", "sphinxext/build/page_data.py", "sphinxext/views/downloads.py"
     )
     key_file = Path(app.doctreedir) / DATA_KEY
     names = [

@@ -16,11 +16,11 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
 
-from .. import config as settings_text
-from ..errors import UsageError
-from ..evidence.attestation import Verifier
-from ..evidence.attestation_answers import AnswersVerifier, build_verifier
-from ..project import CLAIMS, DEFAULTS, RESULTS
+from ... import config as settings_text
+from ...errors import UsageError
+from ...evidence.attestation import Verifier
+from ...evidence.attestation_answers import AnswersVerifier, build_verifier
+from ...project import CLAIMS, DEFAULTS, RESULTS
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A page per backend (``docs/accelerators/<backend>.md`` holds only the
 directive) opens with a tally computed from the records
-(torchclaims.sphinxext.backend_summary): the claims about the backend, those that are
+(torchclaims.sphinxext.views.backend_summary): the claims about the backend, those that are
 only their claimants' word, those checked on the backend's own hardware (when,
 with which versions, from which source) and those checked only on a stand-in
 (XLA on the CPU counts as one, never as the hardware) and what the stand-ins
@@ -23,16 +23,16 @@ from docutils import nodes
 from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 
-from ..backends import all_backends
-from ..evidence.scope import and_words, reader_name
-from ..site_addresses import evidence_anchor
+from ...backends import all_backends
+from ...evidence.scope import and_words, reader_name
+from ...site_addresses import evidence_anchor
+from ..build.links import claim_ref
+from ..build.state import get_state, warn
+from ..build.tracking import ALL_CLAIMS, note_shown
 from .backend_summary import ON_HARDWARE, ON_STAND_IN, Group, Standing, Summary, summarize
 from .evidence import SYMBOLS, UNCONFINED
 from .grid import Cell
-from .links import claim_ref
 from .markup import badge, bullets, doc_link, paragraph
-from .state import get_state, warn
-from .tracking import ALL_CLAIMS, note_shown
 
 REFERENCE = "cpu"  # the reference every other backend is compared with: it gets no page of its own
 WORDS = {"holds": "held", "refuted": "refuted", "unverified": "unverified", "error": "error"}

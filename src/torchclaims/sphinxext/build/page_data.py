@@ -33,10 +33,10 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from ..fileio import write_if_changed
-from ..site_addresses import slug
+from ...fileio import write_if_changed
+from ...site_addresses import slug
+from ..views.safe_html import Html
 from .links import raw_html
-from .safe_html import Html
 from .state import warn
 
 GLOBAL = "tcPageData"  # torchclaims.js reads the same name
@@ -54,7 +54,7 @@ def data_script(name: str, payload) -> str:
 
 
 def write_data_script(path: Path, name: str, payload) -> None:
-    """Rewritten only when changed: the published copy is updated by what changed (torchclaims.sphinxext.site)."""
+    """Rewritten only when changed: the published copy is updated by what changed (torchclaims.sphinxext.build.site)."""
     write_if_changed(path, data_script(name, payload))
 
 

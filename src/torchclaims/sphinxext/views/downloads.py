@@ -21,11 +21,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..evidence.coverage_table import SweepTable
-from ..evidence.records import ResultRecord, record_json
-from ..evidence.results import ResultsFile, write_results
-from ..evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, version_label
-from ..fileio import safe_name, write_if_changed
+from ...evidence.coverage_table import SweepTable
+from ...evidence.records import ResultRecord, record_json
+from ...evidence.results import ResultsFile, write_results
+from ...evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, version_label
+from ...fileio import safe_name, write_if_changed
 
 FOLDER = "downloads"
 THIS_BUILD_STEM = "torchclaims-results"

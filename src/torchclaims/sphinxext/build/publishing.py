@@ -1,11 +1,11 @@
 """What a build leaves for readers beside the pages, and the folder it publishes.
 
 At the end of an HTML build: every results file the site shows, as JSON and CSV
-(torchclaims.sphinxext.downloads); the claims as data for the search page, so a search
+(torchclaims.sphinxext.views.downloads); the claims as data for the search page, so a search
 lands on a claim's anchor with its proposition and verdicts as the snippet, and
 works where the page is opened from a file (static/torchclaims.js); then, when
 ``torchclaims_publish_dir`` is set, a copy of the site without doctrees,
-sources or build information (torchclaims.sphinxext.site). Pages never carry their
+sources or build information (torchclaims.sphinxext.build.site). Pages never carry their
 sources, and a favicon ships with the extension unless the project sets its own.
 """
 
@@ -18,20 +18,20 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from ..errors import UsageError
-from ..evidence.results import ResultsFile, build_results
-from ..evidence.store import THIS_BUILD
-from ..fileio import made_from, write_if_changed
-from ..site_addresses import claim_anchor, evidence_anchor
-from .downloads import write_downloads
-from .matrix import WORDS
+from ...errors import UsageError
+from ...evidence.results import ResultsFile, build_results
+from ...evidence.store import THIS_BUILD
+from ...fileio import made_from, write_if_changed
+from ...site_addresses import claim_anchor, evidence_anchor
+from ..views.downloads import write_downloads
+from ..views.matrix import WORDS
 from .site import publish
 from .state import BuildState, get_state, warn
 
 logger = logging.getLogger(__name__)
 SEARCH_DATA = "torchclaims-claims.js"  # in _static; a script, not fetched JSON: file:// pages can load it
 OUTPUTS_KEY = "torchclaims-outputs.key"  # in the doctrees folder: what the downloads and search data were made of
-STATIC = Path(__file__).parent / "static"
+STATIC = Path(__file__).parents[1] / "static"  # sphinxext/static
 
 
 def this_build(state: BuildState) -> ResultsFile | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from .. import limits
+from ... import limits
 from .gallery_safety import example_script
 
 OUTPUT_CLASS = "sphx-glr-script-out"

@@ -14,13 +14,13 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
-from ..evidence.records import Measurement
-from ..evidence.scope import ran_on
-from ..evidence.store import Entry
-from ..site_addresses import evidence_anchor
-from .links import claim_ref
-from .state import get_state, warn
-from .tracking import note_shown
+from ...evidence.records import Measurement
+from ...evidence.scope import ran_on
+from ...evidence.store import Entry
+from ...site_addresses import evidence_anchor
+from ..build.links import claim_ref
+from ..build.state import get_state, warn
+from ..build.tracking import note_shown
 
 QUALIFIER = " :: "
 

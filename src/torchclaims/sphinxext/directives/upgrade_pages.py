@@ -29,18 +29,18 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from ..evidence.scope import ran_on
-from ..evidence.store import THIS_BUILD
-from ..history.builds import build_of, builds_named
-from ..history.releases import Series, version_key
-from ..history.upgrades import Comparison, compare
-from ..history.version_history import Run, Strand, baseline_for, consecutive, strand_of
-from .evidence import verdict_badge
-from .links import claim_ref
-from .markup import bullets, paragraph, table
-from .state import get_state, warn
-from .tracking import ALL_CLAIMS, note_shown
-from .versions import get_versions
+from ...evidence.scope import ran_on
+from ...evidence.store import THIS_BUILD
+from ...history.builds import build_of, builds_named
+from ...history.releases import Series, version_key
+from ...history.upgrades import Comparison, compare
+from ...history.version_history import Run, Strand, baseline_for, consecutive, strand_of
+from ..build.links import claim_ref
+from ..build.state import get_state, warn
+from ..build.tracking import ALL_CLAIMS, note_shown
+from ..views.evidence import verdict_badge
+from ..views.markup import bullets, paragraph, table
+from ..views.versions import get_versions
 
 TITLES = {"measurements": "Measurements that moved beyond their tolerance", "coverage": "Coverage rows that changed"}
 

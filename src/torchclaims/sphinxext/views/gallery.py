@@ -29,13 +29,13 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 
-from ..claims import Claim
-from .links import claim_ref, matrix_ref, raw_html
+from ...claims import Claim
+from ..build.links import claim_ref, matrix_ref, raw_html
+from ..build.state import BuildState, get_state
+from ..build.tracking import ALL_CLAIMS, note_shown
 from .markup import paragraph
 from .matrix import WORDS
 from .safe_html import Html
-from .state import BuildState, get_state
-from .tracking import ALL_CLAIMS, note_shown
 
 
 def _verdicts(state: BuildState, claim: Claim) -> Html:

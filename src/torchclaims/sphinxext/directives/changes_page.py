@@ -11,14 +11,14 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ..evidence.store import Entry
-from ..history.changes import describe, predecessor
-from ..site_addresses import evidence_anchor
-from .evidence import origin_text, verdict_badge
-from .links import claim_ref
-from .markup import paragraph, table
-from .state import get_state
-from .tracking import ALL_CLAIMS, note_shown
+from ...evidence.store import Entry
+from ...history.changes import describe, predecessor
+from ...site_addresses import evidence_anchor
+from ..build.links import claim_ref
+from ..build.state import get_state
+from ..build.tracking import ALL_CLAIMS, note_shown
+from ..views.evidence import origin_text, verdict_badge
+from ..views.markup import paragraph, table
 
 
 class ClaimsChangesDirective(SphinxDirective):

@@ -23,29 +23,29 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
-from .. import limits
-from ..authoring.lint import cross_check
-from ..caches import Caches, store_memo
-from ..claims import Claim, ClaimSet, load_claims
-from ..errors import InvalidFileError
-from ..evidence.admission import Admission
-from ..evidence.freshness import stale_reason
-from ..evidence.judging import read_own_record
-from ..evidence.memo import ContentMemo
-from ..evidence.records import now
-from ..evidence.store import Store, load_store
-from ..evidence.store_memo import remembered_store, store_digest
-from ..fileio import decode_utf8, leaves, read_bytes
-from ..project import Folders
-from ..run._child import GalleryTarget
-from ..run.execution import Outcome, Settings, history_dir, verify
-from ..run.progress import console
-from ..text_safety import for_terminal
-from .grid import Grid
+from ... import limits
+from ...authoring.lint import cross_check
+from ...caches import Caches, store_memo
+from ...claims import Claim, ClaimSet, load_claims
+from ...errors import InvalidFileError
+from ...evidence.admission import Admission
+from ...evidence.freshness import stale_reason
+from ...evidence.judging import read_own_record
+from ...evidence.memo import ContentMemo
+from ...evidence.records import now
+from ...evidence.store import Store, load_store
+from ...evidence.store_memo import remembered_store, store_digest
+from ...fileio import decode_utf8, leaves, read_bytes
+from ...project import Folders
+from ...run._child import GalleryTarget
+from ...run.execution import Outcome, Settings, history_dir, verify
+from ...run.progress import console
+from ...text_safety import for_terminal
+from ..views.grid import Grid
 from .settings import BuildSettings, build_settings
 
 if TYPE_CHECKING:
-    from .versions import VersionsState
+    from ..views.versions import VersionsState
 
 logger = logging.getLogger(__name__)
 WARNING_TYPE = "torchclaims"
@@ -69,7 +69,7 @@ class BuildState:
     results_dir: Path | None = None  # the committed results files (and their figures)
     results_uri: str = ""  # the same folder as an image path for Sphinx ("/results")
     built_at: datetime = field(default_factory=now)
-    versions: VersionsState | None = None  # the release list and its runs (torchclaims.sphinxext.versions)
+    versions: VersionsState | None = None  # the release list and its runs (torchclaims.sphinxext.views.versions)
     # What directives and transforms need of the application, taken from it at builder-inited:
     root: Path = field(kw_only=True)  # the project (conf.py's folder)
     outdir: Path = field(kw_only=True)  # where the builder writes (a directive copies a file there)

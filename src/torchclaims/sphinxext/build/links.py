@@ -13,8 +13,8 @@ import re
 from docutils import nodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-from ..site_addresses import claim_anchor, matrix_anchor
-from .safe_html import LINK_MARK, Html
+from ...site_addresses import claim_anchor, matrix_anchor
+from ..views.safe_html import LINK_MARK, Html
 from .state import get_state, warn
 
 _MARKER = re.compile(f"{LINK_MARK}label:([a-z0-9-]+)(#[A-Za-z0-9_.-]*)?{LINK_MARK}")

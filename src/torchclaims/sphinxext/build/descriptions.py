@@ -15,7 +15,7 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from .safe_html import Html
+from ..views.safe_html import Html
 from .state import get_state
 
 DESCRIPTION_CHARS = 160  # about what a search result shows of one

@@ -5,7 +5,7 @@ claim about it falls in exactly one group, decided by its newest verdict on that
 backend's own hardware, else by what ran on a stand-in (any other backend with a
 record, such as the CPU reference, or the backend itself on a device that is not
 its hardware: XLA on the CPU, grid.stand_in), else by whether it can be checked
-at all. The accelerator pages (sphinxext/accelerators.py) draw this; nothing
+at all. The accelerator pages (sphinxext/views/accelerators.py) draw this; nothing
 here is typed by hand but the names of the groups. Free of Sphinx imports.
 """
 
@@ -15,10 +15,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..claims import Claim
-from ..evidence.records import Verdict
-from ..evidence.scope import and_words
-from ..history.releases import label_key
+from ...claims import Claim
+from ...evidence.records import Verdict
+from ...evidence.scope import and_words
+from ...history.releases import label_key
 from .grid import Cell, Grid, device_words
 
 

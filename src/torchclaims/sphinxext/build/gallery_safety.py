@@ -23,9 +23,9 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from ..authoring.gallery_text import unsafe_markup
-from ..project import GALLERY
-from ..text_safety import shown
+from ...authoring.gallery_text import unsafe_markup
+from ...project import GALLERY
+from ...text_safety import shown
 from .state import get_state, warn
 
 _SCRIPT_URI = re.compile(r"^\s*(javascript|vbscript|data)\s*:", re.IGNORECASE)

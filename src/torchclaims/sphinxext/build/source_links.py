@@ -17,7 +17,7 @@ from sphinx.config import Config
 from sphinx.errors import SphinxError
 from sphinx.util.matching import get_matching_files
 
-from ..fileio import leaves
+from ...fileio import leaves
 
 
 class LinkOutOfRepository(SphinxError):

@@ -23,9 +23,9 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import limits
-from ..errors import InvalidFileError, UsageError
-from ..fileio import read_json
+from ... import limits
+from ...errors import InvalidFileError, UsageError
+from ...fileio import read_json
 
 LEFTOVERS = (".buildinfo", ".buildinfo.bak", ".doctrees", "_sources")
 MANIFEST = ".torchclaims-published.json"  # in the published folder: every file the last publish wrote there

@@ -5,8 +5,8 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ..backends import all_backends
-from .markup import table
+from ...backends import all_backends
+from ..views.markup import table
 
 
 class BackendDescriptorsDirective(SphinxDirective):

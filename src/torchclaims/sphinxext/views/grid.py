@@ -17,13 +17,13 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..backends import all_backends
-from ..claims import Claim, ClaimSet
-from ..evidence.freshness import stale_reason
-from ..evidence.records import Environment, Verdict
-from ..evidence.store import Entry, Store, version_label
-from ..history.releases import label_key
-from ..project import DEFAULTS
+from ...backends import all_backends
+from ...claims import Claim, ClaimSet
+from ...evidence.freshness import stale_reason
+from ...evidence.records import Environment, Verdict
+from ...evidence.store import Entry, Store, version_label
+from ...history.releases import label_key
+from ...project import DEFAULTS
 
 NOT_RUN = "notrun"
 ATTRIBUTED = "attributed"

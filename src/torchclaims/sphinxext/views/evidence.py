@@ -20,17 +20,17 @@ from __future__ import annotations
 
 from docutils import nodes
 
-from ..claims import Claim
-from ..evidence.records import CheckResult, ResultRecord, Verdict
-from ..evidence.scope import scope_note
-from ..evidence.store import EARLIER_BUILD, THIS_BUILD, Entry
-from ..site_addresses import evidence_anchor
-from ..text_safety import quoted
+from ...claims import Claim
+from ...evidence.records import CheckResult, ResultRecord, Verdict
+from ...evidence.scope import scope_note
+from ...evidence.store import EARLIER_BUILD, THIS_BUILD, Entry
+from ...site_addresses import evidence_anchor
+from ...text_safety import quoted
+from ..build.page_data import later
+from ..build.state import BuildState, warn
 from .downloads import download_for
 from .grid import Cell, Grid
 from .markup import badge, bullets, folded, link, paragraph, table, value_text
-from .page_data import later
-from .state import BuildState, warn
 
 SYMBOLS = {Verdict.HOLDS: "✔", Verdict.REFUTED: "✘", Verdict.UNVERIFIED: "?", Verdict.ERROR: "⚠"}
 NOT_RUN = "not run"

@@ -26,20 +26,20 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ..claims import Claim
-from ..evidence.scope import about_text, and_words
-from ..evidence.store import EARLIER_BUILD
-from ..site_addresses import evidence_anchor, matrix_anchor
-from ..topics import TOPICS
+from ...claims import Claim
+from ...evidence.scope import about_text, and_words
+from ...evidence.store import EARLIER_BUILD
+from ...site_addresses import evidence_anchor, matrix_anchor
+from ...topics import TOPICS
+from ..build.links import href_marker, raw_html, register_label
+from ..build.page_data import data_name, data_src, later_data
+from ..build.state import BuildState, get_state
+from ..build.tracking import ALL_CLAIMS, note_shown
 from .accelerators import accelerator_backends, page_docname
 from .downloads import download_for
 from .evidence import SYMBOLS, UNCONFINED, origin_text
 from .grid import ATTRIBUTED, KINDS, NOT_RUN, Cell, Column, Grid, device_words
-from .links import href_marker, raw_html, register_label
-from .page_data import data_name, data_src, later_data
 from .safe_html import Html, attributes
-from .state import BuildState, get_state
-from .tracking import ALL_CLAIMS, note_shown
 from .versions import RangeView, range_views
 
 WORDS = {

@@ -18,18 +18,18 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from ..claims import Claim, Relation, Source
-from ..evidence.scope import about_text, and_words, claimant_scopes
-from ..evidence.store import THIS_BUILD, Entry
-from ..site_addresses import claim_anchor, evidence_anchor
-from ..topics import TOPICS
-from .evidence import evidence, origin_text, reason, run_line, scope_words, verdict_badge
-from .grid import device_words
-from .links import claim_ref, matrix_ref, register_label
-from .markup import badge, bullets, doc_link, folded, join_nodes, link, paragraph, table
-from .state import BuildState, get_state, warn
-from .tracking import TOPIC, note_shown
-from .versions import strip_placeholder
+from ...claims import Claim, Relation, Source
+from ...evidence.scope import about_text, and_words, claimant_scopes
+from ...evidence.store import THIS_BUILD, Entry
+from ...site_addresses import claim_anchor, evidence_anchor
+from ...topics import TOPICS
+from ..build.links import claim_ref, matrix_ref, register_label
+from ..build.state import BuildState, get_state, warn
+from ..build.tracking import TOPIC, note_shown
+from ..views.evidence import evidence, origin_text, reason, run_line, scope_words, verdict_badge
+from ..views.grid import device_words
+from ..views.markup import badge, bullets, doc_link, folded, join_nodes, link, paragraph, table
+from ..views.versions import strip_placeholder
 
 
 def freshness_text(entry: Entry) -> str:

@@ -24,16 +24,16 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-from ..errors import InvalidFileError
-from ..evidence.freshness import stale_reason
-from ..history.releases import CONSTRAINTS_FILE, RELEASES_FILE, Releases, Series, load_releases
-from ..history.version_history import Run, Step, Strand, range_sentence, runs, series_runs, strip
-from ..run.cache import InputScanner
+from ...errors import InvalidFileError
+from ...evidence.freshness import stale_reason
+from ...history.releases import CONSTRAINTS_FILE, RELEASES_FILE, Releases, Series, load_releases
+from ...history.version_history import Run, Step, Strand, range_sentence, runs, series_runs, strip
+from ...run.cache import InputScanner
+from ..build.state import BuildState, get_state, warn
+from ..build.tracking import shown
 from .evidence import SYMBOLS
 from .markup import badge, paragraph
 from .safe_html import Html
-from .state import BuildState, get_state, warn
-from .tracking import shown
 
 NOT_RUN_SYMBOL = "∅"
 

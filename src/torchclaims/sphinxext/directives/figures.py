@@ -15,16 +15,16 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from .. import caches, limits
-from ..caches import CACHES
-from ..claims import MAX_QUOTE_WORDS
-from ..errors import InvalidFileError
-from ..evidence.memo import MAX_FILE_BYTES as MEMO_BYTES
-from ..fileio import read_json
-from ..run.bounds import WATCH_S
-from ..run.probe_cache import MAX_FILE_BYTES as PROBE_BYTES
-from .markup import paragraph, table
-from .state import get_state, warn
+from ... import caches, limits
+from ...caches import CACHES
+from ...claims import MAX_QUOTE_WORDS
+from ...errors import InvalidFileError
+from ...evidence.memo import MAX_FILE_BYTES as MEMO_BYTES
+from ...fileio import read_json
+from ...run.bounds import WATCH_S
+from ...run.probe_cache import MAX_FILE_BYTES as PROBE_BYTES
+from ..build.state import get_state, warn
+from ..views.markup import paragraph, table
 
 BUILD_SPEED = "benchmarks/build_speed.json"
 MEASURED = "benchmarks/measured.json"
