@@ -50,7 +50,7 @@ html_static_path = []
 html_use_index = False  # no page has index entries: a General Index would be an empty page written by every build
 
 # sphinx-gallery only assembles pages here: torchclaims runs every script in its
-# own process beforehand (see torchclaims.sphinxext.state), so the pattern that
+# own process beforehand (see torchclaims.sphinxext.build.state), so the pattern that
 # selects scripts for in-process execution matches nothing.
 sphinx_gallery_conf = {
     "examples_dirs": [GALLERY],

@@ -203,7 +203,7 @@ def docs(session: nox.Session) -> None:
     }
     session.log("sphinx-build -q: warnings and the claims' progress; a first build runs every claim (minutes)")
     session.run("sphinx-build", *SPHINX_BUILD, *opts.rest, env=env)
-    verdicts = Path("_build/doctrees/torchclaims-verdicts.txt")  # written by the build (torchclaims.sphinxext.summary)
+    verdicts = Path("_build/doctrees/torchclaims-verdicts.txt")  # written by torchclaims.sphinxext.build.summary
     if verdicts.is_file():
         session.log(verdicts.read_text(encoding="utf-8").strip())
     session.log(

@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
 import test_lighthouse as lh  # noqa: E402 - the test's own runner, calibration and pages
 from browser_site import Server  # noqa: E402
 from torchclaims import limits  # noqa: E402
-from torchclaims.sphinxext.site import heavy_pages  # noqa: E402
+from torchclaims.sphinxext.build.site import heavy_pages  # noqa: E402
 
 TARGET_SCORE = 90
 

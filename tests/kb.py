@@ -260,7 +260,7 @@ def moved(
 
 def read_page(path: Path) -> str:
     """An HTML page as a reader has it once its folded blocks are open: each part the page
-    loads on demand (sphinxext/page_data.py) in its placeholder's place, from the page's data file."""
+    loads on demand (sphinxext/build/page_data.py) in its placeholder's place, from the page's data file."""
     import html
     import json
     import re

@@ -8,9 +8,9 @@ from test_backend_summary import NEURON, XLA_CPU, XLA_TPU
 from torchclaims.claims import load_claims
 from torchclaims.evidence.records import Verdict
 from torchclaims.evidence.store import THIS_BUILD, Entry, Store
-from torchclaims.sphinxext.backend_summary import summarize
-from torchclaims.sphinxext.grid import Grid
-from torchclaims.sphinxext.reading import Action, Layer, layer_of, read
+from torchclaims.sphinxext.views.backend_summary import summarize
+from torchclaims.sphinxext.views.grid import Grid
+from torchclaims.sphinxext.views.reading import Action, Layer, layer_of, read
 
 CUDA = make_environment(backend="cuda", device="cuda:0", device_name="NVIDIA H200", torch="2.11.0")
 # torch-tpu installed on a host without a TPU: a slice of the cpu column of its own
@@ -147,7 +147,7 @@ def test_attributed_and_unrun_claims_and_a_refutation_on_the_hardware(tmp_path):
 
 def test_a_reading_line_names_the_layers_the_reason_what_differed_and_the_command_that_decides_it(tmp_path):
     from torchclaims.evidence.records import CheckResult
-    from torchclaims.sphinxext.accelerators import reading_line
+    from torchclaims.sphinxext.views.accelerators import reading_line
 
     failed = [CheckResult(name="matches the CPU", outcome=Verdict.REFUTED, detail="max abs diff 0.5 > 1e-05")]
     found = readings(

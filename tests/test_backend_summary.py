@@ -6,8 +6,8 @@ from factories import make_environment, make_record, write_claim
 from torchclaims.claims import load_claims
 from torchclaims.evidence.records import Verdict
 from torchclaims.evidence.store import THIS_BUILD, Entry, Store
-from torchclaims.sphinxext.backend_summary import ON_HARDWARE, Group, summarize
-from torchclaims.sphinxext.grid import Grid
+from torchclaims.sphinxext.views.backend_summary import ON_HARDWARE, Group, summarize
+from torchclaims.sphinxext.views.grid import Grid
 
 XLA = make_environment(
     backend="xla",
@@ -100,7 +100,7 @@ def test_a_backend_with_no_record_has_nothing_on_its_hardware_and_the_cpu_stand_
 
 
 def test_the_tally_says_what_ran_on_the_hardware_when_with_which_versions_and_from_where(tmp_path):
-    from torchclaims.sphinxext.accelerators import tally
+    from torchclaims.sphinxext.views.accelerators import tally
 
     grid = grid_of(
         tmp_path,
@@ -179,7 +179,7 @@ def test_xla_on_the_cpu_is_a_stand_in_and_only_a_tpu_run_counts_as_the_xla_hardw
 
 
 def test_no_heading_puts_a_stand_ins_verdict_under_the_accelerators_name(tmp_path):
-    from torchclaims.sphinxext.reading import Action, action_title, read
+    from torchclaims.sphinxext.views.reading import Action, action_title, read
 
     def titles(summary):
         readings = [read(s, summary.backend) for s in summary.standings]
@@ -202,7 +202,7 @@ def test_no_heading_puts_a_stand_ins_verdict_under_the_accelerators_name(tmp_pat
 
 
 def test_the_card_and_the_tally_count_only_runs_on_the_hardware_as_ran_on_it(tmp_path):
-    from torchclaims.sphinxext.accelerators import card_facts, tally
+    from torchclaims.sphinxext.views.accelerators import card_facts, tally
 
     name = "torch_xla (TPUs and other PJRT devices)"
     only_cpu = summarize(xla_grid(tmp_path / "only-cpu", tpu=False), "xla")
@@ -227,7 +227,7 @@ def test_the_card_and_the_tally_count_only_runs_on_the_hardware_as_ran_on_it(tmp
 
 
 def test_a_chip_names_xla_on_the_cpu_and_the_backend_only_for_its_hardware(tmp_path):
-    from torchclaims.sphinxext.accelerators import chip
+    from torchclaims.sphinxext.views.accelerators import chip
 
     summary = summarize(xla_grid(tmp_path, tpu=True), "xla")
     tpu_held = next(s for s in summary.standings if s.claim.id == "tpu-held")
@@ -240,7 +240,7 @@ def test_the_check_your_model_line_leads_to_the_check_page_where_the_site_has_on
 
     from sphinx import addnodes
 
-    from torchclaims.sphinxext.accelerators import check_your_model
+    from torchclaims.sphinxext.views.accelerators import check_your_model
 
     [line] = check_your_model(SimpleNamespace(found_docs={"docs/check"}))
     assert line.astext().startswith("Check your own model: torchclaims check lists the operators")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from browser_site import LONG_VALUE, XLA_REASON, Server, build_browser_site
-from torchclaims.sphinxext.site import leftovers
+from torchclaims.sphinxext.build.site import leftovers
 
 pytestmark = pytest.mark.browser  # drives Chromium over a built site
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from factories import make_kb, make_record, write_claim
 from torchclaims.claims import load_claims
 from torchclaims.evidence.store import Entry, Store
-from torchclaims.sphinxext.state import BuildState
-from torchclaims.sphinxext.summary import verdict_line
+from torchclaims.sphinxext.build.state import BuildState
+from torchclaims.sphinxext.build.summary import verdict_line
 
 
 def test_the_verdict_line_counts_this_builds_verdicts_and_names_what_did_not_run(tmp_path):

@@ -22,7 +22,6 @@ import torch
 import torchclaims
 from factories import make_environment, make_kb, make_record, script_info, write_claim, write_results_file
 from torchclaims.check import check_step, html_report
-from torchclaims.check.links import Links, evidence_anchor
 from torchclaims.check.names import aten_names
 from torchclaims.check.recorder import record_step
 from torchclaims.check.report import BY_NAME, EXACT, FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG
@@ -262,18 +261,6 @@ def test_recorder_separates_forward_and_backward():
 )
 def test_name_mapping(row, expected):
     assert expected in aten_names(row)
-
-
-def test_links_are_the_site_anchors():
-    from torchclaims.sphinxext import links
-
-    assert evidence_anchor("xla-chunk-cat", "xla", "torch_xla 2.9.0") == links.evidence_anchor(
-        "xla-chunk-cat", "xla", "torch_xla 2.9.0"
-    )
-    assert (
-        Links("https://x.example/").row("operators", "a b")
-        == "https://x.example/docs/coverage/operators.html?row=a%20b"
-    )
 
 
 def test_table_rejects_hostile_operator_lists():

@@ -25,9 +25,9 @@ from torchclaims.check.standing import TARGET_BACKENDS
 from torchclaims.check.target import as_step, load_target
 from torchclaims.claims import Trigger, load_claims
 from torchclaims.cli import ExitCode, main
-from torchclaims.config import SITE_URL_VAR
 from torchclaims.coverage.operators import OUTCOMES
 from torchclaims.evidence.coverage_table import TableBuilder
+from torchclaims.site_addresses import SITE_URL_VAR
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "check"

@@ -7,7 +7,7 @@ from pathlib import Path
 from factories import default_source, write_claim
 from torchclaims.claims import Relation, load_claim, load_claims
 from torchclaims.evidence.scope import claimant_scopes, in_scope, scope_note
-from torchclaims.sphinxext.claim import claimant_line
+from torchclaims.sphinxext.directives.claim import claimant_line
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -373,7 +373,7 @@ def test_no_control_character_from_data_reaches_the_terminal(tmp_path, capsys):
 
 
 def test_a_build_warning_made_of_data_drives_no_terminal(caplog):
-    from torchclaims.sphinxext.state import warn
+    from torchclaims.sphinxext.build.state import warn
 
     warn(f"results/cpu{TERMINAL_ATTACK}.json: not valid JSON", "results")
     (message,) = [r.getMessage() for r in caplog.records]

@@ -18,8 +18,8 @@ from torchclaims.claims import load_claims
 from torchclaims.evidence.admission import Admission
 from torchclaims.evidence.freshness import outdated_results, stale_reason
 from torchclaims.evidence.store import load_store
-from torchclaims.history.release_sweep import sweep_made
 from torchclaims.history.releases import load_releases
+from torchclaims.history.sweep_plan import sweep_made
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,10 +94,10 @@ def test_every_committed_record_says_beside_its_verdict_whether_it_ran_sandboxed
     verdict, computed from the record: the evidence badge, the matrix cell and
     the accelerator page's chip. The same record from a sandboxed run does not."""
     from torchclaims.run.sandbox import WITHOUT
-    from torchclaims.sphinxext.accelerators import chip
-    from torchclaims.sphinxext.evidence import verdict_badge
-    from torchclaims.sphinxext.grid import Cell
-    from torchclaims.sphinxext.matrix import _run
+    from torchclaims.sphinxext.views.accelerators import chip
+    from torchclaims.sphinxext.views.evidence import verdict_badge
+    from torchclaims.sphinxext.views.grid import Cell
+    from torchclaims.sphinxext.views.matrix import _run
 
     claims = load_claims(ROOT / "claims").claims
     entries = [entry for found in load_store({}, None, ROOT / "results").entries.values() for entry in found]

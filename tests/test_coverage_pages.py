@@ -46,7 +46,7 @@ def data_runs(raw: str) -> list[dict]:
 
 
 def data_of(script: str, name: str) -> dict:
-    """The payload of a data script (sphinxext/page_data.py)."""
+    """The payload of a data script (sphinxext/build/page_data.py)."""
     prefix = f'(window.tcPageData = window.tcPageData || {{}})["{name}"] = '
     assert script.startswith(prefix) and script.endswith(";\n")
     return json.loads(script[len(prefix) : -2])
@@ -122,7 +122,7 @@ def test_a_data_file_removed_from_the_output_comes_back_with_the_next_build(site
 
 
 def test_a_row_anchor_is_a_safe_fragment_whatever_the_name():
-    from torchclaims.sphinxext.coverage_index import row_anchor
+    from torchclaims.site_addresses import row_anchor
 
     assert row_anchor("nn.functional.pixel_shuffle") == "row-nn.functional.pixel_shuffle"
     hostile = row_anchor('x" onmouseover="alert(1)#<b> é')

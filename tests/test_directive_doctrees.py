@@ -47,6 +47,7 @@ PAGES = {
     "accelerator-layers": "```{accelerator-layers}\n```\n",
     "backend-descriptors": "```{backend-descriptors}\n```\n",
     "limits-table": "```{limits-table}\n```\n",
+    "caches-table": "```{caches-table}\n```\n",
     "build-speed": "```{build-speed}\n```\n",
     "measured": "```{measured} runner\n```\n",
     "coverage-table": "```{coverage-table} kb-sweep\n```\n",
@@ -266,7 +267,7 @@ def test_the_build_warns_only_where_a_page_asks_for_what_is_missing(built):
 
 
 def test_check_report_directives_are_found_as_pages_write_them(tmp_path):
-    from torchclaims.sphinxext.check_report import written_targets
+    from torchclaims.sphinxext.directives.check_report import written_targets
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "skipped").mkdir()
@@ -283,7 +284,7 @@ def test_check_report_directives_are_found_as_pages_write_them(tmp_path):
 @pytest.fixture
 def report_starts(monkeypatch) -> list[str]:
     """Where each check report's process is started: "early" (builder-inited) or "directive"."""
-    from torchclaims.sphinxext import check_report
+    from torchclaims.sphinxext.directives import check_report
 
     starts: list[str] = []
     real_start = check_report._start

@@ -13,7 +13,7 @@ from kb import build, page_text, write_site
 from test_docs_figures import hand_typed_figures
 from torchclaims import limits
 from torchclaims.claims import MAX_QUOTE_WORDS
-from torchclaims.sphinxext.figures import BUILD_SPEED, MEASURED, limit_rows
+from torchclaims.sphinxext.directives.figures import BUILD_SPEED, MEASURED, limit_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 README, CONTRIBUTING = ROOT / "README.md", ROOT / "CONTRIBUTING.md"

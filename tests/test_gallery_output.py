@@ -1,4 +1,4 @@
-"""A script's output on its gallery page is bounded (torchclaims.sphinxext.gallery_output), a
+"""A script's output on its gallery page is bounded (torchclaims.sphinxext.build.gallery_output), a
 staged page too large to parse is not read, and the staged thumbnail is taken only as a PNG file
 (torchclaims.run.gallery_page)."""
 
@@ -17,7 +17,7 @@ from docutils.core import publish_doctree
 from sphinx_gallery.gen_gallery import fill_gallery_conf_defaults
 
 from torchclaims.run.gallery_page import WITHHELD, _read, write_page
-from torchclaims.sphinxext.gallery_output import OUTPUT_CLASS, bound_output, cut_mark
+from torchclaims.sphinxext.build.gallery_output import OUTPUT_CLASS, bound_output, cut_mark
 
 ROOT = Path(__file__).resolve().parents[1]
 

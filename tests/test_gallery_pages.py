@@ -1,6 +1,6 @@
 """Generated example pages follow their scripts (sphinx-gallery keeps orphans)."""
 
-from torchclaims.sphinxext.state import remove_orphan_pages
+from torchclaims.sphinxext.build.state import remove_orphan_pages
 
 
 def test_pages_of_removed_scripts_and_helpers_are_deleted(tmp_path):

@@ -17,9 +17,9 @@ from torchclaims.claims import load_claims
 from torchclaims.errors import UsageError
 from torchclaims.evidence.records import CheckResult, Measurement, Verdict
 from torchclaims.evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store, load_store
-from torchclaims.sphinxext.downloads import download_for, records_csv, write_downloads
-from torchclaims.sphinxext.grid import Grid, device_words, stand_in
-from torchclaims.sphinxext.site import MANIFEST, leftovers, publish
+from torchclaims.sphinxext.build.site import MANIFEST, leftovers, publish
+from torchclaims.sphinxext.views.downloads import download_for, records_csv, write_downloads
+from torchclaims.sphinxext.views.grid import Grid, device_words, stand_in
 
 XLA = make_environment(
     backend="xla",
@@ -116,7 +116,7 @@ def test_a_column_says_when_every_record_in_it_ran_on_a_stand_in(tmp_path):
 
 
 def test_the_backend_filter_note_says_when_the_backends_own_column_is_a_stand_in(tmp_path):
-    from torchclaims.sphinxext.matrix import _backend_notes
+    from torchclaims.sphinxext.views.matrix import _backend_notes
 
     grid = grid_of(
         tmp_path, [Entry(make_record("a", environment=XLA), "xla.json"), Entry(make_record("a"), THIS_BUILD)]

@@ -35,7 +35,7 @@ def test_the_heap_is_frozen_when_the_process_ends_not_when_the_build_does(new_si
 
 DURING = """\
 import gc, sys
-import torchclaims.sphinxext.check_report as check_report, torchclaims.sphinxext.state as state
+import torchclaims.sphinxext.directives.check_report as check_report, torchclaims.sphinxext.build.state as state
 seen = {}
 prepare, wait_early = state.prepare, check_report.wait_early
 def before_prepare(app):
@@ -60,7 +60,7 @@ def test_what_lives_as_long_as_the_build_is_frozen_while_it_runs_and_unfrozen_af
 
 WRITING = """\
 import gc, sys
-import torchclaims.sphinxext.publishing as publishing
+import torchclaims.sphinxext.build.publishing as publishing
 seen = []
 search_page = publishing._search_page
 def on_a_page_written(app, *args):

@@ -485,7 +485,7 @@ def test_under_ci_a_script_the_sandbox_cannot_confine_does_not_run(tmp_path, mon
 
 
 def test_a_record_run_without_sandbox_says_so_beside_its_verdict(tmp_path, monkeypatch):
-    from torchclaims.sphinxext.evidence import verdict_badge
+    from torchclaims.sphinxext.views.evidence import verdict_badge
 
     monkeypatch.delenv(sandbox.REQUIRED_ENV, raising=False)
     monkeypatch.setenv(sandbox.SWITCH_ENV, "off")

@@ -542,7 +542,7 @@ def test_merge_says_which_file_it_duplicates_or_shadows(kb):
 
 
 def test_upgrade_pages_take_only_validated_tokens():
-    from torchclaims.sphinxext.upgrade_pages import myst_token
+    from torchclaims.sphinxext.directives.upgrade_pages import myst_token
 
     for token in ("torch", "2.13.0", "2.13.0+cu128", "torch_xla", "2.10.0rc1"):
         assert myst_token(token) == token

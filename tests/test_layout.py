@@ -16,10 +16,12 @@ ORDER = [
     "fileio",
     "config",
     "project",
+    "caches",
     "backends",
     "topics",
     "claims",
     "vendor_word",
+    "site_addresses",
     "evidence",
     "history",
     "run",
@@ -88,3 +90,41 @@ def test_an_import_up_the_order_is_reported(tmp_path):
 def test_the_top_level_keeps_few_modules():
     modules = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(modules) <= MAX_TOP_LEVEL_MODULES, modules
+
+
+# The extension's folders: what a page author writes, what renders records, the build's plumbing.
+EXTENSION_FOLDERS = ("directives", "views", "build")
+
+
+def extension_problems(extension: Path = PACKAGE / "sphinxext") -> list[str]:
+    """Modules of the extension outside its folders, and imports of a directive module from anywhere
+    but ``setup``: a directive is an entry point, and what another part needs of it belongs in views/
+    or build/."""
+    problems = []
+    for path in sorted(extension.rglob("*.py")):
+        rel = path.relative_to(extension)
+        if rel.parts[0] not in EXTENSION_FOLDERS and rel != Path("__init__.py"):
+            problems.append(f"{rel.as_posix()} is in none of {', '.join(EXTENSION_FOLDERS)}")
+        if rel.parts[0] == "directives" or rel == Path("__init__.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level and "directives" in (node.module or "").split("."):
+                problems.append(f"{rel.as_posix()}:{node.lineno} imports a directive module")
+    return problems
+
+
+def test_the_extension_keeps_directives_views_and_build_apart():
+    assert extension_problems() == []
+
+
+def test_a_module_outside_the_folders_and_a_view_importing_a_directive_are_reported(tmp_path):
+    for folder in EXTENSION_FOLDERS:
+        (tmp_path / folder).mkdir()
+    (tmp_path / "__init__.py").write_text("from .directives.claim import setup_claim\n")
+    (tmp_path / "directives" / "claim.py").write_text("from ..views.markup import badge\n")
+    (tmp_path / "views" / "matrix.py").write_text("from ..directives.claim import claim_section\n")
+    (tmp_path / "grid.py").write_text("")
+    assert extension_problems(tmp_path) == [
+        "grid.py is in none of directives, views, build",
+        "views/matrix.py:1 imports a directive module",
+    ]

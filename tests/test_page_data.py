@@ -1,4 +1,4 @@
-"""Parts of a page written beside it (sphinxext/page_data.py): cut out of the page, into its one data file."""
+"""Parts of a page written beside it (sphinxext/build/page_data.py): cut out of the page, into its one data file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from docutils import nodes
 
-from torchclaims.sphinxext.page_data import DATA_DIR, later, write_parts
+from torchclaims.sphinxext.build.page_data import DATA_DIR, later, write_parts
 
 
 def _payload(path) -> dict:

@@ -22,9 +22,9 @@ from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 
 from test_directive_doctrees import sphinx_build, write_project
-from torchclaims.sphinxext import page_data
-from torchclaims.sphinxext.descriptions import DESCRIPTION_CHARS, first_paragraph, shortened
-from torchclaims.sphinxext.valid_markup import OneElementPerId
+from torchclaims.sphinxext.build import page_data
+from torchclaims.sphinxext.build.descriptions import DESCRIPTION_CHARS, first_paragraph, shortened
+from torchclaims.sphinxext.build.valid_markup import OneElementPerId
 
 INTRO = "A knowledge base of claims about PyTorch on other accelerators, each checked by a script."
 

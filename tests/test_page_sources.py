@@ -4,8 +4,8 @@ site's own tests (test_hostile_site) read the pages."""
 
 from __future__ import annotations
 
-from torchclaims.sphinxext.gallery_safety import neutralise_page
-from torchclaims.sphinxext.source_links import links_out
+from torchclaims.sphinxext.build.gallery_safety import neutralise_page
+from torchclaims.sphinxext.build.source_links import links_out
 
 EXCLUDE = ["_build", ".*", "**/.*", "gallery", "claims", "results"]
 
@@ -56,7 +56,7 @@ def test_the_build_stops_before_reading_naming_the_link(tmp_path):
     import pytest
 
     from torchclaims import sphinxext
-    from torchclaims.sphinxext import source_links
+    from torchclaims.sphinxext.build import source_links
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "leak.md").symlink_to(tmp_path.parent / "elsewhere.md")

@@ -3,7 +3,7 @@
 The published site is the real one, as ``nox -s docs`` leaves it in _build/html
 (TORCHCLAIMS_SITE names another folder); without it the test is skipped, except
 under CI, where it fails. What a page would be too heavy to carry is loaded on
-demand from a file beside it (sphinxext/page_data.py); a page that grows past
+demand from a file beside it (sphinxext/build/page_data.py); a page that grows past
 the limit fails here, naming the page and its size.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from torchclaims import limits
-from torchclaims.sphinxext.site import heavy_pages
+from torchclaims.sphinxext.build.site import heavy_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 

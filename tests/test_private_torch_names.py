@@ -25,8 +25,9 @@ from torchclaims.history.name_answers import (
 )
 from torchclaims.history.name_probe import resolve
 from torchclaims.history.private_names import NAMES
-from torchclaims.history.release_sweep import Sweep, select
+from torchclaims.history.release_sweep import Sweep
 from torchclaims.history.releases import load_releases
+from torchclaims.history.sweep_plan import select
 from torchclaims.project import Folders
 
 SOURCE = ROOT / "src"

@@ -240,7 +240,7 @@ def git(root, *args):
 
 def test_a_committed_file_names_its_commit_author_and_the_command_its_label_gives(tmp_path):
     from torchclaims.evidence.provenance import SWEEP_LABEL_PREFIX
-    from torchclaims.history.release_sweep import LABEL_PREFIX
+    from torchclaims.history.sweep_plan import LABEL_PREFIX
 
     assert LABEL_PREFIX == SWEEP_LABEL_PREFIX
     make_kb(tmp_path, "a-claim", "b-claim")
@@ -323,7 +323,7 @@ def test_a_pages_digest_moves_when_only_the_source_of_its_record_moves():
 
 
 def test_the_evidence_of_a_verification_is_published_beside_the_file(sent, monkeypatch):
-    from torchclaims.sphinxext.downloads import download_for, write_downloads
+    from torchclaims.sphinxext.views.downloads import download_for, write_downloads
 
     root, path, digest = sent
     assert merge(root, path, fake_gh(root, verification(digest))).returncode == 0
@@ -447,23 +447,28 @@ def test_answers_need_the_repository_they_attest(tmp_path):
         build_verifier("", str(tmp_path / "attestations.json"), tmp_path)
 
 
-def test_the_site_build_reads_the_answers_its_settings_name(answered, monkeypatch, tmp_path, capsys):
+def test_the_site_build_reads_the_answers_its_settings_name(answered, monkeypatch, tmp_path):
     from types import SimpleNamespace
 
+    from sphinx.errors import ConfigError
+
     from torchclaims.evidence.attestation_answers import AnswersVerifier
-    from torchclaims.sphinxext.state import _checked_settings
+    from torchclaims.sphinxext.build.settings import checked_settings
 
     root, answers = answered
     without_gh(monkeypatch, tmp_path)
     settings = dict(timeout="60", parallel="1", force="0", execute="0", max_age_days="30")
     config = SimpleNamespace(
         **{f"torchclaims_{k}": v for k, v in settings.items()},
+        torchclaims_backend="cpu",
+        torchclaims_claims_dir="claims",
+        torchclaims_results_dir="results",
+        torchclaims_gallery_output="docs/auto_gallery",
         torchclaims_verify_attestations=REPOSITORY,
         torchclaims_attestations=str(answers),
     )
-    verifier = _checked_settings(config, root)["verifier"]
+    verifier = checked_settings(config, root).verifier
     assert isinstance(verifier, AnswersVerifier) and verifier.source == answers and len(verifier.answers) == 1
     config.torchclaims_verify_attestations = ""
-    with pytest.raises(SystemExit) as stopped:
-        _checked_settings(config, root)
-    assert stopped.value.code == 2 and "TORCHCLAIMS_ATTESTATIONS needs" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="TORCHCLAIMS_ATTESTATIONS needs"):
+        checked_settings(config, root)

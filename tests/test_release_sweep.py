@@ -22,8 +22,10 @@ from torchclaims.evidence.freshness import outdated_results
 from torchclaims.evidence.output import write_run
 from torchclaims.evidence.records import ScriptInfo
 from torchclaims.evidence.results import build_results, figures_dir, read_results
-from torchclaims.history.release_sweep import Measured, Sweep, plan, report, select
+from torchclaims.history.release_sweep import Sweep
 from torchclaims.history.releases import load_releases
+from torchclaims.history.sweep_plan import plan, select
+from torchclaims.history.sweep_report import Measured, report
 
 HELD = {"numpy": "2.4.6", "transformers": "5.24.0"}
 LATER = STARTED + timedelta(days=1)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from torchclaims.sphinxext.links import _MARKER, href_marker
-from torchclaims.sphinxext.safe_html import LINK_MARK, Html, attributes
+from torchclaims.sphinxext.build.links import _MARKER, href_marker
+from torchclaims.sphinxext.views.safe_html import LINK_MARK, Html, attributes
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "torchclaims"
 MARKUP_TYPES = {"Html", "Markup"}

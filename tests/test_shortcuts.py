@@ -20,6 +20,7 @@ from factories import make_environment, make_record, write_results_file
 from hostile import run_claims
 from kb import write_claim
 from torchclaims.authoring.lint import cross_check
+from torchclaims.caches import Caches
 from torchclaims.claims import load_claims
 from torchclaims.evidence.memo import ContentMemo
 from torchclaims.evidence.records import Verdict
@@ -27,7 +28,7 @@ from torchclaims.run import _child
 from torchclaims.run._child import ChildJob, GalleryTarget
 from torchclaims.run.cache import InputScanner
 from torchclaims.run.compiler_caches import CONDITION_NAME, shared_inductor_dir
-from torchclaims.run.probe_cache import MEANING, cache_path, key_parts, recall, remember
+from torchclaims.run.probe_cache import MEANING, key_parts, recall, remember
 from torchclaims.run.runner import Job, Probe, Runner
 from torchclaims.run.scheduling import longest_first
 
@@ -43,14 +44,14 @@ def probe() -> Probe:
 
 
 def test_a_remembered_probe_is_used_while_nothing_it_reads_changed(tmp_path):
-    path = cache_path(tmp_path, "cpu")
+    path = Caches(tmp_path).probe("cpu")
     assert recall(path, key_parts("cpu")) == (None, "no earlier probe in this records folder (a first run)")
     remember(path, key_parts("cpu"), probe())
     assert recall(path, key_parts("cpu")) == (probe(), "")
 
 
 def test_a_changed_variable_or_distribution_makes_the_probe_run_again_and_says_what(tmp_path, monkeypatch):
-    path = cache_path(tmp_path, "cpu")
+    path = Caches(tmp_path).probe("cpu")
     remember(path, key_parts("cpu"), probe())
     monkeypatch.setenv("TORCHINDUCTOR_FREEZING", "1")
     assert recall(path, key_parts("cpu")) == (None, "changed since the last probe: the environment variables")
@@ -81,7 +82,7 @@ def test_running_as_sphinx_build_or_python_m_sphinx_is_the_same_environment(monk
     ],
 )
 def test_a_broken_remembered_probe_is_probed_again(tmp_path, content):
-    path = cache_path(tmp_path, "cpu")
+    path = Caches(tmp_path).probe("cpu")
     path.write_bytes(content)
     found, why = recall(path, key_parts("cpu"))
     assert found is None and why

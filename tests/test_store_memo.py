@@ -11,6 +11,8 @@ import pytest
 
 from factories import make_environment, make_record, write_claim, write_results_file, write_script
 from torchclaims import limits
+from torchclaims.caches import STORE_MEMO_FILE
+from torchclaims.caches import store_memo as store_memo_path
 from torchclaims.claims import load_claims
 from torchclaims.evidence import memo as content_memo
 from torchclaims.evidence import store_memo
@@ -48,7 +50,7 @@ def loader(root, calls):
 
 
 def test_a_store_is_loaded_once_and_then_remembered(project, tmp_path):
-    memo, calls = tmp_path / "doctrees" / store_memo.STORE_MEMO, []
+    memo, calls = store_memo_path(tmp_path / "doctrees"), []
     first = remembered_store(memo, digest(project), loader(project, calls), attested=False)
     again = remembered_store(memo, digest(project), loader(project, calls), attested=False)
     assert calls == [1]
@@ -159,4 +161,4 @@ def test_a_memo_that_cannot_be_written_costs_only_time(project, tmp_path):
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
 
 
-STORE = store_memo.STORE_MEMO
+STORE = STORE_MEMO_FILE

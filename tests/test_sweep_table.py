@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from torchclaims.evidence.coverage_table import MAX_DETAIL, SweepTable, TableBuilder
-from torchclaims.sphinxext.downloads import table_csv
+from torchclaims.sphinxext.views.downloads import table_csv
 
 LEGEND = {"N": "native", "M": "mismatch", "X": "excluded"}
 

@@ -12,9 +12,9 @@ from torchclaims.claims import load_claims
 from torchclaims.errors import InvalidFileError
 from torchclaims.evidence.coverage_table import TableBuilder
 from torchclaims.evidence.store import Entry, Store, load_store
-from torchclaims.sphinxext.backend_summary import summarize
-from torchclaims.sphinxext.grid import Grid
-from torchclaims.sphinxext.vendor_word import compare_api, compare_operator, operator_tables
+from torchclaims.sphinxext.views.backend_summary import summarize
+from torchclaims.sphinxext.views.grid import Grid
+from torchclaims.sphinxext.views.vendor_word import compare_api, compare_operator, operator_tables
 from torchclaims.vendor_word import Statement, Subject, load_vendor_word, load_vendor_words
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,18 +4,9 @@ checked once with a message that names the setting."""
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 from .errors import UsageError
-
-SITE_URL_VAR = "TORCHCLAIMS_SITE_URL"  # the published site's address, set where the site is published
-
-
-def site_url(environ=os.environ) -> str:
-    """Where `torchclaims check` points evidence links unless --site-url says otherwise: the address in
-    TORCHCLAIMS_SITE_URL; '' (paths from the site's root) where nobody set one, never a guessed address."""
-    return environ.get(SITE_URL_VAR, "").strip()
 
 
 def seconds(value, name: str) -> float:

@@ -5,7 +5,7 @@ know; each reader checks these bounds before parsing, so one oversized or
 deeply nested file is reported (file and field) instead of stopping a build or
 filling a page; the site's own pages have a weight limit too, and each claim's
 run has bounds on what it may take (torchclaims.run.bounds). docs/limits.md
-renders them (torchclaims.sphinxext.figures).
+renders them (torchclaims.sphinxext.directives.figures).
 
 Runtime checks read ``LIMITS`` when they run (tests may replace it); the text
 types below fix their lengths when the models are defined.

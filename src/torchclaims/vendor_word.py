@@ -4,7 +4,7 @@
 per statement, the operator or API it is about, the status the vendor gives it
 (native, host-only, CPU fallback, unsupported...), a short verbatim quote, the
 address, the release and the date. The accelerator page shows each statement
-beside what our own records measured (sphinxext/vendor_word.py); a statement
+beside what our own records measured (sphinxext/views/vendor_word.py); a statement
 decides nothing here, it is the vendor's word, attributed. A broken file is
 reported with its field and left out; it never takes another down.
 """

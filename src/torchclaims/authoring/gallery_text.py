@@ -6,7 +6,7 @@ directive (or a role or substitution built on it) puts the script author's
 HTML and JavaScript on the page, ``include`` and ``:file:``/``:url:`` options
 read other files into it, and a ``javascript:`` link runs script when clicked.
 ``torchclaims lint`` rejects such text; the site build shows a block holding
-it as plain text (torchclaims.sphinxext.gallery_safety).
+it as plain text (torchclaims.sphinxext.build.gallery_safety).
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ from pathlib import Path
 from ..backends import BACKEND_NAMES
 from ..errors import UsageError
 from ..project import Folders
+from ..site_addresses import Links, site_base
 from .knowledge import load_knowledge
-from .links import Links, site_base
 from .lookup import look_up
 from .recorder import UsedOperator, record_step
 from .report import Report

@@ -7,12 +7,11 @@ import sys
 from pathlib import Path
 
 from ..backends import resolve_backend
-from ..config import site_url
 from ..fileio import write_if_changed
+from ..site_addresses import site_base
 from . import check_target, default_root
 from .device_run import run_on_backend
 from .html_report import render
-from .links import site_base
 from .sarif import sarif
 from .terminal import summary
 
@@ -22,7 +21,7 @@ def run_check(args) -> str:
     if args.backend and args.backend != "auto":
         resolve_backend(args.backend)  # an unknown name is a usage error, not a failed run
     root = default_root(None if args.root == "." else args.root)
-    base = site_base(site_url() if args.site_url is None else args.site_url)
+    base = site_base(args.site_url)
     targets = set(args.target_backend) or None
     report = check_target(args.target, root=root, targets=targets, site_url=base, accept=args.accept)
     if args.backend:

@@ -24,9 +24,9 @@ from ..backends import FallbackSwitch, all_backends
 from ..errors import TorchclaimsError, UsageError
 from ..evidence.records import ResultRecord, Verdict
 from ..evidence.results import build_results, default_name, write_results
+from ..site_addresses import slug
 from . import device_evidence
 from .isolated import absolute, run_step_script
-from .links import slug
 from .report import BackendRun
 
 STEP_SCRIPT = Path(__file__).resolve().with_name("step_script.py")

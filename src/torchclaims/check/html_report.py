@@ -12,8 +12,8 @@ from pathlib import Path
 from markupsafe import Markup
 
 from ..evidence.records import Verdict
+from ..site_addresses import slug
 from .device_evidence import passing_hint
-from .links import slug
 from .report import NOT_COVERED, RUN_WORDS, SET_ASIDE, STATUSES, WRONG, BackendRun, ColumnReport, Report
 
 STYLESHEET = Path(__file__).resolve().parent.parent / "sphinxext" / "static" / "torchclaims.css"

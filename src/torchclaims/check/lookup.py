@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from ..evidence.coverage_table import SweepTable
 from ..evidence.records import Verdict
+from ..site_addresses import Links
 from .knowledge import Column, Knowledge, Measured
-from .links import Links
 from .names import BACKWARD_SUFFIX, CAST, CAST_TARGETS, aten_names, out_of_place, own_operators, subjects
 from .recorder import UsedOperator
 from .report import (

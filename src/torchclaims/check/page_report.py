@@ -6,7 +6,7 @@ runs the static check of TARGET against the knowledge base at ROOT (the
 model's code sandboxed, as a claim script: :mod:`.traced`) and writes
 the terminal summary (links from the site's root) and the HTML report (links
 under BASE, the report's way back to the site's root). The docs directive
-(``torchclaims.sphinxext.check_report``) runs it in its own process, so the
+(``torchclaims.sphinxext.directives.check_report``) runs it in its own process, so the
 Sphinx process never imports torch.
 """
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ..backends import all_backends
 from ..evidence.records import Verdict
+from ..site_addresses import CHECK_PAGE, Links
 from .device_evidence import passing_hint
 from .report import FALLBACK, NATIVE, RAISES, STATUSES, WRONG, BackendRun, ColumnReport, OperatorFinding, Report
 
@@ -146,7 +147,7 @@ def _measured(run: BackendRun, location: dict) -> list[dict]:
 
 def sarif(report: Report, site_url: str = "") -> dict:
     """The SARIF log of ``report``; ``site_url``: where the rules' help lives."""
-    help_uri = f"{site_url}docs/check.html"
+    help_uri = Links(site_url).page(CHECK_PAGE)
     rules = [
         {"id": rule, "shortDescription": {"text": text}, "helpUri": help_uri, "defaultConfiguration": {"level": level}}
         for rule, level, text in [*RULES.values(), *MEASURED_RULES.values()]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..claims import Claim, ClaimKind
-from .links import Links
+from ..site_addresses import Links
 from .report import NOT_COVERED, ColumnReport
 
 TARGET_BACKENDS = ("cuda", "rocm", "neuron", "tpu", "xla", "mps", "xpu")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from .. import config
 from ..project import CHECK_OUTPUT_DIR, DEFAULTS
+from ..site_addresses import SITE_URL_VAR
 from . import ExitCode
 
 
@@ -59,7 +59,7 @@ def register(add) -> None:
     check.add_argument(
         "--site-url",
         default=None,
-        help=f"address of the site the evidence links point to (default: ${config.SITE_URL_VAR}, "
+        help=f"address of the site the evidence links point to (default: ${SITE_URL_VAR}, "
         "else paths from the site's root)",
     )
     check.set_defaults(run=run)

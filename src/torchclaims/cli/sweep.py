@@ -57,8 +57,10 @@ def run(args) -> ExitCode:
     import time
 
     from ..history.name_sweep import probe_missing
-    from ..history.release_sweep import CPU_INDEX, PeakDisk, Sweep, report, select
+    from ..history.release_sweep import CPU_INDEX, PeakDisk, Sweep
     from ..history.releases import load_releases
+    from ..history.sweep_plan import select
+    from ..history.sweep_report import report
 
     root = project_root(args)
     releases = load_releases(root)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 WORKFLOW = "workflow"
 BY_HAND = "by-hand"
-# The label `torchclaims sweep` gives its files (release_sweep.LABEL_PREFIX; a test keeps the two equal).
+# The label `torchclaims sweep` gives its files (sweep_plan.LABEL_PREFIX; a test keeps the two equal).
 SWEEP_LABEL_PREFIX = "sweep:"
 # GitHub Actions sets these in every job; a workflow run is described by them.
 GITHUB_VARIABLES = (

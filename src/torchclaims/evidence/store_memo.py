@@ -39,8 +39,6 @@ from .provenance import git_output, shallow_boundary
 from .records import Environment, ResultRecord, record_key
 from .store import Store
 
-STORE_MEMO = "torchclaims-store.pickle"
-
 
 def store_digest(
     root: Path,

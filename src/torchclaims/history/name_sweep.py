@@ -19,7 +19,9 @@ from pathlib import Path
 
 from ..errors import InvalidFileError
 from .name_answers import Answer, answer_path, read_probe_output, standing, version_problem, write_answer
-from .release_sweep import MIN_FREE_GB, Measured, Release, Sweep, summary_line
+from .release_sweep import MIN_FREE_GB, Sweep
+from .sweep_plan import Release
+from .sweep_report import Measured, summary_line
 
 PROBE = "torchclaims.history.name_probe"
 

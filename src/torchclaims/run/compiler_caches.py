@@ -29,7 +29,6 @@ import getpass
 import os
 import re
 import tempfile
-from pathlib import Path
 
 # How a cold run's record states its cache state (a condition of the verdict).
 COLD_CONDITION = (
@@ -40,7 +39,6 @@ COLD_CONDITION = (
     "and which vector instructions the CPU has (found once by the fork server when it preloads the compiler)"
 )
 CONDITION_NAME = "compiler caches"
-FOLDER = "compiler-caches"  # in the records folder: <backend>/<claim>, each claim's own
 INDUCTOR = "torchinductor"  # where inductor writes, in a cache folder (the rest is named by compiler)
 
 
@@ -52,11 +50,6 @@ def shared_inductor_dir() -> str:
     except (KeyError, OSError):
         user = f"uid_{os.getuid()}"
     return os.path.join(tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user))
-
-
-def own_caches(records_root: Path, backend: str, claim_id: str) -> Path:
-    """Where a claim's own compiler caches are kept between its runs."""
-    return records_root / FOLDER / backend / claim_id
 
 
 def cache_env(root: str) -> dict[str, str]:

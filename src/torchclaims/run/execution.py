@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import limits
+from ..caches import Caches
 from ..claims import Claim, CompilerCaches, Network
 from ..errors import InvalidFileError, TorchclaimsError, UsageError
 from ..evidence.judging import read_own_record
@@ -32,13 +33,10 @@ from ..fileio import decode_utf8, leaves, read_bytes
 from ..project import DEFAULTS, Folders
 from ._child import GalleryTarget
 from .cache import InputScanner, Staleness, cache_key, staleness
-from .compiler_caches import own_caches
-from .probe_cache import cache_path, key_parts, recall, remember
+from .probe_cache import key_parts, recall, remember
 from .progress import HEARTBEAT_S, Progress
 from .runner import Job, Probe, Runner, error_record, unverified_record
 from .scheduling import longest_first
-
-MEMO_FILE = "memo.json"  # in the records folder: what scripts import (torchclaims.evidence.memo)
 
 
 @dataclass(frozen=True)
@@ -67,7 +65,7 @@ class Outcome:
 
 
 def record_path(settings: Settings, backend: str, claim_id: str) -> Path:
-    return settings.records_root() / backend / f"{claim_id}.json"
+    return Caches(settings.records_root()).record(backend, claim_id)
 
 
 def history_dir(settings: Settings) -> Path:
@@ -131,7 +129,7 @@ def verify(
     # Backend plugins are imported in each child, not in the fork server: importing
     # torch_xla there marks every forked child as a bad fork for torch.cuda calls.
     with Runner(settings.backend, parallel=settings.parallel, shortcuts=settings.shortcuts, log=log) as runner:
-        memo = ContentMemo(settings.records_root() / MEMO_FILE)
+        memo = ContentMemo(Caches(settings.records_root()).memo())
         scanner = InputScanner(settings.root, memo)
         prober = _Prober(runner, settings, log)
         probe, why = prober.recall()
@@ -172,7 +170,7 @@ class _Prober:
 
     def __init__(self, runner: Runner, settings: Settings, log: Callable[[str], None]):
         self.runner, self.log = runner, log
-        self.path = cache_path(settings.records_root(), settings.backend)
+        self.path = Caches(settings.records_root()).probe(settings.backend)
         self.parts = key_parts(settings.backend)
         self.shortcuts = settings.shortcuts
         self.measured = False
@@ -226,7 +224,7 @@ def _plan(claims, settings: Settings, probe: Probe, scanner: InputScanner, galle
             cold,
             scanner.uses[script],
             loopback,
-            caches=own_caches(settings.records_root(), probe.backend, claim.id),
+            caches=Caches(settings.records_root()).compiler(probe.backend, claim.id),
         )
         previous = previous_record(path, warn)
         state = staleness(previous, inputs, environment, job.cache_key)

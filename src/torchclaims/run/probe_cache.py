@@ -126,11 +126,6 @@ MEANING = {
 }
 
 
-def cache_path(records_root: Path, backend: str) -> Path:
-    """Beside the records' backend folders, never in one (they hold records only)."""
-    return records_root / f"probe-{hashlib.sha256(backend.encode()).hexdigest()[:16]}.json"
-
-
 def recall(path: Path, parts: dict[str, str]) -> tuple[Probe | None, str]:
     """The remembered probe when every key part is unchanged; else None and why it must run."""
     if not path.exists():

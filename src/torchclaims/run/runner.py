@@ -40,6 +40,7 @@ from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
 
 from .. import limits
+from ..caches import COMPILER_DIR
 from ..errors import InvalidFileError, TorchclaimsError
 from ..evidence.judging import judgement_problems
 from ..evidence.records import Environment, ResultRecord, ScriptInfo, Verdict, now, read_record, write_record
@@ -343,7 +344,7 @@ class Runner:
             limits=limits.LIMITS,
         )
         # Its own caches, kept (headers even for a cold run, as torch keeps them), or empty ones in its folder.
-        fresh = os.path.join(child_job.tmp_dir, "compiler-caches")
+        fresh = os.path.join(child_job.tmp_dir, COMPILER_DIR)
         kept = None if job.caches is None else str(job.caches)
         child_job = dataclasses.replace(
             child_job,

@@ -1,7 +1,10 @@
 """Sphinx extension: verified claims on MyST pages.
 
-``setup`` reads as a table of contents; each concern registers itself from
-its own module.
+Three folders: ``directives/`` (what a page author writes), ``views/`` (what
+renders records: the matrix, accelerator pages, cards, evidence, tables) and
+``build/`` (the build's plumbing: settings, state, tracking, the gallery's
+process, publishing). ``setup`` reads as a table of contents; each concern
+registers itself from its own module.
 """
 
 from __future__ import annotations
@@ -15,36 +18,38 @@ from .. import __version__
 
 
 def setup(app: Sphinx) -> dict:
-    from .accelerators import setup_accelerators
-    from .backends_table import setup_backends_table
-    from .changes_page import setup_changes
-    from .check_report import setup_check_report
-    from .claim import setup_claim
-    from .coverage_index import setup_coverage_index
-    from .coverage_tables import setup_coverage_tables
-    from .descriptions import setup_descriptions
-    from .figures import setup_figures
-    from .gallery import setup_gallery
-    from .gallery_output import setup_gallery_output
-    from .gallery_process import setup_gallery_process
-    from .gallery_safety import setup_gallery_safety
-    from .heap import setup_heap
-    from .links import setup_links
-    from .markup import setup_markup
-    from .matrix import setup_matrix
-    from .measure import setup_measure
-    from .page_data import setup_page_data
-    from .publishing import setup_publishing
-    from .source_links import setup_source_links
-    from .state import setup_state
-    from .summary import setup_summary
-    from .tracking import setup_tracking
-    from .upgrade_pages import setup_upgrade_pages
-    from .valid_markup import setup_valid_markup
-    from .versions import setup_versions
+    from .build.coverage_index import setup_coverage_index
+    from .build.descriptions import setup_descriptions
+    from .build.gallery_output import setup_gallery_output
+    from .build.gallery_process import setup_gallery_process
+    from .build.gallery_safety import setup_gallery_safety
+    from .build.heap import setup_heap
+    from .build.links import setup_links
+    from .build.page_data import setup_page_data
+    from .build.publishing import setup_publishing
+    from .build.settings import setup_settings
+    from .build.source_links import setup_source_links
+    from .build.state import setup_state
+    from .build.summary import setup_summary
+    from .build.tracking import setup_tracking
+    from .build.valid_markup import setup_valid_markup
+    from .directives.backends_table import setup_backends_table
+    from .directives.changes_page import setup_changes
+    from .directives.check_report import setup_check_report
+    from .directives.claim import setup_claim
+    from .directives.coverage_tables import setup_coverage_tables
+    from .directives.figures import setup_figures
+    from .directives.measure import setup_measure
+    from .directives.upgrade_pages import setup_upgrade_pages
+    from .views.accelerators import setup_accelerators
+    from .views.gallery import setup_gallery
+    from .views.markup import setup_markup
+    from .views.matrix import setup_matrix
+    from .views.versions import setup_versions
 
     setup_source_links(app)  # no page source, image or static file is a link out of the repository
-    setup_state(app)  # config values; verify claims before sphinx-gallery runs
+    setup_settings(app)  # the torchclaims_* config values, checked once they are read
+    setup_state(app)  # verify claims before sphinx-gallery runs
     setup_tracking(app)  # re-read pages whose evidence changed
     setup_markup(app)  # folded blocks (<details>)
     setup_valid_markup(app)  # one element per id, a level for each heading role: where Sphinx and the theme miss
@@ -57,7 +62,7 @@ def setup(app: Sphinx) -> dict:
     setup_measure(app)  # claim-measure: figures in prose, read from records
     setup_changes(app)  # claims-changes
     setup_backends_table(app)  # backend-descriptors
-    setup_figures(app)  # build-speed, measured, limits-table: figures and limits from their source
+    setup_figures(app)  # build-speed, measured, limits-table, caches-table: from their source, never retyped
     setup_coverage_tables(app)  # coverage-table: sweep tables per backend, searchable, with downloads
     setup_coverage_index(app)  # their rows' names in the site search
     setup_check_report(app)  # check-report: a torchclaims check report of an example, made at build time
@@ -79,12 +84,12 @@ def setup(app: Sphinx) -> dict:
     }
 
 
-def _code_version() -> int:
-    """Changes whenever the extension's code does, so Sphinx re-reads every page
-    (claims are not re-run for that: only their pages are rebuilt)."""
+def _code_version(folder: Path = Path(__file__).parent) -> int:
+    """Changes whenever the extension's code does, in any of its folders, so Sphinx re-reads every
+    page (claims are not re-run for that: only their pages are rebuilt)."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.read_bytes())
+    for path in sorted(folder.rglob("*.py")):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     return int(digest.hexdigest()[:12], 16)
 
 

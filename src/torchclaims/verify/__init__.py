@@ -34,6 +34,7 @@ import traceback
 from pathlib import Path
 
 from ..backends import Backend, requested_backend, resolve_backend
+from ..caches import Caches
 from ..claims import load_claim
 from ..errors import UsageError
 from ..evidence.coverage_table import SweepTable
@@ -315,7 +316,7 @@ def _record_path(claim_id: str, backend: str) -> Path:
     explicit = os.environ.get(RECORD_PATH_ENV)
     if explicit:
         return Path(explicit)
-    return Path(os.environ.get(RECORDS_DIR_ENV, RECORDS_DIR)) / backend / f"{claim_id}.json"
+    return Caches(Path(os.environ.get(RECORDS_DIR_ENV, RECORDS_DIR))).record(backend, claim_id)
 
 
 def summary(record: ResultRecord) -> str:

@@ -1,7 +1,7 @@
 // Coverage tables: search, filter and compare two runs of a sweep, row by row.
 // What the controls show lives in the URL (?run=…&vs=…&q=…&column=…&outcome=…&show=…),
 // so a finding can be linked and Back restores it; #row-<name> (where the site
-// search links: sphinxext/coverage_index.py) or ?row=<name> opens that row.
+// search links: sphinxext/build/coverage_index.py) or ?row=<name> opens that row.
 // Each run's data is loaded when picked (tcLoadData, torchclaims.js), so the
 // page stays light.
 (function () {

@@ -65,7 +65,7 @@ const tcMatrix = (root) => {
   };
 
   // The cells of every version but the one each header shows first are not in the
-  // page (sphinxext/matrix.py): they come from one data file, loaded when first picked.
+  // page (sphinxext/views/matrix.py): they come from one data file, loaded when first picked.
   let loaded = !table.dataset.tcLater, loading = null;
   const loadLater = () => loading || (loading = tcLoadData(table.dataset.tcLater, table.dataset.tcSrc).then((parts) => {
     const cells = parts.matrix || {};
@@ -156,7 +156,7 @@ const tcMatrix = (root) => {
   if (!location.hash && fields.some((name) => field(name).value)) form.scrollIntoView({ block: "start", behavior: "instant" });
 };
 
-// Parts of a page written beside it (sphinxext/page_data.py), such as the record
+// Parts of a page written beside it (sphinxext/build/page_data.py), such as the record
 // of every run of a claim, load when the folded block holding them opens, or
 // when a link lands on an anchor inside them.
 const tcFill = (holder) => tcLoadData(holder.dataset.tcLater, holder.dataset.tcSrc).then(
@@ -183,7 +183,7 @@ const tcOpenTarget = () => {
   target.scrollIntoView({ block: "start", behavior: "instant" });
 };
 
-// Data a page loads when it needs it (sphinxext/page_data.py): a script that
+// Data a page loads when it needs it (sphinxext/build/page_data.py): a script that
 // files its payload under its name in window.tcPageData. Loaded once a page,
 // however many parts of the page ask for it at once.
 const tcLoading = {};
