@@ -16,11 +16,12 @@ from contextlib import contextmanager
 import pytest
 import torch
 
-from torchclaims.coverage.fallback import DispatcherFallbacks, NoFallback
+import sweep_workers
+from torchclaims.coverage.fallback import DispatcherFallbacks, NoFallback, XlaCounters
 from torchclaims.coverage.op_check import check_cell
 from torchclaims.coverage.op_list import cells_for
 from torchclaims.coverage.op_samples import FOR_DEVICE, for_device, make_samples
-from torchclaims.coverage.operators import cell_outcome, sweep_operators
+from torchclaims.coverage.operators import cell_kinds, cell_outcome, once_outcome, sweep_operators
 from torchclaims.coverage.pool import Failure
 
 # Importing op_db (torch.testing._internal.common_utils) freezes the torch.backends
@@ -163,6 +164,118 @@ def test_crash_hang_harness_error_and_time_guard_outcomes():
     assert cell_outcome(Failure("crash", "killed by SIGFPE")) == ("R", "crash: killed by SIGFPE", "s")
     assert cell_outcome({"error": "harness: KeyError: x"})[0] == "E"
     assert cell_outcome(None) == ("T", "", "")
+
+
+ROLL_DIED = Failure(
+    "crash",
+    "the worker process was killed by SIGFPE",
+    {"sample": 1, "codes": "n", "kinds": ["1/", "1/n", "2/"], "inputs": "input 0 float32; args (-1,)"},
+)
+
+
+def test_a_crash_names_its_signal_and_the_sample_it_died_on_with_that_samples_inputs():
+    code, detail, samples = cell_outcome(ROLL_DIED)
+    assert code == "R" and samples == "ns."  # what ran before, the sample it died on, what never ran
+    assert detail == ("crash: the worker process was killed by SIGFPE on sample 1 of 3 (input 0 float32; args (-1,))")
+    assert cell_kinds(ROLL_DIED) == "1/ 1/n 2/"
+
+
+def test_a_row_op_db_excludes_shows_what_running_it_once_showed_and_a_crash_there_is_a_crash_cell():
+    (excluded,) = [c.excluded for c in cells_for(op("roll"), "xla") if c.dtype == "float32"]
+    assert excluded == "op_db: onlyNativeDeviceTypes (not run on xla)"  # torch_xla 2.9.0 dies on it all the same
+    code, detail = once_outcome(excluded, ROLL_DIED)
+    assert code == "R"
+    assert detail.startswith(excluded + "; ran once: crash: the worker process was killed by SIGFPE on sample 1")
+    raised = {"samples": "r", "problems": {"r": "run on the device: sample 0: RuntimeError: no"}, "fallbacks": []}
+    assert once_outcome(excluded, raised) == (
+        "X",
+        excluded + "; ran once, values not compared: raises: run on the device: sample 0: RuntimeError: no",
+    )
+    fell_back = {"samples": "f", "problems": {}, "fallbacks": ["aten::nonzero"]}
+    assert once_outcome(excluded, fell_back) == (
+        "X",
+        excluded + "; ran once, values not compared: ran: CPU fallback: aten::nonzero",
+    )
+    assert once_outcome(excluded, None) == ("X", excluded)  # not reached: op_db's reason alone
+
+
+def test_a_sweep_runs_each_excluded_cell_once_and_a_worker_killed_there_makes_a_crash_cell():
+    sweep = sweep_operators(
+        "cpu",
+        workers=1,
+        dtypes=("float32",),
+        only=["add", "nn.functional.dropout", "as_strided.partial_views"],
+        worker=sweep_workers.serve_dying_on_device_dropout,
+    )
+    float32 = sweep.table.column("float32")
+    cell = {row: (float32.codes[i], float32.details.get(i, "")) for i, row in enumerate(sweep.table.rows)}
+    code, detail = cell["nn.functional.dropout"]
+    assert code == "R"
+    assert detail.startswith("op_db skips test_compare_cpu")
+    assert "; ran once: crash: the worker process was killed by SIGFPE on sample 0 of 1 (input " in detail
+    code, detail = cell["as_strided.partial_views"]
+    assert code == "X" and detail == (
+        "op_db expects test_compare_cpu to fail here; ran once, values not compared: ran on the device"
+    )
+    assert cell["add"][0] == "N"
+    assert sweep.replaced and "SIGFPE" in sweep.replaced[0]
+
+
+def test_each_cell_records_the_argument_kinds_of_its_samples():
+    answer = run(op("cumsum"))
+    assert len(answer["kinds"]) == len(answer["samples"])
+    assert any(token.startswith("0/") for token in answer["kinds"])  # op_db's cumsum has a 0-dim sample
+    assert run(op("sum"), max_samples=3)["kinds"] == ["0/", "0/k", "0/n"]  # keepdim=True, then a negative dim
+    index_put = run(op("index_put"))["kinds"]
+    assert index_put == ["212/", "211/", "212/a", "211/a"]  # input, indices, values; then accumulate=True
+
+
+class FakeXlaMetrics:
+    """torch_xla.debug.metrics as torch_xla keeps it after an index_put whose boolean mask went through nonzero:
+    a counter named after the operator that fell back, whatever executed_fallback_ops() lists."""
+
+    def __init__(self, counters, listed=()):
+        self.counters, self.listed = dict(counters), list(listed)
+
+    def clear_counters(self):
+        self.counters = {name: 0 for name in self.counters}
+
+    def counter_names(self):
+        return list(self.counters)
+
+    def counter_value(self, name):
+        return self.counters.get(name)
+
+    def executed_fallback_ops(self):
+        return [name for name in self.listed if self.counters.get(name)]
+
+
+def test_xla_fallbacks_come_from_the_counters_of_every_operator_the_call_reached(monkeypatch):
+    import sys
+    import types
+
+    metrics = FakeXlaMetrics({"aten::nonzero": 0, "aten::_local_scalar_dense": 0, "xla::index_put_": 0})
+    xla = types.ModuleType("torch_xla")
+    debug = types.ModuleType("torch_xla.debug")
+    debug.metrics = metrics
+    xla.debug = debug
+    monkeypatch.setitem(sys.modules, "torch_xla", xla)
+    monkeypatch.setitem(sys.modules, "torch_xla.debug", debug)
+    monkeypatch.setitem(sys.modules, "torch_xla.debug.metrics", metrics)
+    probe = XlaCounters("xla:0")
+    with probe.watch() as seen:
+        metrics.counters.update({"aten::nonzero": 1, "aten::_local_scalar_dense": 2, "xla::index_put_": 1})
+    assert seen == ["aten::nonzero"]  # lowered ops (xla::) and reads to the host do not count
+    code, detail, _ = cell_outcome(run(op("index_put"), probe=SeesNonzero(), max_samples=2))
+    assert (code, detail) == ("F", "CPU fallback: aten::nonzero")
+
+
+class SeesNonzero:
+    """A probe whose counters show aten::nonzero fallen back during every call."""
+
+    @contextmanager
+    def watch(self):
+        yield ["aten::nonzero"]
 
 
 def test_sweep_lists_every_op_db_entry_and_marks_the_rest_not_reached_after_the_guard():

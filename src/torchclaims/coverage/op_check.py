@@ -23,8 +23,12 @@ element right by the float64 result within the tolerance accepted). On the
 reference backend itself (``compare=False``) only the watched call runs. The
 answer also names every ATen operator the CPU reference calls dispatched
 (``operators``), the stage each problem arose at (building the sample,
-running it on the device, the CPU reference, comparing) and the size of the
-largest difference over the compared samples (``difference``).
+running it on the device, the CPU reference, comparing), the size of the
+largest difference over the compared samples (``difference``) and each
+sample's argument kinds (``kinds``, :mod:`.op_arguments`). Before each
+sample, ``report`` (when given) hears which sample is about to run, the codes
+so far and what its inputs are: a device runtime that kills the process
+leaves nothing else to tell the sweep what it died on.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ import time
 import torch
 
 from ..evidence.coverage_table import clip
+from .op_arguments import describe as describe_inputs
+from .op_arguments import kinds
 from .op_compare import Comparison, compare, describe
 from .op_samples import DrawsRandom, call, for_device, in_float64, make_samples, to_cpu, twin
 
@@ -83,6 +89,7 @@ def check_cell(
     probe,
     sync,
     max_samples: int | None,
+    report=None,
 ) -> dict:
     """Run one cell; a plain dict answer (it crosses a pipe), see the module docstring."""
     timing = {"samples_s": 0.0, "device_s": 0.0, "cpu_s": 0.0}
@@ -95,8 +102,13 @@ def check_cell(
         problems["c"] = f"{BUILD}: {first_line(exc)}"
         return answer
     timing["samples_s"] = time.perf_counter() - began
+    answer["kinds"] = [kinds(sample) for sample in samples]
     codes = []
     for index, sample in enumerate(samples):
+        if report is not None:
+            report(
+                {"sample": index, "codes": "".join(codes), "kinds": answer["kinds"], "inputs": describe_inputs(sample)}
+            )
         began = time.perf_counter()
         moved = failure = None
         stage = BUILD
@@ -173,14 +185,14 @@ def _judge(op, sample, actual, fallbacks, atol, rtol, compare_with_cpu, problems
     if watch.drew:
         return "d", None
     if watched and not compare_with_cpu:
-        return "n", None
+        return ("f" if fallbacks else "n"), None
     try:
         expected = to_cpu(call(op, copy if copy is not None else sample))
     except Exception as exc:
         problems.setdefault("c", f"{REFERENCE}: sample {index}: {first_line(exc)}")
         return "c", None
     if not compare_with_cpu:
-        return "n", None
+        return ("f" if fallbacks else "n"), None
     try:
         result = compare(op, sample, actual, expected, atol, rtol, precise=lambda: to_cpu(call(op, wide)))
     except Exception as exc:  # the comparison itself broke: the harness, not the device
