@@ -20,7 +20,7 @@ names its signal and the sample it died on.
 
 The method is PyTorch's ``TestCommon.test_compare_cpu``, made to record rather
 than stop: samples as that test makes them (arguments PyTorch requires on the
-CPU stay there), the device call and then the CPU call, the sample's own
+CPU stay there; a boolean mask goes to the device, where a model's is), the device call and then the CPU call, the sample's own
 output post-processing, OpInfo's skips and expected failures honoured, and
 every sample kept. Results are compared the way PyTorch's own tests accept
 them: within ``atol = rtol = 1e-3``, looser where the operator's OpInfo

@@ -84,6 +84,17 @@ def test_tensor_split_index_tensors_stay_on_the_cpu_as_test_compare_cpu_leaves_t
     assert set(run(op("tensor_split"))["samples"]) == {"n"}
 
 
+def test_index_puts_boolean_mask_goes_to_the_device_where_a_models_mask_is():
+    """op_db makes index_put's mask without a device; on torch_xla the device's own mask path is the one that falls
+    back (through aten::nonzero), so the sweep runs that path rather than the CPU mask test_compare_cpu passes."""
+    samples = make_samples(op("index_put"), torch.float32, None)
+    masked = [s for s in samples if s.args[0][0].dtype == torch.bool]
+    assert masked and not any(getattr(s.args[0][0], FOR_DEVICE, False) for s in masked)  # made without a device
+    for sample in masked:
+        assert for_device(sample, torch.device("meta"), "index_put").args[0][0].device.type == "meta"
+    assert set(run(op("index_put"))["samples"]) == {"n"}
+
+
 def test_as_strided_gets_the_storage_behind_a_partial_view():
     partial_views = op("as_strided.partial_views")
     sample = make_samples(partial_views, torch.float32, 1)[0]
