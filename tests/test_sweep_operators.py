@@ -303,11 +303,30 @@ def test_sweep_lists_every_op_db_entry_and_marks_the_rest_not_reached_after_the_
     assert {table.column("float32").codes[table.rows.index(r)] for r in table.rows if r != "add"} == {"X"}
 
 
+SDPA = "nn.functional.scaled_dot_product_attention"
+
+
+def test_sdpa_is_compared_although_op_db_skips_it_for_dropouts_randomness_which_the_sweep_detects():
+    (cell,) = [c for c in cells_for(op(SDPA), "xla") if c.dtype == "float32"]
+    assert not cell.excluded and "non-deterministic when dropout_p > 0" in cell.note
+    answer = run(op(SDPA), kernels=True)
+    assert set(answer["samples"]) <= {"n", "d"} and "n" in answer["samples"]  # dropout samples: not compared
+    # the kernels the device call dispatched: on the CPU stand-in, the CPU's own
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in answer["kernels"]
+    assert "kernels" not in run(op("add"), max_samples=1) or not run(op("add"), max_samples=1)["kernels"]
+
+
 def test_sweep_in_workers_gives_the_known_outcomes_on_the_cpu():
-    sweep = sweep_operators("cpu", workers=2, only=["add", "tensor_split", "nn.functional.alpha_dropout"])
+    rows = ["add", "tensor_split", "nn.functional.alpha_dropout", SDPA]
+    sweep = sweep_operators("cpu", workers=2, only=rows)
     float32 = sweep.table.column("float32")
     codes = {row: float32.codes[i] for i, row in enumerate(sweep.table.rows)}
-    assert codes == {"add": "N", "tensor_split": "N", "nn.functional.alpha_dropout": "N"}
+    assert codes == {"add": "N", "tensor_split": "N", "nn.functional.alpha_dropout": "N", SDPA: "N"}
+    sdpa = sweep.table.rows.index(SDPA)
+    assert float32.details[sdpa].startswith("op_db skips it in test_compare_cpu as non-deterministic")
+    assert list(sweep.table.kernels) == [sdpa]  # the one row whose device kernels are watched
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in sweep.table.kernels[sdpa]
+    assert sweep.table.overloads.measured >= 3 and sweep.table.overloads.relevant > 1000
     assert sweep.samples_run > 20 and sweep.worker_starts == 2
     # each row names the ATen operators its samples dispatched, for torchclaims check's exact matching
     operators = {sweep.table.rows[i]: names for i, names in sweep.table.operators.items()}

@@ -104,6 +104,8 @@ def test_details_are_clipped_to_one_bounded_line():
         (lambda d: d["overloads"].update(unknown=["aten::x"] * 3), "3 unknown overloads listed"),
         (lambda d: d["overloads"].update(unknown=["<b>"]), "overloads.unknown"),
         (lambda d: d["overloads"].update(relevant=-1), "overloads.relevant"),
+        (lambda d: d.update(kernels={"9": ["aten::x"]}), "kernels for row index 9, outside the table"),
+        (lambda d: d.update(kernels={"0": ["aten::x"] * 65}), "kernels of row 'add': 65"),
     ],
 )
 def test_hostile_tables_are_rejected_with_the_reason(change, message):

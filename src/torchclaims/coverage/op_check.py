@@ -28,7 +28,11 @@ largest difference over the compared samples (``difference``) and each
 sample's argument kinds (``kinds``, :mod:`.op_arguments`). Before each
 sample, ``report`` (when given) hears which sample is about to run, the codes
 so far and what its inputs are: a device runtime that kills the process
-leaves nothing else to tell the sweep what it died on.
+leaves nothing else to tell the sweep what it died on. With ``kernels``, each
+sample that ran on the device runs there once more under a dispatch mode, and
+the answer names the ATen operators the device dispatched (``kernels``: the
+backend's own kernel names, say ``_scaled_dot_product_flash_attention`` on
+CUDA where the CPU dispatches ``..._for_cpu``).
 """
 
 from __future__ import annotations
@@ -90,6 +94,7 @@ def check_cell(
     sync,
     max_samples: int | None,
     report=None,
+    kernels: bool = False,
 ) -> dict:
     """Run one cell; a plain dict answer (it crosses a pipe), see the module docstring."""
     timing = {"samples_s": 0.0, "device_s": 0.0, "cpu_s": 0.0}
@@ -119,6 +124,8 @@ def check_cell(
                 actual = to_cpu(call(op, moved))
                 sync()
             fallbacks.update(seen)
+            if kernels:
+                answer.setdefault("kernels", set()).update(dispatched_on_device(op, moved))
         except Exception as exc:
             code = "k" if isinstance(exc, NotImplementedError) else "r"
             failure = (code, f"{stage}: sample {index}: {first_line(exc)}")
@@ -147,7 +154,20 @@ def check_cell(
     answer["samples"] = "".join(codes)
     answer["fallbacks"] = sorted(fallbacks)
     answer["operators"] = sorted(operators)
+    answer["kernels"] = sorted(answer.get("kernels", ()))
     return answer
+
+
+def dispatched_on_device(op, moved) -> set[str]:
+    """The ATen operators a second device call dispatches: the backend's own kernels (a watched call of its
+    own, so the compared call never runs under a dispatch mode, which can change values)."""
+    watch = DrawsRandom()
+    try:
+        with watch:
+            to_cpu(call(op, moved))
+    except Exception:
+        pass  # the compared call succeeded: what this one dispatched before a raise still names the kernels
+    return watch.operators
 
 
 def dispatched_on_cpu(op, sample) -> set[str]:

@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from ..evidence.coverage_table import NOT_REACHED, SweepTable, TableBuilder, clip
 from .machine import device_count, first_workers, machine_workers
 from .op_arguments import KIND_LEGEND
-from .op_list import DTYPES, Cell, cells_for, op_label
+from .op_list import DTYPES, KERNELS_RECORDED, Cell, cells_for, op_label
 from .op_overloads import DEFINITION, backend_relevant
 from .pool import Failure, Progress, WorkerPool
 from .worker_settings import worker_environment
@@ -245,6 +245,7 @@ def sweep_operators(
     )
     # (op, dtype, atol, rtol, why op_db excludes it): listed cells first, then each excluded one to run once
     requests = [(c.op, c.dtype, c.atol, c.rtol, c.excluded) for c in sorted(cells, key=lambda c: bool(c.excluded))]
+    notes = {(c.op, c.dtype): c.note for c in cells if c.note}
     timing, seconds = Counter(), {}
 
     def answered(request, answer, wall_s):
@@ -252,10 +253,13 @@ def sweep_operators(
         code, detail, samples = cell_outcome(answer)
         if excluded:
             code, detail = once_outcome(excluded, answer)
+        if (op, dtype) in notes:
+            detail = "; ".join(filter(None, (notes[op, dtype], detail)))
         builder.set(op, dtype, code, detail, samples, cell_kinds(answer))
         if isinstance(answer, dict):
             timing.update(answer.get("timing", {}))
             builder.add_operators(op, answer.get("operators", ()))
+            builder.add_operators(op, answer.get("kernels", ()), on_device=True)
         seconds[f"{op}/{dtype}"] = round(wall_s, 3)
         if on_cell is not None:
             on_cell(op, dtype, code)
@@ -338,6 +342,7 @@ def _serve(
                 sync=backend.synchronize,
                 max_samples=1 if excluded else max_samples,
                 report=lambda what: conn.send(Progress(what)),
+                kernels=name in KERNELS_RECORDED,
             )
         except Exception as exc:  # the harness broke, not the device
             answer = {"error": f"harness: {first_line(exc)}"}

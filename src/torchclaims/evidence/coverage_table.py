@@ -12,7 +12,9 @@ tables too) and bounds it: rows, columns, detail length and per-cell sample
 codes are limited, so a hostile file cannot make a page or a diff explode.
 A table may also name, per row, the ATen operators its samples dispatched on
 the CPU (``operators``), which ``torchclaims check`` matches a model's
-operators against; per cell, the argument kinds of each sample
+operators against; for rows whose device call the sweep watched, the ATen
+operators it dispatched there (``kernels``: each backend's own kernel names);
+per cell, the argument kinds of each sample
 (``arguments``: one token per sample code, tensor ranks then ``/`` and kind
 letters that ``argument_legend`` names, see
 :mod:`torchclaims.coverage.op_arguments`), so that it can tell whether a bad
@@ -120,6 +122,9 @@ class SweepTable(BaseModel):
     sample_legend: dict[Code, Label] = Field(default_factory=dict)
     # row index -> the ATen operators (aten::name.overload) its samples dispatched on the CPU
     operators: dict[int, list[OperatorName]] = Field(default_factory=dict)
+    # row index -> the ATen operators its device call dispatched, where the sweep watched for them (the
+    # backend's own kernels: CUDA's _scaled_dot_product_flash_attention for the CPU's ..._for_cpu)
+    kernels: dict[int, list[OperatorName]] = Field(default_factory=dict)
     argument_legend: dict[Code, Label] = Field(default_factory=dict)
     overloads: OverloadCount | None = None
 
@@ -145,11 +150,14 @@ class SweepTable(BaseModel):
                 raise ValueError(f"{where}: sample codes {sorted(unknown)} are not in sample_legend")
             for index, tokens in column.arguments.items():
                 self._check_arguments(where, index, tokens.split(), column.samples.get(index, ""))
-        for index, names in self.operators.items():
-            if not 0 <= index < len(self.rows):
-                raise ValueError(f"operators for row index {index}, outside the table")
-            if len(names) > MAX_ROW_OPERATORS:
-                raise ValueError(f"operators of row {self.rows[index]!r}: {len(names)}, more than {MAX_ROW_OPERATORS}")
+        for field, mapping in (("operators", self.operators), ("kernels", self.kernels)):
+            for index, names in mapping.items():
+                if not 0 <= index < len(self.rows):
+                    raise ValueError(f"{field} for row index {index}, outside the table")
+                if len(names) > MAX_ROW_OPERATORS:
+                    raise ValueError(
+                        f"{field} of row {self.rows[index]!r}: {len(names)}, more than {MAX_ROW_OPERATORS}"
+                    )
         return self
 
     def _check_arguments(self, where: str, index: int, tokens: list[str], samples: str) -> None:
@@ -224,6 +232,7 @@ class TableBuilder:
         self.details: dict[str, dict[int, str]] = {column: {} for column in legends}
         self.samples: dict[str, dict[int, str]] = {column: {} for column in legends}
         self.operators: dict[int, set[str]] = {}
+        self.kernels: dict[int, set[str]] = {}
 
     def set(self, row: str, column: str, code: str, detail: str = "", samples: str = "", arguments: str = "") -> None:
         """One cell; ``arguments`` (one token per sample code) is kept only beside its sample codes."""
@@ -238,9 +247,10 @@ class TableBuilder:
         if samples and arguments and len(arguments.split()) == len(samples) and len(arguments) <= MAX_ARGUMENTS:
             self.arguments[column][i] = arguments
 
-    def add_operators(self, row: str, names) -> None:
-        """ATen operators the row's samples dispatched (kept sorted, at most MAX_ROW_OPERATORS)."""
-        self.operators.setdefault(self.index[row], set()).update(names)
+    def add_operators(self, row: str, names, on_device: bool = False) -> None:
+        """ATen operators the row's samples dispatched on the CPU, or ``on_device`` (kept sorted, at most
+        MAX_ROW_OPERATORS)."""
+        (self.kernels if on_device else self.operators).setdefault(self.index[row], set()).update(names)
 
     def count_overloads(self, relevant: list[str], definition: str = "") -> None:
         """The denominator: which of the ``relevant`` overloads some row dispatched (see OverloadCount)."""
@@ -274,6 +284,7 @@ class TableBuilder:
             ],
             sample_legend=self.sample_legend,
             operators={i: sorted(names)[:MAX_ROW_OPERATORS] for i, names in sorted(self.operators.items()) if names},
+            kernels={i: sorted(names)[:MAX_ROW_OPERATORS] for i, names in sorted(self.kernels.items()) if names},
             argument_legend=self.argument_legend,
             overloads=self.overloads,
         )
