@@ -313,6 +313,7 @@ def test_sdpa_is_compared_although_op_db_skips_it_for_dropouts_randomness_which_
     assert set(answer["samples"]) <= {"n", "d"} and "n" in answer["samples"]  # dropout samples: not compared
     # the kernels the device call dispatched: on the CPU stand-in, the CPU's own
     assert "aten::_scaled_dot_product_flash_attention_for_cpu" in answer["kernels"]
+    assert "aten::_to_copy" not in answer["kernels"]  # the copy of the result back to the CPU is not SDPA's
     assert "kernels" not in run(op("add"), max_samples=1) or not run(op("add"), max_samples=1)["kernels"]
 
 

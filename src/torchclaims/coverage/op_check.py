@@ -164,7 +164,8 @@ def dispatched_on_device(op, moved) -> set[str]:
     watch = DrawsRandom()
     try:
         with watch:
-            to_cpu(call(op, moved))
+            result = call(op, moved)
+        to_cpu(result)  # unwatched: the copy back is not the operator's, but a lazy device runs the call here
     except Exception:
         pass  # the compared call succeeded: what this one dispatched before a raise still names the kernels
     return watch.operators
