@@ -12,11 +12,15 @@ int64, bool and complex64, and give each operator × dtype one outcome:
 *native*, *CPU fallback* (it matched, but ran a kernel on the CPU), *mismatch*,
 *raises*, *no kernel*, *excluded* by OpInfo's own metadata, *random* (ran, but
 draws random numbers, so values cannot be compared), *no CPU reference*, or
-*not reached* when the stated time guard ran out.
+*not reached* when the stated time guard ran out. A cell OpInfo excludes is
+still run once (its first sample, values not compared): the table shows what
+that showed beside OpInfo's reason, and a worker killed there makes it a
+*raises* cell, since a crash is a crash whatever the metadata says. A crash
+names its signal and the sample it died on.
 
 The method is PyTorch's ``TestCommon.test_compare_cpu``, made to record rather
 than stop: samples as that test makes them (arguments PyTorch requires on the
-CPU stay there), the device call and then the CPU call, the sample's own
+CPU stay there; a boolean mask goes to the device, where a model's is), the device call and then the CPU call, the sample's own
 output post-processing, OpInfo's skips and expected failures honoured, and
 every sample kept. Results are compared the way PyTorch's own tests accept
 them: within ``atol = rtol = 1e-3``, looser where the operator's OpInfo
@@ -28,7 +32,13 @@ result still differs, an element within the tolerance of the float64 result
 is not held against the device, however far the CPU's is from it. Each
 cell's detail names the stage a problem arose at (building the sample,
 running it on the device, the CPU reference, comparing) and the size of the
-largest difference against the tolerance used. The engine is ``torchclaims.coverage.operators``; the whole
+largest difference against the tolerance used, and each sample's argument
+kinds (tensor ranks, 0-dim, complex, negative integers, keepdim,
+accumulate) are kept, so that ``torchclaims check`` can tell whether a bad
+sample looks like a model's calls. The table's denominator is also stated
+in the dispatcher's own units: how many of the ATen overloads a backend must
+implement (those with a CPU, CUDA or CompositeExplicitAutograd kernel) the
+rows dispatched, and which are unknown. The engine is ``torchclaims.coverage.operators``; the whole
 table, searchable and with downloads, is on :doc:`/docs/coverage/operators`.
 
 On the CPU the configured device *is* the reference: each sample runs once,
@@ -54,7 +64,9 @@ v = verification(
     method="test_compare_cpu: the device call, then the CPU call; output_process_fn_grad; within atol = rtol = "
     "1e-3 or looser (OpInfo overrides, torch.testing's dtype defaults); indices of ties through the values they "
     "point at; NaN equal; an element within the tolerance of the float64 result accepted; op_db skips and expected "
-    "failures excluded; CPU fallback from the backend's own record of it; worker processes grown into idle CPUs",
+    "failures excluded, each such cell run once on its first sample to see whether it crashes, raises or falls back; "
+    "CPU fallback from the backend's own counters, for any operator a sample reached; worker processes grown into "
+    "idle CPUs",
 )
 
 # %%
@@ -81,6 +93,7 @@ print(
     f"by up to {sweep.workers} workers on {sweep.devices} device(s) ({sweep.worker_starts} started)"
 )
 print("\n".join(table.summary()))
+print(f"dispatcher overloads: {table.overloads.summary()}")
 
 # %%
 # What does not match
@@ -153,6 +166,11 @@ with v.check("every listed operator x dtype runs on the device and matches the C
     for column in table.columns:
         check.measure(f"{column.name}: native", f"{column.count()['N']}/{column.listed}")
     check.measure("samples run", sweep.samples_run, tolerance=f"at most {MAX_SAMPLES} per cell")
+    check.measure(
+        "backend-relevant dispatcher overloads the rows dispatched",
+        table.overloads.measured,
+        unit=f"of {table.overloads.relevant}",
+    )
     check.measure("sweep worker settings", worker_settings.describe(v.backend.name))
     check.measure("precision mode of the sweep workers", " | ".join(sweep.precision) or "not reported")
     check.measure("sweep workers (most at once)", sweep.workers, unit=f"on {sweep.devices} device(s)")

@@ -6,8 +6,15 @@ import time
 
 
 def echo(conn, slot, prefix):
+    from torchclaims.coverage.pool import Progress
+
     conn.send(("ready", {"slot": slot}))
     while (item := conn.recv()) is not None:
+        if item.startswith("progress"):  # progress[-crash]: says what it is about to do twice, then goes on
+            conn.send(Progress({"sample": 0}))
+            conn.send(Progress({"sample": 1}))
+        if item == "progress-crash":
+            os.kill(os.getpid(), signal.SIGFPE)
         if item == "crash":
             os.kill(os.getpid(), signal.SIGSEGV)
         if item == "exit":  # answers, then dies while idle
@@ -27,3 +34,23 @@ def echo(conn, slot, prefix):
 
 def never_ready(conn, slot):
     os._exit(3)
+
+
+def serve_dying_on_device_dropout(conn, slot, *args):
+    """The operator sweep's worker on a "device" whose runtime kills the process with SIGFPE when dropout runs
+    on it, as torch_xla 2.9.0's does on ``roll``. On the CPU the device call is the one on the moved copy of a
+    sample, which carries no "made for the device" mark; the CPU reference runs on the marked original."""
+    import torch
+
+    from torchclaims.coverage.op_samples import FOR_DEVICE
+    from torchclaims.coverage.operators import _serve
+
+    dropout = torch.nn.functional.dropout
+
+    def dying(input, *rest, **kwargs):
+        if not getattr(input, FOR_DEVICE, False):
+            os.kill(os.getpid(), signal.SIGFPE)
+        return dropout(input, *rest, **kwargs)
+
+    torch.nn.functional.dropout = dying
+    _serve(conn, slot, *args)

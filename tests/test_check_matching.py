@@ -19,6 +19,7 @@ from torchclaims.check import check_step
 from torchclaims.check.names import own_operators, subjects
 from torchclaims.check.report import FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG
 from torchclaims.check.target import as_step, load_target
+from torchclaims.coverage.op_arguments import KIND_LEGEND
 from torchclaims.coverage.operators import OUTCOMES, SAMPLE_CODES
 from torchclaims.evidence.coverage_table import TableBuilder
 
@@ -127,12 +128,13 @@ XLA_ENV = dict(
 )
 
 
-def sampled_kb(root: Path, cells: dict[str, tuple[str, str, str, list[str]]]) -> Path:
-    """An operator table whose rows are ``row -> (cell code, sample codes, detail, operators dispatched)``."""
+def sampled_kb(root: Path, cells: dict[str, tuple]) -> Path:
+    """An operator table whose rows are ``row -> (cell code, sample codes, detail, operators dispatched[,
+    argument tokens])``."""
     make_kb(root, "opinfo-coverage")
-    builder = TableBuilder("operators", "operator", list(cells), {"float32": OUTCOMES}, SAMPLE_CODES)
-    for row, (code, samples, detail, dispatched) in cells.items():
-        builder.set(row, "float32", code, detail, samples)
+    builder = TableBuilder("operators", "operator", list(cells), {"float32": OUTCOMES}, SAMPLE_CODES, KIND_LEGEND)
+    for row, (code, samples, detail, dispatched, *arguments) in cells.items():
+        builder.set(row, "float32", code, detail, samples, *arguments)
         builder.add_operators(row, dispatched)
     record = make_record(
         "opinfo-coverage",
@@ -168,6 +170,24 @@ def test_a_bad_sample_whose_inputs_nothing_reveals_stands(tmp_path):
     what = found.evidence[0].what
     assert "sample 2 of 4 had a 0-dim input" in what and "samples 1, 3 of 4 went wrong with inputs" in what
     assert "could not tell whether yours match" in what
+
+
+def test_recorded_argument_kinds_say_which_bad_samples_a_models_calls_meet_without_any_quoted_problem(tmp_path):
+    # nothing in the detail reveals an input: only the tokens the sweep recorded per sample do
+    detail = "sample 2: RuntimeError: boom; also no kernel: sample 3: NotImplementedError"
+    root = sampled_kb(tmp_path, {"cumsum": ("R", "nnrk", detail, ["aten::cumsum"], "2/ 1/n 0/ 2/c")})
+    _, found = cumsum_of(root, torch.randn(3, 4))
+    assert found.status == NATIVE
+    what = found.evidence[0].what
+    assert "samples 2, 3 of 4 had a 0-dim input or a complex input; your calls: 2-D inputs: not affected" in what
+    _, found = cumsum_of(root, torch.tensor(2.0))
+    assert found.status == RAISES
+    assert "sample 2 of 4 had a 0-dim input, as your calls do: affected" in found.evidence[0].what
+    assert "sample 3 of 4 had a complex input; your calls: 0-D inputs: not affected" in found.evidence[0].what
+    root = sampled_kb(tmp_path / "plain", {"cumsum": ("M", "nm", "", ["aten::cumsum"], "2/ 2/")})
+    report, found = cumsum_of(root, torch.randn(3, 4))
+    assert found.status == WRONG and report.failed  # a plain 2-D sample stands for 2-D calls
+    assert "sample 1 of 2 had no argument kind your calls lack: affected" in found.evidence[0].what
 
 
 @pytest.mark.parametrize(

@@ -16,11 +16,12 @@ from contextlib import contextmanager
 import pytest
 import torch
 
-from torchclaims.coverage.fallback import DispatcherFallbacks, NoFallback
+import sweep_workers
+from torchclaims.coverage.fallback import DispatcherFallbacks, NoFallback, XlaCounters
 from torchclaims.coverage.op_check import check_cell
 from torchclaims.coverage.op_list import cells_for
 from torchclaims.coverage.op_samples import FOR_DEVICE, for_device, make_samples
-from torchclaims.coverage.operators import cell_outcome, sweep_operators
+from torchclaims.coverage.operators import cell_kinds, cell_outcome, once_outcome, sweep_operators
 from torchclaims.coverage.pool import Failure
 
 # Importing op_db (torch.testing._internal.common_utils) freezes the torch.backends
@@ -81,6 +82,17 @@ def test_tensor_split_index_tensors_stay_on_the_cpu_as_test_compare_cpu_leaves_t
         assert moved.input.device.type == "meta"  # made for the device: moved
         assert moved.args[0].device.type == "cpu"  # made without a device: stays, as PyTorch requires
     assert set(run(op("tensor_split"))["samples"]) == {"n"}
+
+
+def test_index_puts_boolean_mask_goes_to_the_device_where_a_models_mask_is():
+    """op_db makes index_put's mask without a device; on torch_xla the device's own mask path is the one that falls
+    back (through aten::nonzero), so the sweep runs that path rather than the CPU mask test_compare_cpu passes."""
+    samples = make_samples(op("index_put"), torch.float32, None)
+    masked = [s for s in samples if s.args[0][0].dtype == torch.bool]
+    assert masked and not any(getattr(s.args[0][0], FOR_DEVICE, False) for s in masked)  # made without a device
+    for sample in masked:
+        assert for_device(sample, torch.device("meta"), "index_put").args[0][0].device.type == "meta"
+    assert set(run(op("index_put"))["samples"]) == {"n"}
 
 
 def test_as_strided_gets_the_storage_behind_a_partial_view():
@@ -165,6 +177,118 @@ def test_crash_hang_harness_error_and_time_guard_outcomes():
     assert cell_outcome(None) == ("T", "", "")
 
 
+ROLL_DIED = Failure(
+    "crash",
+    "the worker process was killed by SIGFPE",
+    {"sample": 1, "codes": "n", "kinds": ["1/", "1/n", "2/"], "inputs": "input 0 float32; args (-1,)"},
+)
+
+
+def test_a_crash_names_its_signal_and_the_sample_it_died_on_with_that_samples_inputs():
+    code, detail, samples = cell_outcome(ROLL_DIED)
+    assert code == "R" and samples == "ns."  # what ran before, the sample it died on, what never ran
+    assert detail == ("crash: the worker process was killed by SIGFPE on sample 1 of 3 (input 0 float32; args (-1,))")
+    assert cell_kinds(ROLL_DIED) == "1/ 1/n 2/"
+
+
+def test_a_row_op_db_excludes_shows_what_running_it_once_showed_and_a_crash_there_is_a_crash_cell():
+    (excluded,) = [c.excluded for c in cells_for(op("roll"), "xla") if c.dtype == "float32"]
+    assert excluded == "op_db: onlyNativeDeviceTypes (not run on xla)"  # torch_xla 2.9.0 dies on it all the same
+    code, detail = once_outcome(excluded, ROLL_DIED)
+    assert code == "R"
+    assert detail.startswith(excluded + "; ran once: crash: the worker process was killed by SIGFPE on sample 1")
+    raised = {"samples": "r", "problems": {"r": "run on the device: sample 0: RuntimeError: no"}, "fallbacks": []}
+    assert once_outcome(excluded, raised) == (
+        "X",
+        excluded + "; ran once, values not compared: raises: run on the device: sample 0: RuntimeError: no",
+    )
+    fell_back = {"samples": "f", "problems": {}, "fallbacks": ["aten::nonzero"]}
+    assert once_outcome(excluded, fell_back) == (
+        "X",
+        excluded + "; ran once, values not compared: ran: CPU fallback: aten::nonzero",
+    )
+    assert once_outcome(excluded, None) == ("X", excluded)  # not reached: op_db's reason alone
+
+
+def test_a_sweep_runs_each_excluded_cell_once_and_a_worker_killed_there_makes_a_crash_cell():
+    sweep = sweep_operators(
+        "cpu",
+        workers=1,
+        dtypes=("float32",),
+        only=["add", "nn.functional.dropout", "as_strided.partial_views"],
+        worker=sweep_workers.serve_dying_on_device_dropout,
+    )
+    float32 = sweep.table.column("float32")
+    cell = {row: (float32.codes[i], float32.details.get(i, "")) for i, row in enumerate(sweep.table.rows)}
+    code, detail = cell["nn.functional.dropout"]
+    assert code == "R"
+    assert detail.startswith("op_db skips test_compare_cpu")
+    assert "; ran once: crash: the worker process was killed by SIGFPE on sample 0 of 1 (input " in detail
+    code, detail = cell["as_strided.partial_views"]
+    assert code == "X" and detail == (
+        "op_db expects test_compare_cpu to fail here; ran once, values not compared: ran on the device"
+    )
+    assert cell["add"][0] == "N"
+    assert sweep.replaced and "SIGFPE" in sweep.replaced[0]
+
+
+def test_each_cell_records_the_argument_kinds_of_its_samples():
+    answer = run(op("cumsum"))
+    assert len(answer["kinds"]) == len(answer["samples"])
+    assert any(token.startswith("0/") for token in answer["kinds"])  # op_db's cumsum has a 0-dim sample
+    assert run(op("sum"), max_samples=3)["kinds"] == ["0/", "0/k", "0/n"]  # keepdim=True, then a negative dim
+    index_put = run(op("index_put"))["kinds"]
+    assert index_put == ["212/", "211/", "212/a", "211/a"]  # input, indices, values; then accumulate=True
+
+
+class FakeXlaMetrics:
+    """torch_xla.debug.metrics as torch_xla keeps it after an index_put whose boolean mask went through nonzero:
+    a counter named after the operator that fell back, whatever executed_fallback_ops() lists."""
+
+    def __init__(self, counters, listed=()):
+        self.counters, self.listed = dict(counters), list(listed)
+
+    def clear_counters(self):
+        self.counters = {name: 0 for name in self.counters}
+
+    def counter_names(self):
+        return list(self.counters)
+
+    def counter_value(self, name):
+        return self.counters.get(name)
+
+    def executed_fallback_ops(self):
+        return [name for name in self.listed if self.counters.get(name)]
+
+
+def test_xla_fallbacks_come_from_the_counters_of_every_operator_the_call_reached(monkeypatch):
+    import sys
+    import types
+
+    metrics = FakeXlaMetrics({"aten::nonzero": 0, "aten::_local_scalar_dense": 0, "xla::index_put_": 0})
+    xla = types.ModuleType("torch_xla")
+    debug = types.ModuleType("torch_xla.debug")
+    debug.metrics = metrics
+    xla.debug = debug
+    monkeypatch.setitem(sys.modules, "torch_xla", xla)
+    monkeypatch.setitem(sys.modules, "torch_xla.debug", debug)
+    monkeypatch.setitem(sys.modules, "torch_xla.debug.metrics", metrics)
+    probe = XlaCounters("xla:0")
+    with probe.watch() as seen:
+        metrics.counters.update({"aten::nonzero": 1, "aten::_local_scalar_dense": 2, "xla::index_put_": 1})
+    assert seen == ["aten::nonzero"]  # lowered ops (xla::) and reads to the host do not count
+    code, detail, _ = cell_outcome(run(op("index_put"), probe=SeesNonzero(), max_samples=2))
+    assert (code, detail) == ("F", "CPU fallback: aten::nonzero")
+
+
+class SeesNonzero:
+    """A probe whose counters show aten::nonzero fallen back during every call."""
+
+    @contextmanager
+    def watch(self):
+        yield ["aten::nonzero"]
+
+
 def test_sweep_lists_every_op_db_entry_and_marks_the_rest_not_reached_after_the_guard():
     sweep = sweep_operators("cpu", guard_s=0, only=["add", "nn.functional.dropout", "as_strided.partial_views"])
     table = sweep.table
@@ -179,11 +303,31 @@ def test_sweep_lists_every_op_db_entry_and_marks_the_rest_not_reached_after_the_
     assert {table.column("float32").codes[table.rows.index(r)] for r in table.rows if r != "add"} == {"X"}
 
 
+SDPA = "nn.functional.scaled_dot_product_attention"
+
+
+def test_sdpa_is_compared_although_op_db_skips_it_for_dropouts_randomness_which_the_sweep_detects():
+    (cell,) = [c for c in cells_for(op(SDPA), "xla") if c.dtype == "float32"]
+    assert not cell.excluded and "non-deterministic when dropout_p > 0" in cell.note
+    answer = run(op(SDPA), kernels=True)
+    assert set(answer["samples"]) <= {"n", "d"} and "n" in answer["samples"]  # dropout samples: not compared
+    # the kernels the device call dispatched: on the CPU stand-in, the CPU's own
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in answer["kernels"]
+    assert "aten::_to_copy" not in answer["kernels"]  # the copy of the result back to the CPU is not SDPA's
+    assert "kernels" not in run(op("add"), max_samples=1) or not run(op("add"), max_samples=1)["kernels"]
+
+
 def test_sweep_in_workers_gives_the_known_outcomes_on_the_cpu():
-    sweep = sweep_operators("cpu", workers=2, only=["add", "tensor_split", "nn.functional.alpha_dropout"])
+    rows = ["add", "tensor_split", "nn.functional.alpha_dropout", SDPA]
+    sweep = sweep_operators("cpu", workers=2, only=rows)
     float32 = sweep.table.column("float32")
     codes = {row: float32.codes[i] for i, row in enumerate(sweep.table.rows)}
-    assert codes == {"add": "N", "tensor_split": "N", "nn.functional.alpha_dropout": "N"}
+    assert codes == {"add": "N", "tensor_split": "N", "nn.functional.alpha_dropout": "N", SDPA: "N"}
+    sdpa = sweep.table.rows.index(SDPA)
+    assert float32.details[sdpa].startswith("op_db skips it in test_compare_cpu as non-deterministic")
+    assert list(sweep.table.kernels) == [sdpa]  # the one row whose device kernels are watched
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in sweep.table.kernels[sdpa]
+    assert sweep.table.overloads.measured >= 3 and sweep.table.overloads.relevant > 1000
     assert sweep.samples_run > 20 and sweep.worker_starts == 2
     # each row names the ATen operators its samples dispatched, for torchclaims check's exact matching
     operators = {sweep.table.rows[i]: names for i, names in sweep.table.operators.items()}

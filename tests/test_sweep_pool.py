@@ -38,6 +38,14 @@ def test_a_crash_and_a_hang_cost_only_their_item():
     assert len(pool.replaced) == 2
 
 
+def test_a_crash_names_what_the_worker_last_said_it_was_doing():
+    pool = WorkerPool(echo, ("",), workers=1)
+    answers = pool.run(["progress", "progress-crash", "a"])
+    assert answers["progress"]["echo"] == "progress"  # progress before an answer is not the answer
+    assert answers["progress-crash"] == Failure("crash", "the worker process was killed by SIGFPE", {"sample": 1})
+    assert answers["a"]["echo"] == "a"
+
+
 def test_a_worker_that_asks_is_replaced_after_answering():
     pool = WorkerPool(echo, ("",), workers=1)
     answers = pool.run(["spoil", "after"])

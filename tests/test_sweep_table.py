@@ -20,12 +20,33 @@ def small_table() -> SweepTable:
         ["add", "mul", "sin"],
         {"float32": LEGEND, "int64": LEGEND},
         {"n": "matched", "m": "mismatch"},
+        {"k": "keepdim=True"},
     )
-    builder.set("add", "float32", "N", samples="nn")
+    builder.set("add", "float32", "N", samples="nn", arguments="2/ 1/k")
     builder.set("mul", "float32", "M", "sample 1: max err 3 (atol 0.001)", "nm")
     builder.set("sin", "float32", "X", "op_db skips it")
     builder.set("add", "int64", "N", samples="n")
+    builder.add_operators("add", ["aten::add.Tensor"])
+    builder.count_overloads(["aten::add.Tensor", "aten::mul.Tensor", "aten::sin"])
     return builder.table()
+
+
+def test_a_table_states_its_denominator_in_dispatcher_overloads_and_each_cells_argument_kinds():
+    table = small_table()
+    assert table.overloads.summary() == "1 of 3 backend-relevant overloads measured, 2 unknown"
+    assert table.overloads.unknown == ["aten::mul.Tensor", "aten::sin"]
+    assert table.column("float32").arguments == {0: "2/ 1/k"}
+    data = json.loads(table.model_dump_json())
+    del data["overloads"], data["argument_legend"]
+    for column in data["columns"]:
+        del column["arguments"]
+    assert SweepTable.model_validate(data).overloads is None  # a table recorded before they were kept still reads
+
+
+def test_the_builder_keeps_argument_tokens_only_where_they_pair_with_the_sample_codes():
+    builder = TableBuilder("operators", "operator", ["add"], {"float32": LEGEND}, {"n": "matched"}, {"k": "keepdim"})
+    builder.set("add", "float32", "N", samples="nn", arguments="2/")
+    assert builder.table().column("float32").arguments == {}
 
 
 def test_builder_fills_unset_cells_as_not_listed_and_counts_only_listed():
@@ -73,6 +94,18 @@ def test_details_are_clipped_to_one_bounded_line():
         (lambda d: d["columns"][0]["legend"].update({"long": "x"}), "legend"),
         (lambda d: d["columns"][0]["details"].update({"1": "y" * (MAX_DETAIL + 1)}), "details"),
         (lambda d: d.update(rows=[f"op{i}" for i in range(6000)]), "rows"),
+        (lambda d: d["columns"][0]["arguments"].update({"0": "2/"}), "1 argument tokens for 2 sample codes at row 0"),
+        (lambda d: d["columns"][0]["arguments"].update({"2": "2/"}), "1 argument tokens for 0 sample codes at row 2"),
+        (lambda d: d["columns"][0]["arguments"].update({"0": "2/z 1/"}), "argument kinds \\['z'\\]"),
+        (lambda d: d["columns"][0]["arguments"].update({"0": "/2/ 1/"}), "'/2/' at row 0 is not ranks/letters"),
+        (lambda d: d["columns"][0]["arguments"].update({"0": "2/<b> 1/"}), "arguments"),
+        (lambda d: d["columns"][0]["arguments"].update({"0": "2/ " * 1000}), "arguments"),
+        (lambda d: d["overloads"].update(measured=9), "9 overloads measured of only 3"),
+        (lambda d: d["overloads"].update(unknown=["aten::x"] * 3), "3 unknown overloads listed"),
+        (lambda d: d["overloads"].update(unknown=["<b>"]), "overloads.unknown"),
+        (lambda d: d["overloads"].update(relevant=-1), "overloads.relevant"),
+        (lambda d: d.update(kernels={"9": ["aten::x"]}), "kernels for row index 9, outside the table"),
+        (lambda d: d.update(kernels={"0": ["aten::x"] * 65}), "kernels of row 'add': 65"),
     ],
 )
 def test_hostile_tables_are_rejected_with_the_reason(change, message):
@@ -128,3 +161,17 @@ def test_a_row_names_dispatched_operators_of_any_namespace_and_nothing_else():
     builder.add_operators("add", ["<img src=x>"])
     with pytest.raises(ValueError, match="operators"):
         builder.table()
+
+
+def test_the_operators_page_states_the_denominator_in_overloads_and_lists_the_unknown_ones_escaped():
+    from torchclaims.sphinxext.coverage_tables import _overloads
+
+    table = small_table()
+    html = _overloads(table).astext()
+    assert "Dispatcher overloads: 1 of 3 backend-relevant overloads measured, 2 unknown" in html
+    assert "<code>aten::mul.Tensor</code>, <code>aten::sin</code>" in html
+    data = json.loads(table.model_dump_json())
+    data["overloads"]["definition"] = "<script>x</script>"
+    assert "&lt;script&gt;" in _overloads(SweepTable.model_validate(data)).astext()
+    del data["overloads"]
+    assert _overloads(SweepTable.model_validate(data)) is None  # a table recorded before: nothing stated

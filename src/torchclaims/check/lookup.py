@@ -124,7 +124,13 @@ def _cells(
         if code not in CELL_STATUS:
             skipped.append(f"row {row}: {outcome}" + (f" ({detail[:SKIPPED_DETAIL]})" if detail else ""))
             continue
-        reading = read_cell(table_column.samples.get(i, ""), detail, index.table.sample_legend, operator)
+        reading = read_cell(
+            table_column.samples.get(i, ""),
+            detail,
+            index.table.sample_legend,
+            operator,
+            table_column.arguments.get(i, ""),
+        )
         status = CELL_STATUS[code] if reading is None else reading.status
         said = f"{measured.claim.id} row {row} [{operator.dtype}]: {outcome}" + (
             " (accepted)" if row in accepted else ""

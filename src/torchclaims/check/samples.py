@@ -3,21 +3,26 @@
 A cell's outcome is its worst sample's, and OpInfo's samples are not the
 model's calls: a reduction that raises only for a 0-dim sample says nothing
 about a model whose tensors are 2-D. The operator table keeps, per cell, the
-code of every sample (``SweepColumn.samples``) and a detail quoting the first
-problem of each kind with its sample's index (``sample 2: RuntimeError: Value
-out of range (expected to be in range of [0, -1], but got 0)``), and the
-operators that ran through the CPU fallback. It records no sample's shapes
-or arguments, so only what those texts reveal is used:
+code of every sample (``SweepColumn.samples``), the argument kinds of every
+sample (``SweepColumn.arguments``: the ranks of its tensor inputs and letters
+for a complex input and the like, :mod:`torchclaims.coverage.op_arguments`),
+a detail quoting the first problem of each kind with its sample's index
+(``sample 2: RuntimeError: Value out of range (expected to be in range of
+[0, -1], but got 0)``), and the operators that ran through the CPU fallback.
+A bad sample's argument kinds (:class:`~torchclaims.claims.Trigger`: a 0-dim
+input, a complex input) come from its recorded token; tables recorded before
+tokens were kept reveal them only through the quoted problem:
 
 * a dimension checked against the range ``[-r, r-1]`` (or ``[0, r-1]``) with
   ``r-1 = -1``: the sample's input had rank 0 (:data:`ZERO_DIM_RANGE`);
 * the cell's CPU fallback names its operators: a sample that fell back did so
   in those, so for any other operator it ran on the device.
 
-A bad sample (mismatch, raised, no kernel) whose argument kind is revealed and
-met by none of the model's calls of the operator is set aside: *not
-affected*. Every other sample stands, and a bad one whose inputs nothing
-reveals is said to be undecided, never assumed to match or not.
+A bad sample (mismatch, raised, no kernel) with an argument kind that none of
+the model's calls of the operator has is set aside: *not affected*. Every
+other sample stands: one whose kinds the model's calls all have is said to
+be *affected*, and a bad one whose inputs nothing reveals is said to be
+undecided, never assumed to match or not.
 """
 
 from __future__ import annotations
@@ -55,11 +60,30 @@ class Reading:
     note: str  # what was set aside, what the model's calls meet, what could not be told
 
 
-def revealed_kinds(detail: str) -> dict[int, Trigger]:
-    """Sample index -> the argument kind its quoted problem shows it had."""
+def revealed_kinds(detail: str) -> dict[int, frozenset[Trigger]]:
+    """Sample index -> the argument kinds its quoted problem shows it had (for tables without tokens)."""
     return {
-        int(index): Trigger.ZERO_DIM_INPUT for index, text in PROBLEM.findall(detail) if ZERO_DIM_RANGE.search(text)
+        int(index): frozenset({Trigger.ZERO_DIM_INPUT})
+        for index, text in PROBLEM.findall(detail)
+        if ZERO_DIM_RANGE.search(text)
     }
+
+
+def token_kinds(token: str) -> frozenset[Trigger]:
+    """The argument kinds of a recorded token (ranks ``/`` letters): a rank 0 is a 0-dim input, ``c`` complex."""
+    ranks, _, letters = token.partition("/")
+    found = {Trigger.ZERO_DIM_INPUT} if "0" in ranks else set()
+    if "c" in letters:
+        found.add(Trigger.COMPLEX_INPUT)
+    return frozenset(found)
+
+
+def recorded_kinds(arguments: str, samples: str) -> dict[int, frozenset[Trigger]]:
+    """Sample index -> its kinds, from the cell's tokens (none when they do not pair with the sample codes)."""
+    tokens = arguments.split()
+    if len(tokens) != len(samples):
+        return {}
+    return {index: token_kinds(token) for index, token in enumerate(tokens)}
 
 
 def fallen_back(detail: str) -> set[str] | None:
@@ -82,12 +106,16 @@ def _indices(found: list[int]) -> str:
     return ("sample " if len(found) == 1 else "samples ") + ", ".join(map(str, found))
 
 
-def read_cell(samples: str, detail: str, legend: dict[str, str], operator: UsedOperator) -> Reading | None:
+def read_cell(
+    samples: str, detail: str, legend: dict[str, str], operator: UsedOperator, arguments: str = ""
+) -> Reading | None:
     """The cell's samples held against the model's calls of ``operator``; None when the table kept no
-    sample codes for the cell (its own outcome then decides, as before sweeps kept them)."""
+    sample codes for the cell (its own outcome then decides, as before sweeps kept them). ``arguments``
+    are the cell's recorded argument tokens ("" in tables recorded before they were kept)."""
     if not samples:
         return None
-    kinds, fallbacks = revealed_kinds(detail), fallen_back(detail)
+    kinds = recorded_kinds(arguments, samples) or revealed_kinds(detail)
+    fallbacks = fallen_back(detail)
     standing, aside, met, undecided, elsewhere = [], [], [], [], []
     for index, code in enumerate(samples):
         status = SAMPLE_STATUS.get(legend.get(code, ""), "")
@@ -95,17 +123,17 @@ def read_cell(samples: str, detail: str, legend: dict[str, str], operator: UsedO
             status = NATIVE
             elsewhere.append(index)
         if status in BAD:
-            kind = kinds.get(index)
-            if kind is not None and kind not in operator.kinds:
-                aside.append((index, kind))
+            had = kinds.get(index)
+            if had is not None and had - operator.kinds:
+                aside.append((index, had - operator.kinds))
                 continue
-            (undecided if kind is None else met).append(index)
+            (undecided if had is None else met).append(index)
         if status:
             standing.append(status)
     status = min(standing, key=STATUSES.index) if standing else ""
     notes = []
     if aside:
-        shown = sorted({kind.meaning for _, kind in aside})
+        shown = sorted({kind.meaning for _, lacking in aside for kind in lacking})
         notes.append(
             f"{_indices([i for i, _ in aside])} of {len(samples)} had {' or '.join(shown)}; "
             f"your calls: {operator.ranks_in_words()}: not affected"
@@ -113,8 +141,9 @@ def read_cell(samples: str, detail: str, legend: dict[str, str], operator: UsedO
     if elsewhere:
         notes.append(f"the CPU fallback of {_indices(elsewhere)} was in {', '.join(sorted(fallbacks or ()))}")
     if met:
-        shown = sorted({kinds[i].meaning for i in met})
-        notes.append(f"{_indices(met)} of {len(samples)} had {' or '.join(shown)}, as your calls do: affected")
+        shown = sorted({kind.meaning for i in met for kind in kinds[i]})
+        had = " or ".join(shown) + ", as your calls do" if shown else "no argument kind your calls lack"
+        notes.append(f"{_indices(met)} of {len(samples)} had {had}: affected")
     if undecided:
         notes.append(
             f"{_indices(undecided)} of {len(samples)} went wrong with inputs the table does not record: "

@@ -3,10 +3,16 @@
 A result that matches the CPU says little when the device handed the work to
 the CPU kernel. How to tell depends on the backend:
 
-* **torch_xla** counts every operator it runs through its CPU fallback; the
-  names come from ``torch_xla.debug.metrics.executed_fallback_ops()``, cleared
-  before the call. ``aten::_local_scalar_dense`` is left out: it is how a
-  value is read back to the host (``.item()``), not a missing lowering.
+* **torch_xla** counts every operator it runs through its CPU fallback, in a
+  counter of the operator's own ATen name (``aten::nonzero``), whichever
+  operator of the sample's call reached it: an ``index_put`` whose boolean
+  mask goes through ``aten::nonzero`` falls back in ``nonzero``. The names
+  are the counters cleared before the call that have a value after it, both
+  those ``torch_xla.debug.metrics.executed_fallback_ops()`` lists and every
+  counter named ``aten::...`` (torch_xla's documented sign of a fallback),
+  so that a fallback taken below the operator the row is named for counts
+  too. ``aten::_local_scalar_dense`` is left out: it is how a value is read
+  back to the host (``.item()``), not a missing lowering.
 * **PrivateUse1 and MPS backends** (TorchNeuron, TorchTPU, MPS with
   ``PYTORCH_ENABLE_MPS_FALLBACK=1``) register a boxed CPU fallback for the
   operators they lack. Their fallback warnings are printed once per operator
@@ -29,6 +35,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 HOST_READS = frozenset({"aten::_local_scalar_dense"})
+FALLBACK_COUNTER = "aten::"  # torch_xla names the counter of an operator's CPU fallback after the operator
 NO_FALLBACK = ("cpu", "cuda", "rocm")
 
 
@@ -60,7 +67,12 @@ class XlaCounters:
         seen: list[str] = []
         self.metrics.clear_counters()
         yield seen
-        seen.extend(sorted(set(self.metrics.executed_fallback_ops()) - HOST_READS))
+        counted = {
+            name
+            for name in self.metrics.counter_names()
+            if name.startswith(FALLBACK_COUNTER) and self.metrics.counter_value(name)
+        }
+        seen.extend(sorted((counted | set(self.metrics.executed_fallback_ops())) - HOST_READS))
 
 
 class DispatcherFallbacks(NoFallback):

@@ -23,8 +23,16 @@ element right by the float64 result within the tolerance accepted). On the
 reference backend itself (``compare=False``) only the watched call runs. The
 answer also names every ATen operator the CPU reference calls dispatched
 (``operators``), the stage each problem arose at (building the sample,
-running it on the device, the CPU reference, comparing) and the size of the
-largest difference over the compared samples (``difference``).
+running it on the device, the CPU reference, comparing), the size of the
+largest difference over the compared samples (``difference``) and each
+sample's argument kinds (``kinds``, :mod:`.op_arguments`). Before each
+sample, ``report`` (when given) hears which sample is about to run, the codes
+so far and what its inputs are: a device runtime that kills the process
+leaves nothing else to tell the sweep what it died on. With ``kernels``, each
+sample that ran on the device runs there once more under a dispatch mode, and
+the answer names the ATen operators the device dispatched (``kernels``: the
+backend's own kernel names, say ``_scaled_dot_product_flash_attention`` on
+CUDA where the CPU dispatches ``..._for_cpu``).
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ import time
 import torch
 
 from ..evidence.coverage_table import clip
+from .op_arguments import describe as describe_inputs
+from .op_arguments import kinds
 from .op_compare import Comparison, compare, describe
 from .op_samples import DrawsRandom, call, for_device, in_float64, make_samples, to_cpu, twin
 
@@ -83,6 +93,8 @@ def check_cell(
     probe,
     sync,
     max_samples: int | None,
+    report=None,
+    kernels: bool = False,
 ) -> dict:
     """Run one cell; a plain dict answer (it crosses a pipe), see the module docstring."""
     timing = {"samples_s": 0.0, "device_s": 0.0, "cpu_s": 0.0}
@@ -95,8 +107,13 @@ def check_cell(
         problems["c"] = f"{BUILD}: {first_line(exc)}"
         return answer
     timing["samples_s"] = time.perf_counter() - began
+    answer["kinds"] = [kinds(sample) for sample in samples]
     codes = []
     for index, sample in enumerate(samples):
+        if report is not None:
+            report(
+                {"sample": index, "codes": "".join(codes), "kinds": answer["kinds"], "inputs": describe_inputs(sample)}
+            )
         began = time.perf_counter()
         moved = failure = None
         stage = BUILD
@@ -107,6 +124,8 @@ def check_cell(
                 actual = to_cpu(call(op, moved))
                 sync()
             fallbacks.update(seen)
+            if kernels:
+                answer.setdefault("kernels", set()).update(dispatched_on_device(op, moved))
         except Exception as exc:
             code = "k" if isinstance(exc, NotImplementedError) else "r"
             failure = (code, f"{stage}: sample {index}: {first_line(exc)}")
@@ -135,7 +154,21 @@ def check_cell(
     answer["samples"] = "".join(codes)
     answer["fallbacks"] = sorted(fallbacks)
     answer["operators"] = sorted(operators)
+    answer["kernels"] = sorted(answer.get("kernels", ()))
     return answer
+
+
+def dispatched_on_device(op, moved) -> set[str]:
+    """The ATen operators a second device call dispatches: the backend's own kernels (a watched call of its
+    own, so the compared call never runs under a dispatch mode, which can change values)."""
+    watch = DrawsRandom()
+    try:
+        with watch:
+            result = call(op, moved)
+        to_cpu(result)  # unwatched: the copy back is not the operator's, but a lazy device runs the call here
+    except Exception:
+        pass  # the compared call succeeded: what this one dispatched before a raise still names the kernels
+    return watch.operators
 
 
 def dispatched_on_cpu(op, sample) -> set[str]:
@@ -173,14 +206,14 @@ def _judge(op, sample, actual, fallbacks, atol, rtol, compare_with_cpu, problems
     if watch.drew:
         return "d", None
     if watched and not compare_with_cpu:
-        return "n", None
+        return ("f" if fallbacks else "n"), None
     try:
         expected = to_cpu(call(op, copy if copy is not None else sample))
     except Exception as exc:
         problems.setdefault("c", f"{REFERENCE}: sample {index}: {first_line(exc)}")
         return "c", None
     if not compare_with_cpu:
-        return "n", None
+        return ("f" if fallbacks else "n"), None
     try:
         result = compare(op, sample, actual, expected, atol, rtol, precise=lambda: to_cpu(call(op, wide)))
     except Exception as exc:  # the comparison itself broke: the harness, not the device

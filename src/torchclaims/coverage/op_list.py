@@ -8,7 +8,10 @@ metadata says PyTorch's ``TestCommon.test_compare_cpu`` must not compare it on
 this device type and dtype: a ``skip`` (non-deterministic output, undefined
 results), an ``expectedFailure`` (as_strided's partial views, whose result
 depends on the input's memory layout), or a decorator restricting the operator
-to other device types (``onlyCUDA``). Tolerances are test_compare_cpu's
+to other device types (``onlyCUDA``), except where the sweep handles the
+reason for a skip itself (:data:`COMPARED_DESPITE_SKIP`: scaled-dot-product
+attention is skipped for dropout's randomness, which the sweep detects per
+sample). Tolerances are test_compare_cpu's
 (``atol = rtol = 1e-3``), raised where the operator's ``toleranceOverride`` or
 ``precisionOverride`` says so for this device type and dtype, and to
 ``torch.testing``'s defaults for the dtype where those are looser (bfloat16).
@@ -26,8 +29,16 @@ from dataclasses import dataclass
 DTYPES = ("float32", "bfloat16", "float16", "int64", "bool", "complex64")
 COMPARE_CPU_TOLERANCE = 1e-3  # test_compare_cpu: assertEqual(..., atol=1e-3, rtol=1e-3)
 TEST = ("TestCommon", "test_compare_cpu")
+SKIPPED = "op_db skips test_compare_cpu"  # how an exclusion by op_db's skip begins
 # PyTorch's other comparisons of a device with the CPU, by device type: their tolerance overrides count too.
 TOLERANCE_TESTS = {"mps": (("TestConsistency", "test_output_match"),)}
+# Rows op_db skips in test_compare_cpu for a reason the sweep handles per sample: it compares them, saying why.
+COMPARED_DESPITE_SKIP = {
+    "nn.functional.scaled_dot_product_attention": "op_db skips it in test_compare_cpu as non-deterministic when "
+    "dropout_p > 0; compared here, since a sample that draws random numbers is not compared",
+}
+# Rows whose device call is watched once more for the ATen kernels the device dispatched (each backend its own).
+KERNELS_RECORDED = ("nn.functional.scaled_dot_product_attention",)
 # Bare decorators that restrict every test of an operator to some device types.
 ONLY = {"onlyCUDA": {"cuda"}, "onlyCPU": {"cpu"}, "onlyNativeDeviceTypes": {"cpu", "cuda", "meta", "mps", "xpu"}}
 
@@ -39,6 +50,7 @@ class Cell:
     op: str  # the row: "name" or "name.variant"
     dtype: str
     excluded: str = ""  # why op_db says not to compare it ("" when listed for a run)
+    note: str = ""  # why it is compared although op_db skips it (COMPARED_DESPITE_SKIP)
     atol: float = COMPARE_CPU_TOLERANCE
     rtol: float = COMPARE_CPU_TOLERANCE
 
@@ -62,8 +74,11 @@ def cells_for(op, device_type: str, dtypes=DTYPES) -> list[Cell]:
         if dtype not in supported:
             continue
         excluded, atol, rtol = _metadata(op, device_type, dtype)
+        note = ""
+        if excluded.startswith(SKIPPED) and op_label(op) in COMPARED_DESPITE_SKIP:
+            excluded, note = "", COMPARED_DESPITE_SKIP[op_label(op)]
         default_rtol, default_atol = _dtype_tolerance(dtype)
-        cells.append(Cell(op_label(op), name, excluded, max(atol, default_atol), max(rtol, default_rtol)))
+        cells.append(Cell(op_label(op), name, excluded, note, max(atol, default_atol), max(rtol, default_rtol)))
     return cells
 
 
@@ -106,7 +121,7 @@ def _metadata(op, device_type: str, dtype) -> tuple[str, float, float]:
             elif getattr(decorator, "__qualname__", "").startswith("skip.<locals>"):  # unittest.skip(reason)
                 cells = dict(zip(decorator.__code__.co_freevars, decorator.__closure__ or (), strict=True))
                 reason = cells["reason"].cell_contents if "reason" in cells else "skipped"
-                excluded = excluded or f"op_db skips test_compare_cpu: {reason}"
+                excluded = excluded or f"{SKIPPED}: {reason}"
             elif name in ONLY and device_type not in ONLY[name]:
                 excluded = excluded or f"op_db: {name} (not run on {device_type})"
     return excluded, atol, rtol

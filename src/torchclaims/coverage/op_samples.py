@@ -9,7 +9,13 @@ on the CPU). So samples are made on the CPU, from seed 0, under a function
 mode that marks every tensor the sample function made *for the device*: the
 result of a factory given a device, and anything computed from such a tensor.
 Marked tensors move to the device; unmarked ones stay on the CPU, exactly
-where test_compare_cpu would have left them.
+where test_compare_cpu would have left them, with one exception: a boolean
+mask goes to the device however it was made. PyTorch takes an index mask on
+either side, and a model's mask lives beside the tensor it indexes, but
+``index_put``'s sample function (the only one in op_db that makes a boolean
+tensor without a device) leaves its mask on the CPU, so that
+test_compare_cpu never runs the device's own mask path: on torch_xla that
+path goes through ``aten::nonzero``, which falls back to the CPU.
 
 Operators whose result depends on storage rather than values (``as_strided``
 and its relatives, given a view of a larger tensor) get the whole storage on
@@ -70,7 +76,7 @@ def for_device(sample, device: torch.device, op_name: str):
     keep_storage = op_name.startswith(STORAGE_SENSITIVE)
 
     def move(value):
-        if not isinstance(value, torch.Tensor) or not getattr(value, FOR_DEVICE, False):
+        if not isinstance(value, torch.Tensor) or not (getattr(value, FOR_DEVICE, False) or value.dtype == torch.bool):
             return value
         base = value._base
         if keep_storage and base is not None and base.is_contiguous() and base.storage_offset() == 0:

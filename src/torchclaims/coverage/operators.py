@@ -27,13 +27,24 @@ code   outcome              meaning
 ``T``  not reached          the stated time guard ran out before it ended
 =====  ===================  ==================================================
 
+A cell op_db excludes is still run once, on its first sample and without
+comparing values, to see whether the device crashes, raises or falls back on
+it: it stays *excluded* with what the run showed beside op_db's reason
+(``op_db: onlyNativeDeviceTypes (not run on xla); ran once: raises ...``),
+except that a worker killed by it makes it a *raises* cell (a crash is a
+crash whatever op_db's decorators say). A cell whose worker dies names the
+signal and the sample it died on, with that sample's inputs.
+
 When samples disagree the worst wins, in the order of the table (a silent
 mismatch outranks an exception). Every sample's code is kept beside the cell,
 the cell's detail names the stage a problem arose at and the size of the
 largest difference from the CPU against the tolerance used, and each row names
 the ATen operators its samples dispatched on the CPU (``SweepTable.operators``,
 over every dtype), so that ``torchclaims check`` matches a model's operators to
-rows exactly rather than by name.
+rows exactly rather than by name, and each cell the argument kinds of its
+samples (``SweepColumn.arguments``, :mod:`.op_arguments`), so that it can tell
+whether a bad sample looks like the model's calls. The table also states its
+denominator in dispatcher overloads (:mod:`.op_overloads`).
 
 The sweep takes the machine (:mod:`.machine`): workers grow into idle CPUs,
 spread over the devices of the backend, and the time guard is a moment by
@@ -52,8 +63,10 @@ from dataclasses import dataclass, field
 
 from ..evidence.coverage_table import NOT_REACHED, SweepTable, TableBuilder, clip
 from .machine import device_count, first_workers, machine_workers
-from .op_list import DTYPES, Cell, cells_for, op_label
-from .pool import Failure, WorkerPool
+from .op_arguments import KIND_LEGEND
+from .op_list import DTYPES, KERNELS_RECORDED, Cell, cells_for, op_label
+from .op_overloads import DEFINITION, backend_relevant
+from .pool import Failure, Progress, WorkerPool
 from .worker_settings import worker_environment
 
 OUTCOMES = {
@@ -85,12 +98,34 @@ DEFAULT_MAX_SAMPLES = 8  # samples per operator x dtype, in OpInfo's order
 MEMORY_PER_WORKER_GB = 2.0  # a torch_xla worker with op_db loaded peaks around 1.5 GB
 
 
+# What a cell op_db excludes showed when run once (values not compared), by the code cell_outcome gives it.
+RAN_ONCE = {
+    "N": "ran on the device",
+    "F": "ran",
+    "R": "raises",
+    "K": "no kernel",
+    "U": "ran (drew random numbers)",
+    "C": "no CPU reference",
+    "E": "harness error",
+}
+
+
+def _died(failure: Failure) -> tuple[str, str, str]:
+    """A cell whose worker crashed or hung: the signal (in the detail) and the sample it was running."""
+    during = failure.during if isinstance(failure.during, dict) else {}
+    if "sample" not in during:
+        return "R", f"{failure.kind}: {failure.detail}", "s"
+    index, total = during["sample"], len(during["kinds"])
+    samples = during["codes"] + "s" + "." * (total - index - 1)
+    return "R", f"{failure.kind}: {failure.detail} on sample {index} of {total} ({during['inputs']})", samples
+
+
 def cell_outcome(answer: dict | Failure | None) -> tuple[str, str, str]:
     """(outcome code, detail, sample codes) of one cell from its worker's answer."""
     if answer is None:
         return "T", "", ""
     if isinstance(answer, Failure):
-        return "R", f"{answer.kind}: {answer.detail}", "s"
+        return _died(answer)
     if "error" in answer:
         return "E", answer["error"], ""
     samples, problems = answer["samples"], answer["problems"]
@@ -115,6 +150,24 @@ def cell_outcome(answer: dict | Failure | None) -> tuple[str, str, str]:
     if answer.get("restart"):
         parts.append(f"worker replaced: {answer['restart']}")
     return code, clip("; ".join(parts), 300), samples
+
+
+def cell_kinds(answer: dict | Failure | None) -> str:
+    """The argument kinds of the cell's samples (one token each, :mod:`.op_arguments`), as the table keeps them."""
+    if isinstance(answer, Failure):
+        answer = answer.during if isinstance(answer.during, dict) else {}
+    return " ".join(answer.get("kinds", ())) if isinstance(answer, dict) else ""
+
+
+def once_outcome(excluded: str, answer: dict | Failure | None) -> tuple[str, str]:
+    """(code, detail) of a cell op_db excludes, run once: excluded with both facts, or raises if it crashed."""
+    if answer is None:
+        return "X", excluded
+    code, detail, _ = cell_outcome(answer)
+    if isinstance(answer, Failure):
+        return "R", f"{excluded}; ran once: {detail}"
+    said = RAN_ONCE[code] + (f": {detail}" if detail else "")
+    return "X", f"{excluded}; ran once, values not compared: {said}"
 
 
 @dataclass
@@ -158,12 +211,15 @@ def sweep_operators(
     only: list[str] | None = None,
     tuned_workers: bool = True,
     on_cell=None,
+    worker=None,
 ) -> OperatorSweep:
     """Sweep op_db on ``backend_name``; every answer is in within ``guard_s`` seconds (None: no guard).
 
     ``workers`` workers start at once (None: the CPUs the runner gave the claim,
     growing up to the machine's size as CPUs fall idle, see :mod:`.machine`);
     ``tuned_workers`` applies :mod:`.worker_settings`'s settings in the workers.
+    ``worker`` replaces the workers' entry point (:func:`_serve`): the tests give
+    one that fails the way a device runtime does.
     """
     from ..backends import resolve_backend
 
@@ -172,45 +228,50 @@ def sweep_operators(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rows, cells = list_cells(backend.device_type, dtypes, only)
-    builder = TableBuilder("operators", "operator", rows, {d: OUTCOMES for d in dtypes}, SAMPLE_CODES)
-    listed = {}
+    builder = TableBuilder("operators", "operator", rows, {d: OUTCOMES for d in dtypes}, SAMPLE_CODES, KIND_LEGEND)
     for cell in cells:
         if cell.excluded:
             builder.set(cell.op, cell.dtype, "X", cell.excluded)
-        else:
-            listed[(cell.op, cell.dtype)] = cell
     size = workers or machine_workers(MEMORY_PER_WORKER_GB)
     devices = device_count(backend.device_type)
     compare_with_cpu = backend.device_type != "cpu"
     env = worker_environment(backend.name) if tuned_workers else {}
     pool = WorkerPool(
-        _serve,
+        worker or _serve,
         (backend.name, devices, max_samples, compare_with_cpu, env),
         size,
         item_timeout_s=item_timeout_s,
         first=None if workers else first_workers(size),
     )
-    requests = {(c.op, c.dtype, c.atol, c.rtol): key for key, c in listed.items()}
+    # (op, dtype, atol, rtol, why op_db excludes it): listed cells first, then each excluded one to run once
+    requests = [(c.op, c.dtype, c.atol, c.rtol, c.excluded) for c in sorted(cells, key=lambda c: bool(c.excluded))]
+    notes = {(c.op, c.dtype): c.note for c in cells if c.note}
     timing, seconds = Counter(), {}
 
     def answered(request, answer, wall_s):
-        op, dtype = request[:2]
+        op, dtype, excluded = request[0], request[1], request[4]
         code, detail, samples = cell_outcome(answer)
-        builder.set(op, dtype, code, detail, samples)
+        if excluded:
+            code, detail = once_outcome(excluded, answer)
+        if (op, dtype) in notes:
+            detail = "; ".join(filter(None, (notes[op, dtype], detail)))
+        builder.set(op, dtype, code, detail, samples, cell_kinds(answer))
         if isinstance(answer, dict):
             timing.update(answer.get("timing", {}))
             builder.add_operators(op, answer.get("operators", ()))
+            builder.add_operators(op, answer.get("kernels", ()), on_device=True)
         seconds[f"{op}/{dtype}"] = round(wall_s, 3)
         if on_cell is not None:
             on_cell(op, dtype, code)
 
     deadline = None if guard_s is None else began + guard_s
-    answers = pool.run(list(requests), deadline=deadline, on_answer=answered)
+    answers = pool.run(requests, deadline=deadline, on_answer=answered)
     stopped = set(pool.stopped)
-    unanswered = [request for request, answer in answers.items() if answer is None]
+    unanswered = [request for request, answer in answers.items() if answer is None and not request[4]]
     for request in unanswered:
         when = "while it ran" if request in stopped else "before it started"
         builder.set(request[0], request[1], "T", f"the time guard of {guard_s:.0f} s ran out {when}")
+    builder.count_overloads(backend_relevant(), DEFINITION)
     return OperatorSweep(
         table=builder.table(),
         seconds=round(time.monotonic() - began, 1),
@@ -237,9 +298,11 @@ def _needed(durations: list[float], left: int, workers: int) -> float:
 def _serve(
     conn, slot: int, backend_name: str, devices: int, max_samples: int | None, compare_with_cpu: bool, env: dict
 ) -> None:
-    """Worker entry point: answer (op, dtype, atol, rtol) requests until told to stop.
+    """Worker entry point: answer (op, dtype, atol, rtol, excluded) requests until told to stop.
 
-    Worker ``slot`` uses device ``slot % devices``.
+    Worker ``slot`` uses device ``slot % devices``. A cell op_db excludes runs
+    its first sample only, without comparing values. Before each sample the
+    worker tells the pool which one it is (:class:`~.pool.Progress`).
     """
     warnings.filterwarnings("ignore")
     os.environ.update(env)
@@ -266,7 +329,7 @@ def _serve(
     gc.freeze()
     conn.send(("ready", {"precision": precision_mode(backend.name), "device": used}))
     while (request := conn.recv()) is not None:
-        name, dtype, atol, rtol = request
+        name, dtype, atol, rtol, excluded = request
         try:
             answer = check_cell(
                 ops[name],
@@ -274,10 +337,12 @@ def _serve(
                 device,
                 atol=atol,
                 rtol=rtol,
-                compare_with_cpu=compare_with_cpu,
+                compare_with_cpu=compare_with_cpu and not excluded,
                 probe=probe,
                 sync=backend.synchronize,
-                max_samples=max_samples,
+                max_samples=1 if excluded else max_samples,
+                report=lambda what: conn.send(Progress(what)),
+                kernels=name in KERNELS_RECORDED,
             )
         except Exception as exc:  # the harness broke, not the device
             answer = {"error": f"harness: {first_line(exc)}"}

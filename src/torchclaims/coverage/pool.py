@@ -20,6 +20,10 @@ Each worker has a slot number (``target(conn, slot, *args)``; a replacement
 takes its predecessor's slot), which a sweep uses to spread workers over the
 devices. The first message of a worker is ``"ready"`` or ``("ready", facts)``,
 facts it reports about itself (say, its precision mode), kept in ``facts``.
+While it works on an item, a worker may say what it is about to do
+(``conn.send(Progress(what))``, before the answer): a runtime that kills its
+process leaves nothing else behind, so a crash or a hang names the last
+:class:`Progress` (say, which sample of a cell was running), as ``during``.
 
 The optional ``deadline`` (a ``time.monotonic()`` value) is the stated time
 guard, the moment by which every answer must be in. No item starts that the
@@ -53,6 +57,14 @@ class Failure:
 
     kind: str
     detail: str
+    during: object = None  # what the worker's last Progress said it was doing; None when it sent none
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A worker's word, before its answer, on what it is about to do within the item (picklable)."""
+
+    what: object
 
 
 class WorkerUnavailable(RuntimeError):
@@ -81,6 +93,7 @@ class _Worker:
         child.close()
         self.slot, self.ready, self.facts = slot, False, None
         self.item = None
+        self.progress = None  # what the last Progress of the current item said
         self.since = time.monotonic()
 
     def take_ready(self):
@@ -98,7 +111,7 @@ class _Worker:
         self.ready = True
 
     def send(self, item) -> None:
-        self.item, self.since = item, time.monotonic()
+        self.item, self.progress, self.since = item, None, time.monotonic()
         self.conn.send(item)
 
     def stop(self) -> None:
@@ -253,19 +266,24 @@ class WorkerPool:
         return self._start(worker.slot)
 
     def _collect(self, worker: _Worker):
-        """The worker's answer if it has one, a Failure if it died or hung, else None."""
-        if worker.conn.poll():
+        """The worker's answer if it has one, a Failure if it died or hung, else None (Progress is kept)."""
+        while worker.conn.poll():
             try:
-                return worker.conn.recv()
+                message = worker.conn.recv()
             except (EOFError, OSError):
                 worker.process.join(10)
-                return Failure("crash", died(worker.process))
+                return Failure("crash", died(worker.process), worker.progress)
+            if not isinstance(message, Progress):
+                return message
+            worker.progress = message.what
         if not worker.process.is_alive():
             worker.process.join(10)
-            return Failure("crash", died(worker.process))
+            return Failure("crash", died(worker.process), worker.progress)
         if time.monotonic() - worker.since >= self.item_timeout_s:
             worker.kill()
-            return Failure("hang", f"no answer within {self.item_timeout_s:g} s (the worker was killed)")
+            return Failure(
+                "hang", f"no answer within {self.item_timeout_s:g} s (the worker was killed)", worker.progress
+            )
         return None
 
 

@@ -12,7 +12,15 @@ tables too) and bounds it: rows, columns, detail length and per-cell sample
 codes are limited, so a hostile file cannot make a page or a diff explode.
 A table may also name, per row, the ATen operators its samples dispatched on
 the CPU (``operators``), which ``torchclaims check`` matches a model's
-operators against.
+operators against; for rows whose device call the sweep watched, the ATen
+operators it dispatched there (``kernels``: each backend's own kernel names);
+per cell, the argument kinds of each sample
+(``arguments``: one token per sample code, tensor ranks then ``/`` and kind
+letters that ``argument_legend`` names, see
+:mod:`torchclaims.coverage.op_arguments`), so that it can tell whether a bad
+sample looks like a model's calls; and its denominator in dispatcher
+overloads (``overloads``, :class:`OverloadCount`). Tables recorded before these
+existed simply lack them.
 
 A cell whose outcome is named :data:`NOT_REACHED` was listed but never
 judged (the sweep's time guard ran out): :meth:`SweepTable.reach` counts the
@@ -24,6 +32,7 @@ Pure Python: nothing here imports torch.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Annotated
 
@@ -36,6 +45,8 @@ MAX_COLUMNS = 16
 MAX_DETAIL = 300
 MAX_SAMPLE_CODES = 2000
 MAX_ROW_OPERATORS = 64
+MAX_ARGUMENTS = 2000  # characters of one cell's argument tokens
+MAX_UNKNOWN = 5000  # unknown overloads listed (torch 2.13 has about 2,200 backend-relevant ones)
 
 Code = Annotated[str, StringConstraints(pattern=r"^[!-~]$")]  # one printable ASCII character
 Label = Annotated[str, StringConstraints(min_length=1, max_length=60)]
@@ -45,6 +56,31 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=120, pattern=r"
 OperatorName = Annotated[
     str, StringConstraints(max_length=120, pattern=r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?$")
 ]
+
+ARGUMENT_TOKEN = re.compile(r"^[0-9+]*/([a-z]*)$")  # ranks, then the kind letters
+
+
+class OverloadCount(BaseModel):
+    """The table's denominator in dispatcher overloads: how many backend-relevant overloads its rows dispatched."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    relevant: int = Field(ge=0)
+    measured: int = Field(ge=0)
+    unknown: list[OperatorName] = Field(default_factory=list, max_length=MAX_UNKNOWN)
+    definition: Annotated[str, StringConstraints(max_length=MAX_DETAIL)] = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OverloadCount:
+        if self.measured > self.relevant:
+            raise ValueError(f"{self.measured} overloads measured of only {self.relevant}")
+        if len(self.unknown) > self.relevant - self.measured:
+            raise ValueError(f"{len(self.unknown)} unknown overloads listed, more than the {self.relevant} - measured")
+        return self
+
+    def summary(self) -> str:
+        unknown = self.relevant - self.measured
+        return f"{self.measured} of {self.relevant} backend-relevant overloads measured, {unknown} unknown"
 
 
 class SweepColumn(BaseModel):
@@ -58,6 +94,10 @@ class SweepColumn(BaseModel):
     details: dict[int, Annotated[str, StringConstraints(max_length=MAX_DETAIL)]] = Field(default_factory=dict)
     samples: dict[int, Annotated[str, StringConstraints(max_length=MAX_SAMPLE_CODES, pattern=r"^[!-~]*$")]] = Field(
         default_factory=dict
+    )
+    # row index -> one argument token per sample code, space-separated
+    arguments: dict[int, Annotated[str, StringConstraints(max_length=MAX_ARGUMENTS, pattern=r"^[0-9+/a-z ]*$")]] = (
+        Field(default_factory=dict)
     )
 
     def count(self) -> Counter:
@@ -82,6 +122,11 @@ class SweepTable(BaseModel):
     sample_legend: dict[Code, Label] = Field(default_factory=dict)
     # row index -> the ATen operators (aten::name.overload) its samples dispatched on the CPU
     operators: dict[int, list[OperatorName]] = Field(default_factory=dict)
+    # row index -> the ATen operators its device call dispatched, where the sweep watched for them (the
+    # backend's own kernels: CUDA's _scaled_dot_product_flash_attention for the CPU's ..._for_cpu)
+    kernels: dict[int, list[OperatorName]] = Field(default_factory=dict)
+    argument_legend: dict[Code, Label] = Field(default_factory=dict)
+    overloads: OverloadCount | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> SweepTable:
@@ -103,12 +148,28 @@ class SweepTable(BaseModel):
             unknown = {c for s in column.samples.values() for c in s} - set(self.sample_legend)
             if unknown:
                 raise ValueError(f"{where}: sample codes {sorted(unknown)} are not in sample_legend")
-        for index, names in self.operators.items():
-            if not 0 <= index < len(self.rows):
-                raise ValueError(f"operators for row index {index}, outside the table")
-            if len(names) > MAX_ROW_OPERATORS:
-                raise ValueError(f"operators of row {self.rows[index]!r}: {len(names)}, more than {MAX_ROW_OPERATORS}")
+            for index, tokens in column.arguments.items():
+                self._check_arguments(where, index, tokens.split(), column.samples.get(index, ""))
+        for field, mapping in (("operators", self.operators), ("kernels", self.kernels)):
+            for index, names in mapping.items():
+                if not 0 <= index < len(self.rows):
+                    raise ValueError(f"{field} for row index {index}, outside the table")
+                if len(names) > MAX_ROW_OPERATORS:
+                    raise ValueError(
+                        f"{field} of row {self.rows[index]!r}: {len(names)}, more than {MAX_ROW_OPERATORS}"
+                    )
         return self
+
+    def _check_arguments(self, where: str, index: int, tokens: list[str], samples: str) -> None:
+        if len(tokens) != len(samples):
+            raise ValueError(f"{where}: {len(tokens)} argument tokens for {len(samples)} sample codes at row {index}")
+        for token in tokens:
+            match = ARGUMENT_TOKEN.match(token)
+            if match is None:
+                raise ValueError(f"{where}: argument token {token[:20]!r} at row {index} is not ranks/letters")
+            unknown = set(match.group(1)) - set(self.argument_legend)
+            if unknown:
+                raise ValueError(f"{where}: argument kinds {sorted(unknown)} are not in argument_legend")
 
     def reach(self) -> tuple[int, int]:
         """(cells reached, cells listed): every listed cell whose outcome is not NOT_REACHED was reached."""
@@ -158,17 +219,23 @@ class TableBuilder:
         rows: list[str],
         legends: dict[str, dict[str, str]],
         sample_legend: dict[str, str] | None = None,
+        argument_legend: dict[str, str] | None = None,
     ):
         self.name, self.item, self.rows = name, item, list(rows)
         self.index = {row: i for i, row in enumerate(self.rows)}
         self.legends = legends
         self.sample_legend = dict(sample_legend or {})
+        self.argument_legend = dict(argument_legend or {})
+        self.arguments: dict[str, dict[int, str]] = {column: {} for column in legends}
+        self.overloads: OverloadCount | None = None
         self.codes = {column: [NOT_LISTED] * len(self.rows) for column in legends}
         self.details: dict[str, dict[int, str]] = {column: {} for column in legends}
         self.samples: dict[str, dict[int, str]] = {column: {} for column in legends}
         self.operators: dict[int, set[str]] = {}
+        self.kernels: dict[int, set[str]] = {}
 
-    def set(self, row: str, column: str, code: str, detail: str = "", samples: str = "") -> None:
+    def set(self, row: str, column: str, code: str, detail: str = "", samples: str = "", arguments: str = "") -> None:
+        """One cell; ``arguments`` (one token per sample code) is kept only beside its sample codes."""
         if code not in self.legends[column]:
             raise ValueError(f"code {code!r} is not in the legend of column {column!r}")
         i = self.index[row]
@@ -177,10 +244,24 @@ class TableBuilder:
             self.details[column][i] = clip(detail, MAX_DETAIL)
         if samples:
             self.samples[column][i] = samples[:MAX_SAMPLE_CODES]
+        if samples and arguments and len(arguments.split()) == len(samples) and len(arguments) <= MAX_ARGUMENTS:
+            self.arguments[column][i] = arguments
 
-    def add_operators(self, row: str, names) -> None:
-        """ATen operators the row's samples dispatched (kept sorted, at most MAX_ROW_OPERATORS)."""
-        self.operators.setdefault(self.index[row], set()).update(names)
+    def add_operators(self, row: str, names, on_device: bool = False) -> None:
+        """ATen operators the row's samples dispatched on the CPU, or ``on_device`` (kept sorted, at most
+        MAX_ROW_OPERATORS)."""
+        (self.kernels if on_device else self.operators).setdefault(self.index[row], set()).update(names)
+
+    def count_overloads(self, relevant: list[str], definition: str = "") -> None:
+        """The denominator: which of the ``relevant`` overloads some row dispatched (see OverloadCount)."""
+        dispatched = {name for names in self.operators.values() for name in names}
+        unknown = sorted(set(relevant) - dispatched)
+        self.overloads = OverloadCount(
+            relevant=len(set(relevant)),
+            measured=len(set(relevant) & dispatched),
+            unknown=unknown[:MAX_UNKNOWN],
+            definition=clip(definition, MAX_DETAIL),
+        )
 
     def get(self, row: str, column: str) -> str:
         return self.codes[column][self.index[row]]
@@ -197,11 +278,15 @@ class TableBuilder:
                     legend=legend,
                     details=self.details[column],
                     samples=self.samples[column],
+                    arguments=self.arguments[column],
                 )
                 for column, legend in self.legends.items()
             ],
             sample_legend=self.sample_legend,
             operators={i: sorted(names)[:MAX_ROW_OPERATORS] for i, names in sorted(self.operators.items()) if names},
+            kernels={i: sorted(names)[:MAX_ROW_OPERATORS] for i, names in sorted(self.kernels.items()) if names},
+            argument_legend=self.argument_legend,
+            overloads=self.overloads,
         )
 
 

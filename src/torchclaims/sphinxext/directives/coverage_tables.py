@@ -11,9 +11,11 @@ claim that carries a coverage table:
   loaded per run from ``_static/coverage/<run>.js`` only when picked
   (page_data.py), so the page stays small however large the tables are;
 * then, for the newest run of each backend column: the outcome counts of every
-  column with their shares and the denominator, a stacked-bar plot (inline
-  SVG: no script, no image file), a CSV download of the table and a link to
-  the results file that holds the record.
+  column with their shares and the denominator, the denominator in dispatcher
+  overloads where the table states one ("N of M backend-relevant overloads
+  measured, K unknown", with the unknown ones listed), a stacked-bar plot
+  (inline SVG: no script, no image file), a CSV download of the table and a
+  link to the results file that holds the record.
 
 The data files are written at ``build-finished`` from the results store, the
 same store the directive read, so a page never shows a run whose file is
@@ -168,6 +170,29 @@ def _summary(sweep: SweepTable) -> nodes.table:
     return table(["outcome"] + [column.name for column in sweep.columns], rows, ["tc-sweep-summary"])
 
 
+def _overloads(sweep: SweepTable) -> nodes.Node | None:
+    """The table's denominator in dispatcher overloads, the unknown ones folded away; None when it states none."""
+    count = sweep.overloads
+    if count is None:
+        return None
+    unknown = count.relevant - count.measured
+    listed = Html(", ").join(Html("<code>{}</code>").format(name) for name in count.unknown)
+    more = unknown - len(count.unknown)
+    return nodes.raw(
+        "",
+        Html(
+            '<details class="tc-sweep-overloads"><summary>Dispatcher overloads: {}</summary>'
+            "<p>{}. The rows dispatched them on the CPU reference. Unknown: {}{}</p></details>"
+        ).format(
+            count.summary(),
+            count.definition or "ATen overloads a backend must implement",
+            listed or "none",
+            f" and {more} more" if more > 0 else "",
+        ),
+        format="html",
+    )
+
+
 class CoverageTableDirective(SphinxDirective):
     """``{coverage-table} <claim-id>``: see the module docstring."""
 
@@ -225,6 +250,9 @@ class CoverageTableDirective(SphinxDirective):
             head += nodes.reference("", "results file (JSON)", refuri=relative(download_for(entry).json))
             section += head
             section += _summary(sweep)
+            overloads = _overloads(sweep)
+            if overloads is not None:
+                section += overloads
             section += nodes.raw("", _bar_svg(sweep), format="html")
             out.append(section)
         return out
