@@ -43,6 +43,16 @@ def test_eager_mode_is_refuted_on_a_lazy_backend(monkeypatch, tmp_path):
     assert refuted(record, "not when a value is read"), outcomes(record)
 
 
+def test_eager_mode_is_refuted_where_the_loop_compiles_behind_a_read(monkeypatch, tmp_path):
+    # A device that hands the work behind each read to torch.compile: the values agree, but graphs are compiled.
+    compiled_sum = torch.compile(lambda t: t.sum(), backend="eager")
+    device_computes(monkeypatch, torch.Tensor.item, lambda t: compiled_sum(t.as_subclass(torch.Tensor)).item())
+    record = run_gallery("torchneuron_eager_mode", monkeypatch, tmp_path, as_backend="neuron")
+    assert refuted(record, "with no compile or sync call", "graphs compiled by Dynamo during the loop: got"), outcomes(
+        record
+    )
+
+
 def test_checkpoint_map_location_holds_on_the_cpu(monkeypatch, tmp_path):
     record = run_gallery("checkpoint_map_location", monkeypatch, tmp_path)
     assert record.verdict is Verdict.HOLDS, outcomes(record)
@@ -695,6 +705,19 @@ def test_custom_op_is_refuted_where_its_fake_kernel_gives_another_shape(monkeypa
     monkeypatch.setattr(CustomOpDef, "register_fake", lambda op, fake: register_fake(op, one_longer))
     record = run_gallery("custom_op_eager_and_compile", monkeypatch, tmp_path)
     assert refuted(record, "torch.library.opcheck passes", "test_faketensor: "), outcomes(record)
+
+
+def test_custom_op_opcheck_is_refuted_where_a_test_it_runs_here_is_not_implemented(monkeypatch, tmp_path):
+    # opcheck runs its autograd registration test on the CPU: an NYI there is a failure, not a test skipped.
+    opcheck = torch.library.opcheck
+    nyi = NotImplementedError("autograd_registration_check: NYI devices other than CPU/CUDA/XPU, got {'cpu'}")
+
+    def without_autograd_test(op, args, **options):
+        return {**opcheck(op, args, **options), "test_autograd_registration": nyi}
+
+    monkeypatch.setattr(torch.library, "opcheck", without_autograd_test)
+    record = run_gallery("custom_op_eager_and_compile", monkeypatch, tmp_path)
+    assert refuted(record, "opcheck passes", "test_autograd_registration: NotImplementedError: "), outcomes(record)
 
 
 NEURON_NAMES_THE_SLOT = """
