@@ -270,6 +270,18 @@ def test_the_sweep_probes_each_release_without_an_answer_in_its_own_environment(
     assert name_sweep.probe_missing(sweep(project, again), chosen, log=lambda _: None) == [] and again.calls == []
 
 
+def test_a_release_whose_claims_run_is_probed_in_their_environment_before_it_goes(project):
+    run = Installer(version="2.9.0")  # as verify installed it for the claims
+    rel, env_dir = release(project), project / ".sweep" / "env"
+    env_dir.mkdir(parents=True)
+    assert "private name(s) resolve" in name_sweep.probe_after_claims(sweep(project, run), rel, env_dir)
+    ((probe, _),) = run.calls  # the probe alone: nothing installed a second time
+    assert probe[0] == str(env_dir / "bin" / "python") and probe[1:3] == ["-m", name_sweep.PROBE]
+    assert read_answer(answer_path(Folders(project).results, rel)).release == rel.name
+    again = Installer(version="2.9.0")
+    assert name_sweep.probe_after_claims(sweep(project, again), rel, env_dir) == "" and again.calls == []
+
+
 @pytest.mark.parametrize(
     "installer, why",
     [

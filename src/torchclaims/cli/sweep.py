@@ -56,7 +56,7 @@ def register(add) -> None:
 def run(args) -> ExitCode:
     import time
 
-    from ..history.name_sweep import probe_missing
+    from ..history.name_sweep import probe_after_claims, probe_missing
     from ..history.release_sweep import CPU_INDEX, PeakDisk, Sweep
     from ..history.releases import load_releases
     from ..history.sweep_plan import select
@@ -91,12 +91,15 @@ def run(args) -> ExitCode:
         torch_index=index,
         timeout=timeout,
         workflow_run=args.workflow_run,
+        in_environment=probe_after_claims,
     )
     started = time.perf_counter()
     work_dir.mkdir(parents=True, exist_ok=True)
     selected = select(releases, args.series, args.versions)
     with PeakDisk(work_dir) as peak:
         measured = sweep.sweep(selected, dry_run=args.dry_run, rerun=tuple(args.rerun))
-        measured += probe_missing(sweep, selected, dry_run=args.dry_run)  # after the claims: their venvs are gone
+        # a release whose claims run is probed in their environment (probe_after_claims); the rest in one of its own
+        in_own = {m.release.name for m in measured if m.status in ("ran", "would run")}
+        measured += probe_missing(sweep, selected, dry_run=args.dry_run, in_own=frozenset(in_own))
     print("\n".join(["", "sweep summary:"] + report(measured, time.perf_counter() - started, peak.peak)))
     return ExitCode.FAILED if any(m.status == "failed" for m in measured) else ExitCode.OK

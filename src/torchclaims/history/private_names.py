@@ -15,6 +15,8 @@ NAMES = {
     # The dispatcher: whether an operator has a kernel of a device's own, and which key a device uses.
     "torch._C._dispatch_dump_table": "coverage/fallback.py reads an operator's kernels per dispatch key "
     "to tell a native kernel from a CPU fallback",
+    "torch._C._dispatch_get_all_op_names": "coverage/op_overloads.py lists every registered operator, the "
+    "denominator of the operator table (the backend-relevant overloads)",
     "torch._C._dispatch_has_kernel_for_dispatch_key": "the fallback claims (MPS, Neuron, XLA) ask whether an "
     "operator has a kernel of the device's own key or a composite one",
     "torch._C._dispatch_key_for_device": "the dispatch key of the configured device, for the fallback "

@@ -91,6 +91,9 @@ class Sweep:
     run: Run = run_command
     python: str = sys.executable
     free_bytes: Callable[[Path], int] = field(default=lambda path: shutil.disk_usage(path).free)
+    # Run in a release's environment after its claims, before the environment is removed (the private-name
+    # probe, history.name_sweep); returns a line for the release's summary, "" for nothing to say.
+    in_environment: Callable[[Sweep, Release, Path], str] | None = None
 
     @property
     def cpu_index(self) -> bool:
@@ -190,7 +193,7 @@ class Sweep:
         pip_env = self.pip_env(release)
         started = time.perf_counter()
         installed = verified = started
-        size, status, ran, written = 0, 0, 0, None
+        size, status, ran, written, also = 0, 0, 0, None, ""
         before = {p for p, _ in release_files(self.results_dir, release, self.cpu_index)[0]}
         present = set(self.results_dir.glob("*.json"))
         try:
@@ -218,6 +221,7 @@ class Sweep:
                 print(f"{release.name}: {why}; the other {len(missing)} claim(s) run too", flush=True)
                 claims = tuple(missing)
             verified = time.perf_counter()
+            also = self.in_environment(self, release, env_dir) if self.in_environment else ""
         finally:
             shutil.rmtree(env_dir, ignore_errors=True)
             shutil.rmtree(self.work_dir / "tmp", ignore_errors=True)
@@ -253,6 +257,7 @@ class Sweep:
         detail = f"replaced {', '.join(p.name for p in replaced)}" if replaced else ""
         if planned.base is not None and planned.base not in replaced and not planned.base.exists():
             detail = f"merged into the records of {planned.base.name}"
+        detail = "; ".join(part for part in (detail, also) if part)
         return Measured(release, "ran", detail, *timing, written.name, ran)
 
     def executable(self) -> list[str]:
