@@ -128,3 +128,10 @@ def test_a_claim_level_reason_of_before_is_a_clear_error(tmp_path):
     path.write_text(claim_toml(claim_fields("a-claim", no_breaking_test="no device here")), encoding="utf-8")
     problems = load_claims(tmp_path).problems
     assert [p.field for p in problems] == ["no_breaking_test"] and "one reason per check" in problems[0].message
+
+
+def test_a_reason_for_a_check_a_test_refutes_is_a_problem(tmp_path):
+    inventory = knowledge_base(tmp_path, REFUTES_ONE, no_breaking_test={"amax reduces": "cannot be broken"})
+    assert [p.message for p in inventory.problems if p.field == "no_breaking_test.amax reduces"] == [
+        "a test refutes this check: its reason must go"
+    ]

@@ -146,7 +146,8 @@ class Inventory:
 def take_inventory(root: Path, claims: ClaimSet) -> Inventory:
     """The checks of every executable claim, what covers each, and one problem per thing the inventory test
     would reject: a check with neither test nor reason that LEFT does not list, a LEFT entry no longer needed,
-    a reason whose words name no check or several, a script or test file that cannot be read."""
+    a reason whose words name no check or several or a check a test refutes, a script or test file that cannot
+    be read."""
     path = root / BREAKING_TESTS
     if not path.is_file():
         return Inventory([], frozenset(), [Problem(Path(BREAKING_TESTS), "", "missing: the inventory cannot be taken")])
@@ -173,6 +174,10 @@ def take_inventory(root: Path, claims: ClaimSet) -> Inventory:
             Problem(record, f"no_breaking_test.{words}", "these words name no check of the script, or several")
             for words in claim.no_breaking_test
             if the_one_named(checks, words) is None
+        ] + [
+            Problem(record, f"no_breaking_test.{words}", "a test refutes this check: its reason must go")
+            for words in claim.no_breaking_test
+            if the_one_named(checks, words) in found.covered
         ]
         inventory.problems += [
             Problem(
