@@ -696,27 +696,34 @@ def test_xla_nll_loss_is_refuted_where_an_unbatched_call_kills_the_process(monke
     assert outcomes(record)["nll_loss of a batched (1, 3) input returns the CPU's loss"] is Verdict.HOLDS
 
 
-def test_shape_change_recompiles_is_refuted_where_a_step_on_a_seen_length_compiles(monkeypatch, tmp_path):
-    # A Neuron stand-in whose compiler writes one .neff into its cache at every call, shapes seen before or not.
+def neff_writer(monkeypatch, tmp_path):
+    """A Neuron compile cache of the test's own (NEURON_COMPILE_CACHE_URL), and what writes one more .neff in it."""
     import itertools
-
-    import torch._dynamo
 
     cache, count = tmp_path / "neuron-cache", itertools.count()
     cache.mkdir()
     monkeypatch.setenv("NEURON_COMPILE_CACHE_URL", str(cache))
+    return lambda: (cache / f"{next(count)}.neff").touch()
 
-    def compiles_at_every_call(graph, inputs):
-        return lambda *args: (cache / f"{next(count)}.neff").touch() or graph.forward(*args)
 
-    register = lambda: torch._dynamo.register_backend(compiles_at_every_call, name="neuron")  # noqa: E731 - child only
-    record = run_gallery(
+def run_shape_changes(monkeypatch, tmp_path, compile_graph):
+    """shape_change_recompiles on a Neuron stand-in whose torch.compile backend is ``compile_graph``."""
+    compiler = registered_compiler(compile_graph)
+    return run_gallery(
         "shape_change_recompiles",
         monkeypatch,
         tmp_path,
         as_backend="neuron",
         compile_backend="neuron",
-        in_child=register,
+        in_child=compiler,
+    )
+
+
+def test_shape_change_recompiles_is_refuted_where_a_step_on_a_seen_length_compiles(monkeypatch, tmp_path):
+    # A Neuron stand-in whose compiler writes one .neff into its cache at every call, shapes seen before or not.
+    write_neff = neff_writer(monkeypatch, tmp_path)
+    record = run_shape_changes(
+        monkeypatch, tmp_path, lambda graph, inputs: lambda *args: write_neff() or graph.forward(*args)
     )
     assert refuted(record, "a step on a length seen before compiles nothing", "again): got 1, expected 0"), outcomes(
         record
@@ -866,20 +873,26 @@ def test_eager_mode_is_refuted_where_the_device_divides_a_little_off(monkeypatch
     assert outcomes(record)["the loop runs on the neuron device with no compile or sync call"] is Verdict.HOLDS
 
 
-def neuron_compiler(compile_graph):
-    """What a test gives ``in_child``: registers ``compile_graph`` as torch.compile's 'neuron' backend (the
+def registered_compiler(compile_graph, name="neuron"):
+    """What a test gives ``in_child``: registers ``compile_graph`` as torch.compile's backend ``name`` (the
     registration cannot be undone, so only the child makes it)."""
 
     def register():
         import torch._dynamo
 
-        torch._dynamo.register_backend(compile_graph, name="neuron")
+        torch._dynamo.register_backend(compile_graph, name=name)
 
     return register
 
 
+def run_compiled_by(script, monkeypatch, tmp_path, compile_graph, name):
+    """Run ``gallery/<script>.py`` on the CPU with ``compile_graph`` as its compile backend, registered as ``name``."""
+    register = registered_compiler(compile_graph, name)
+    return run_gallery(script, monkeypatch, tmp_path, as_backend="cpu", compile_backend=name, in_child=register)
+
+
 def test_compile_modes_is_refuted_where_neuron_ignores_the_mode_without_a_word(monkeypatch, tmp_path):
-    silent = neuron_compiler(lambda graph, inputs, mode=None: graph.forward)
+    silent = registered_compiler(lambda graph, inputs, mode=None: graph.forward)
     record = run_gallery("compile_backend_and_modes", monkeypatch, tmp_path, as_backend="neuron", in_child=silent)
     assert refuted(record, "TorchNeuron logs a warning about the mode", "no warning mentions the mode"), outcomes(
         record
@@ -899,7 +912,7 @@ def warns_and_adds_a_hundredth(graph, inputs, mode=None):
 
 
 def test_compile_modes_is_refuted_where_the_compiled_graph_differs_from_eager(monkeypatch, tmp_path):
-    off = neuron_compiler(warns_and_adds_a_hundredth)
+    off = registered_compiler(warns_and_adds_a_hundredth)
     record = run_gallery("compile_backend_and_modes", monkeypatch, tmp_path, as_backend="neuron", in_child=off)
     assert refuted(record, "compiles, runs on the device and matches eager", "compiled vs eager: max abs error"), (
         outcomes(record)
@@ -908,7 +921,7 @@ def test_compile_modes_is_refuted_where_the_compiled_graph_differs_from_eager(mo
 
 
 def test_recompile_is_refuted_where_neuron_accepts_dynamic_true(monkeypatch, tmp_path):
-    eager = neuron_compiler(lambda graph, inputs: graph.forward)  # compiles any shape, dynamic ones included
+    eager = registered_compiler(lambda graph, inputs: graph.forward)  # compiles any shape, dynamic ones included
     record = run_gallery(
         "recompile_dynamic_shapes", monkeypatch, tmp_path, as_backend="neuron", compile_backend="neuron", in_child=eager
     )
@@ -928,24 +941,8 @@ def test_recompile_is_refuted_where_the_default_specialises_every_length(monkeyp
 def test_shape_change_recompiles_is_refuted_where_one_dynamic_graph_serves_new_lengths(monkeypatch, tmp_path):
     # A Neuron stand-in that writes one .neff per graph Dynamo hands it: the second length makes the graph dynamic,
     # and the third length, never seen, runs on it without a compilation.
-    import itertools
-
-    cache, count = tmp_path / "neuron-cache", itertools.count()
-    cache.mkdir()
-    monkeypatch.setenv("NEURON_COMPILE_CACHE_URL", str(cache))
-
-    def compiles_per_graph(graph, inputs):
-        (cache / f"{next(count)}.neff").touch()
-        return graph.forward
-
-    record = run_gallery(
-        "shape_change_recompiles",
-        monkeypatch,
-        tmp_path,
-        as_backend="neuron",
-        compile_backend="neuron",
-        in_child=neuron_compiler(compiles_per_graph),
-    )
+    write_neff = neff_writer(monkeypatch, tmp_path)
+    record = run_shape_changes(monkeypatch, tmp_path, lambda graph, inputs: write_neff() or graph.forward)
     assert refuted(record, "a length not seen before compiles once", "first step of length 9: got 0"), outcomes(record)
     assert outcomes(record)["a step on a length seen before compiles nothing"] is Verdict.HOLDS
 
@@ -1061,7 +1058,7 @@ def test_compile_failure_is_refuted_where_neuron_falls_back_to_eager_by_default(
         tmp_path,
         as_backend="neuron",
         compile_backend="neuron",
-        in_child=neuron_compiler(falls_back_to_eager),
+        in_child=registered_compiler(falls_back_to_eager),
     )
     assert refuted(record, "fails on a graph, the compiled call raises", "fell back to running the graph eagerly"), (
         outcomes(record)
@@ -1198,24 +1195,12 @@ class GradientsAPercentHigh(torch.autograd.Function):
         return grad * 1.01
 
 
-def register_wrong_gradients():
-    import torch._dynamo
-
-    def compiler(graph, inputs):
-        return lambda *args: [GradientsAPercentHigh.apply(out) for out in graph.forward(*args)]
-
-    torch._dynamo.register_backend(compiler, name="wrong_gradients")
+def gradients_a_percent_high(graph, inputs):
+    return lambda *args: [GradientsAPercentHigh.apply(out) for out in graph.forward(*args)]
 
 
 def test_compile_matches_eager_is_refuted_by_a_compiler_with_wrong_gradients(monkeypatch, tmp_path):
-    record = run_gallery(
-        "compile_matches_eager",
-        monkeypatch,
-        tmp_path,
-        as_backend="cpu",
-        compile_backend="wrong_gradients",
-        in_child=register_wrong_gradients,
-    )
+    record = run_compiled_by("compile_matches_eager", monkeypatch, tmp_path, gradients_a_percent_high, "wrong_grads")
     assert refuted(record, "gradients match eager", "max abs error"), outcomes(record)
     assert outcomes(record)["forward outputs match eager within fp32 tolerance"] is Verdict.HOLDS
 
@@ -1360,24 +1345,12 @@ def test_custom_op_without_a_kernel_is_refuted_where_device_types_are_ignored(mo
     assert refuted(record, "without a kernel raises", "an op with no cpu kernel ran on cpu"), outcomes(record)
 
 
-def register_off_by_a_hundredth():
-    import torch._dynamo
-
-    def compiler(graph, inputs):
-        return lambda *args: [out + 1e-2 for out in graph.forward(*args)]
-
-    torch._dynamo.register_backend(compiler, name="off_by_a_hundredth")
+def a_hundredth_high(graph, inputs):
+    return lambda *args: [out + 1e-2 for out in graph.forward(*args)]
 
 
 def test_custom_op_compile_is_refuted_by_a_compiler_that_changes_the_result(monkeypatch, tmp_path):
-    record = run_gallery(
-        "custom_op_eager_and_compile",
-        monkeypatch,
-        tmp_path,
-        as_backend="cpu",
-        compile_backend="off_by_a_hundredth",
-        in_child=register_off_by_a_hundredth,
-    )
+    record = run_compiled_by("custom_op_eager_and_compile", monkeypatch, tmp_path, a_hundredth_high, "hundredth_high")
     assert refuted(record, "compiles it as one node", "compiled fn: max abs error"), outcomes(record)
 
 
