@@ -135,3 +135,35 @@ def test_a_reason_for_a_check_a_test_refutes_is_a_problem(tmp_path):
     assert [p.message for p in inventory.problems if p.field == "no_breaking_test.amax reduces"] == [
         "a test refutes this check: its reason must go"
     ]
+
+
+THROUGH_HELPERS = """
+def run_on_the_stand_in(script, monkeypatch, tmp_path):
+    return run_gallery(script, monkeypatch, tmp_path, as_backend="neuron")
+
+
+def run_a_claim(monkeypatch, tmp_path):
+    return run_on_the_stand_in("a_claim", monkeypatch, tmp_path)
+
+
+def test_through_a_runner(monkeypatch, tmp_path):
+    assert refuted(run_on_the_stand_in("a_claim", monkeypatch, tmp_path), "amax reduces", "shape (2,) differs")
+
+
+def test_through_a_helper_with_its_own_script(monkeypatch, tmp_path):
+    assert refuted(run_a_claim(monkeypatch, tmp_path), "all_reduce across", "values differ")
+
+
+def test_through_a_helper_of_another_script(monkeypatch, tmp_path):
+    assert refuted(run_on_the_stand_in("other", monkeypatch, tmp_path), "the result matches", "ones: max abs")
+"""
+
+
+def test_a_test_may_run_the_script_through_a_helper_of_the_file(tmp_path):
+    inventory = knowledge_base(tmp_path, THROUGH_HELPERS)
+    (claim,) = inventory.claims
+    assert sorted(c.text for c in claim.covered) == [
+        "all_reduce across {…} processes gives the sum",
+        "{…} reduces over every dimension",
+    ]
+    assert [c.text for c in claim.bare] == ["the result matches the reference"]  # that test runs another script

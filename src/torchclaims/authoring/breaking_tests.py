@@ -1,7 +1,8 @@
 """The breaking-test inventory: every check of every executable claim is refuted by a test, or says why not.
 
 A check is covered by a test function in ``tests/test_breaking_checks.py`` that
-runs the claim's script (``run_gallery("<script stem>", ...)``) and asserts that
+runs the claim's script (``run_gallery("<script stem>", ...)``, or a helper of the
+file that passes its first argument on to ``run_gallery`` or runs a script of its own) and asserts that
 check refuted for its stated reason, ``refuted(record, "<words naming the check>",
 "<words of its failure>")``: the reason must be given, or a check refuted for
 another one would count. A check no stand-in here can break carries its own reason
@@ -56,17 +57,44 @@ def read_breaking_tests(path: Path) -> BreakingTests:
     except SyntaxError as exc:
         raise InvalidFileError([Problem(path, "", f"does not parse: {exc.msg}", exc.lineno)]) from None
     module_strings = _strings_bound(tree.body)
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    strings = {f.name: {**module_strings, **_strings_bound(ast.walk(f))} for f in functions}
+    calls = {
+        f.name: [node for node in ast.walk(f) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+        for f in functions
+    }
+    runs = _scripts_run(functions, calls, strings)
     refutations = set()
-    for function in (node for node in tree.body if isinstance(node, ast.FunctionDef)):
-        strings = {**module_strings, **_strings_bound(ast.walk(function))}
-        calls = [node for node in ast.walk(function) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
-        scripts = {_string(c.args[0], strings) for c in calls if c.func.id == RUNNER and c.args} - {None}
-        for call in (c for c in calls if c.func.id == ASSERTION):
+    for function in functions:
+        for call in (c for c in calls[function.name] if c.func.id == ASSERTION):
             given = [*call.args[1:3], *(k.value for k in call.keywords if k.arg == "because")]
-            words, because = (_string(arg, strings) for arg in (given + [None, None])[:2])
+            words, because = (_string(arg, strings[function.name]) for arg in (given + [None, None])[:2])
             if words and because:
-                refutations.update(Refutation(script, words, because) for script in scripts)
+                refutations.update(Refutation(script, words, because) for script in runs[function.name])
     return BreakingTests(frozenset(refutations), frozenset(_left(tree, path)))
+
+
+def _scripts_run(functions: list[ast.FunctionDef], calls: dict, strings: dict) -> dict[str, set[str]]:
+    """The scripts each module-level function runs: the string it gives run_gallery, or a helper that passes its own
+    first argument on to run_gallery (a runner), or the scripts of a helper it calls that runs its own."""
+    runners, runs = {RUNNER}, {f.name: set() for f in functions}
+    changed = True
+    while changed:  # helpers call helpers: until nothing more is found
+        changed = False
+        for function in functions:
+            first = function.args.args[0].arg if function.args.args else None
+            for call in calls[function.name]:
+                found = set(runs.get(call.func.id, ()))
+                if call.func.id in runners and call.args:
+                    script = call.args[0]
+                    if isinstance(script, ast.Name) and script.id == first and function.name not in runners:
+                        runners.add(function.name)
+                        changed = True
+                    found |= {_string(script, strings[function.name])} - {None}
+                if not found <= runs[function.name]:
+                    runs[function.name] |= found
+                    changed = True
+    return runs
 
 
 def _strings_bound(nodes) -> dict[str, str]:
