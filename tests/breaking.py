@@ -366,15 +366,21 @@ def world_size():
 
 def thread_replicas(monkeypatch, tmp_path: Path, **modules: str) -> None:
     """A ``torch_xla`` package whose ``launch`` runs thread replicas on the CPU, with the other modules a test
-    gives (``xla_model`` for ``core/xla_model.py``, ``xla_backend`` for ``distributed/xla_backend.py``), ahead
-    on the path of the fresh processes the script starts (they get the script's sys.path)."""
-    paths = {"xla_model": "core/xla_model.py", "xla_backend": "distributed/xla_backend.py"}
+    gives (``xla_model`` for ``core/xla_model.py``, ``xla_backend`` for ``distributed/xla_backend.py``,
+    ``xla_multiprocessing`` for ``distributed/xla_multiprocessing.py``), ahead on the path of the fresh processes
+    the script starts (on their PYTHONPATH too, for those that do not get the script's sys.path)."""
+    paths = {
+        "xla_model": "core/xla_model.py",
+        "xla_backend": "distributed/xla_backend.py",
+        "xla_multiprocessing": "distributed/xla_multiprocessing.py",
+    }
     package = tmp_path / "standin" / "torch_xla"
     files = {**THREAD_REPLICAS, "distributed/__init__.py": "", **{paths[name]: text for name, text in modules.items()}}
     for name, text in files.items():
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(text, encoding="utf-8")
     monkeypatch.syspath_prepend(str(package.parent))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(package.parent), os.environ.get("PYTHONPATH")])))
 
 
 # The 'xla' process group of THREAD_REPLICAS: one group object for the process, shared by the replica threads;

@@ -300,7 +300,7 @@ def test_attributed_claim_with_script_names_the_script_field(tmp_path):
 @pytest.mark.parametrize(
     "field, value, says",
     [
-        ("no_breaking_test", "the device is not here", "has no checks to break"),
+        ("no_breaking_test", {"the check": "the device is not here"}, "has no checks to break"),
         ("compiler_caches", "cold", "no compiler caches to keep cold"),
         ("network", "loopback", "needs no network"),
     ],

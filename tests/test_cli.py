@@ -214,6 +214,7 @@ def test_show_reports_a_rejected_results_file(tmp_path, capsys):
 
 
 RUFF_FINDS_NOTHING = [sys.executable, "-c", "print('[]')"]  # ruff itself: tests/test_quick_path.py
+CHECK = "the result matches the reference"  # the one check of a script factories.write_script writes
 
 
 def as_ci_has_it(root: Path, monkeypatch, *broken_scripts: str) -> Path:
@@ -222,7 +223,10 @@ def as_ci_has_it(root: Path, monkeypatch, *broken_scripts: str) -> Path:
 
     monkeypatch.setattr(formatting, "ruff_command", lambda: RUFF_FINDS_NOTHING)
     (root / "tests").mkdir(exist_ok=True)
-    calls = "".join(f"    run_gallery({name!r}, monkeypatch, tmp_path)\n" for name in broken_scripts)
+    calls = "".join(
+        f"    assert refuted(run_gallery({name!r}, monkeypatch, tmp_path), {CHECK!r}, 'ones: max abs error')\n"
+        for name in broken_scripts
+    )
     (root / "tests" / "test_breaking_checks.py").write_text(f"def test_it(monkeypatch, tmp_path):\n{calls}")
     return root
 

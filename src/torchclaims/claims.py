@@ -248,11 +248,12 @@ class Claim(BaseModel):
         description="A defect claim: the argument kinds that show the defect (one is enough); `torchclaims check` "
         "flags only a model some call of which has one. Leave out when any call may: " + ", ".join(Trigger),
     )
-    no_breaking_test: str = Field(
-        "",
-        max_length=limits.NOTE_CHARS,
-        description="For an executable claim that no test in tests/ runs against a broken stand-in: why its checks "
-        "cannot be shown to fail that way here",
+    no_breaking_test: dict[str, Annotated[str, Field(min_length=1, max_length=limits.NOTE_CHARS)]] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="For each check of an executable claim that no test in tests/test_breaking_checks.py refutes "
+        "against a broken stand-in: words naming the check (a part of its name; an f-string's field matches any "
+        "text), and why no stand-in here can break it",
     )
     compiler_caches: CompilerCaches = Field(
         CompilerCaches.SHARED,
@@ -318,10 +319,21 @@ class Claim(BaseModel):
             raise ValueError("expected a path like gallery/<snake_case_name>.py")
         return script
 
+    @field_validator("no_breaking_test", mode="before")
+    @classmethod
+    def _a_reason_per_check(cls, value):
+        if isinstance(value, str):  # records written before reasons were given check by check
+            raise ValueError(
+                "give one reason per check: a table [no_breaking_test] whose keys are words naming a check "
+                'of the script and whose values say why no stand-in can break it ("<words>" = "<why>")'
+            )
+        return value
+
     @field_validator("no_breaking_test", "compiler_caches", "network")
     @classmethod
     def _run_settings_need_a_script(cls, value, info: ValidationInfo):
-        if value != cls.model_fields[info.field_name].default and info.data.get("kind") is ClaimKind.ATTRIBUTED:
+        unset = cls.model_fields[info.field_name].get_default(call_default_factory=True)
+        if value != unset and info.data.get("kind") is ClaimKind.ATTRIBUTED:
             raise ValueError(f"an attributed claim {RUNS_NOTHING[info.field_name]}")
         return value
 
