@@ -20,8 +20,9 @@ names its signal and the sample it died on.
 
 The method is PyTorch's ``TestCommon.test_compare_cpu``, made to record rather
 than stop: samples as that test makes them (arguments PyTorch requires on the
-CPU stay there; a boolean mask goes to the device, where a model's is), the device call and then the CPU call, the sample's own
-output post-processing, OpInfo's skips and expected failures honoured, and
+CPU stay there; a boolean mask goes to the device, where a model's is), the
+device call and then the CPU call, the sample's own output post-processing,
+OpInfo's skips and expected failures honoured, and
 every sample kept. Results are compared the way PyTorch's own tests accept
 them: within ``atol = rtol = 1e-3``, looser where the operator's OpInfo
 overrides or the dtype's ``torch.testing`` defaults say so (bfloat16: ``rtol``
@@ -38,8 +39,9 @@ accumulate) are kept, so that ``torchclaims check`` can tell whether a bad
 sample looks like a model's calls. The table's denominator is also stated
 in the dispatcher's own units: how many of the ATen overloads a backend must
 implement (those with a CPU, CUDA or CompositeExplicitAutograd kernel) the
-rows dispatched, and which are unknown. The engine is ``torchclaims.coverage.operators``; the whole
-table, searchable and with downloads, is on :doc:`/docs/coverage/operators`.
+rows dispatched, and which are unknown. The engine is
+``torchclaims.coverage.operators``; the whole table, searchable and with
+downloads, is on :doc:`/docs/coverage/operators`.
 
 On the CPU the configured device *is* the reference: each sample runs once,
 the table says which operator × dtype the CPU supports, and the verdict is

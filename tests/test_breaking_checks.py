@@ -54,16 +54,6 @@ def test_eager_mode_is_refuted_where_the_loop_compiles_behind_a_read(monkeypatch
     )
 
 
-def test_eager_mode_is_refuted_where_the_loop_compiles_behind_a_read(monkeypatch, tmp_path):
-    # A device that hands the work behind each read to torch.compile: the values agree, but graphs are compiled.
-    compiled_sum = torch.compile(lambda t: t.sum(), backend="eager")
-    device_computes(monkeypatch, torch.Tensor.item, lambda t: compiled_sum(t.as_subclass(torch.Tensor)).item())
-    record = run_gallery("torchneuron_eager_mode", monkeypatch, tmp_path, as_backend="neuron")
-    assert refuted(record, "with no compile or sync call", "graphs compiled by Dynamo during the loop: got"), outcomes(
-        record
-    )
-
-
 def test_checkpoint_map_location_holds_on_the_cpu(monkeypatch, tmp_path):
     record = run_gallery("checkpoint_map_location", monkeypatch, tmp_path)
     assert record.verdict is Verdict.HOLDS, outcomes(record)
