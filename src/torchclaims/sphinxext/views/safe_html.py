@@ -1,8 +1,8 @@
 """Raw HTML in which every value is escaped unless it is markup already.
 
 The markup the site writes as text (the HTML elements' tags, elements.py; the
-coverage tables' containers and charts; the placeholders of parts loaded
-later; the page's meta description) is built from ``Html``, markupsafe's
+placeholders of parts loaded later, written into the finished page; the page's
+meta description) is built from ``Html``, markupsafe's
 ``Markup``: written as ``Html('<span class="{}">{}</span>').format(kind, text)``,
 and joined with ``+`` and ``Html("").join``, each value that is not itself
 ``Html`` is escaped. So text from a record, a claim or a file cannot become
