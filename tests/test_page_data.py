@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from docutils import nodes
 
-from torchclaims.sphinxext.build.page_data import DATA_DIR, later, write_parts
+from torchclaims.sphinxext.build.page_data import DATA_DIR, later, later_markup, write_parts
 
 
 def _payload(path) -> dict:
@@ -15,18 +15,21 @@ def _payload(path) -> dict:
 
 
 def test_parts_go_to_the_page_data_file_and_leave_a_placeholder(tmp_path):
-    doctree = nodes.container("", later("claim-a--runs", [], "Every record loads here."))
+    pieces = {("matrix-a", "cpu"): [nodes.Text("2.12.0")], ("matrix-b", "xla"): []}
+    runs = later("claim-a--runs", [], "Every record loads here.")
+    doctree = nodes.container("", runs, later_markup("matrix", pieces))
     body = (
         "<p>before</p><!--tc-later html claim-a--runs-->"
         "<table>rows &lt;!--/tc-later--&gt; forged in a record</table><!--/tc-later-->"
-        '<!--tc-later json matrix-->{"matrix-a": {"cpu": "<span>2.12.0</span>"}}<!--/tc-later--><p>after</p>'
+        "<!--tc-later markup matrix--><!--tc-datum 1--><span>2.9.0</span><!--/tc-datum-->"
+        "<!--tc-datum 0--><span>2.12.0 &lt;!--/tc-datum--&gt;</span><!--/tc-datum--><!--/tc-later--><p>after</p>"
     )
     context = {"body": body}
     write_parts(SimpleNamespace(outdir=str(tmp_path)), "docs/topics/x", "page.html", context, doctree)
     page = context["body"]
     assert (
         "<table>" not in page
-        and "matrix-a" not in page
+        and "2.12.0" not in page
         and page.startswith("<p>before</p>")
         and page.endswith("<p>after</p>")
     )
@@ -38,7 +41,10 @@ def test_parts_go_to_the_page_data_file_and_leave_a_placeholder(tmp_path):
     parts = _payload(tmp_path / DATA_DIR / "page-docs-topics-x.js")
     assert parts == {
         "claim-a--runs": "<table>rows &lt;!--/tc-later--&gt; forged in a record</table>",
-        "matrix": {"matrix-a": {"cpu": "<span>2.12.0</span>"}},
+        "matrix": {  # each piece under its own datum's path, whatever order it is written in
+            "matrix-a": {"cpu": "<span>2.12.0 &lt;!--/tc-datum--&gt;</span>"},
+            "matrix-b": {"xla": "<span>2.9.0</span>"},
+        },
     }
 
 

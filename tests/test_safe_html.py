@@ -8,20 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from torchclaims.sphinxext.build.links import _MARKER, href_marker
-from torchclaims.sphinxext.views.safe_html import LINK_MARK, Html, attributes
+from torchclaims.sphinxext.views.safe_html import Html, attributes
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "torchclaims"
 MARKUP_TYPES = {"Html", "Markup"}
-HOSTILE = f'<img src=x onerror="alert(1)">{LINK_MARK}label:claim-x{LINK_MARK}'
+HOSTILE = '<img src=x onerror="alert(1)">'
 
 
-def test_a_value_is_escaped_and_loses_its_link_markers():
+def test_a_value_is_escaped():
     out = Html('<span title="{}">{}</span>').format(HOSTILE, HOSTILE)
     assert "<img" not in out and 'onerror="' not in out
-    assert LINK_MARK not in out  # text cannot forge a claim link for ResolveClaimLinks
-    assert _MARKER.search(out) is None
-    assert out.startswith('<span title="&lt;img src=x onerror=&#34;alert(1)&#34;&gt;label:claim-x">')
+    assert out.startswith('<span title="&lt;img src=x onerror=&#34;alert(1)&#34;&gt;">')
 
 
 def test_joining_and_adding_escape_what_is_not_markup():
@@ -30,12 +27,6 @@ def test_joining_and_adding_escape_what_is_not_markup():
     assert Html("<p>") + "<script>" == "<p>&lt;script&gt;"
     assert "<script>" + Html("<p>") == "&lt;script&gt;<p>"
     assert isinstance(Html("").join(["a"]), Html)  # stays markup, so joining it again does not escape it twice
-
-
-def test_the_link_marker_survives_as_markup_and_resolves():
-    marker = href_marker("some-claim", "claim-some-claim--cpu")
-    out = Html('<a href="{}">x</a>').format(marker)
-    assert _MARKER.search(out).groups() == ("claim-some-claim", "#claim-some-claim--cpu")
 
 
 def test_attributes_are_escaped_and_boolean_ones_bare():

@@ -164,14 +164,15 @@ def test_a_row_names_dispatched_operators_of_any_namespace_and_nothing_else():
 
 
 def test_the_operators_page_states_the_denominator_in_overloads_and_lists_the_unknown_ones_escaped():
-    from torchclaims.sphinxext.coverage_tables import _overloads
+    from rendered import written
+    from torchclaims.sphinxext.directives.coverage_tables import _overloads
 
     table = small_table()
-    html = _overloads(table).astext()
+    html = written(_overloads(table))
     assert "Dispatcher overloads: 1 of 3 backend-relevant overloads measured, 2 unknown" in html
     assert "<code>aten::mul.Tensor</code>, <code>aten::sin</code>" in html
     data = json.loads(table.model_dump_json())
     data["overloads"]["definition"] = "<script>x</script>"
-    assert "&lt;script&gt;" in _overloads(SweepTable.model_validate(data)).astext()
+    assert "&lt;script&gt;" in written(_overloads(SweepTable.model_validate(data)))
     del data["overloads"]
     assert _overloads(SweepTable.model_validate(data)) is None  # a table recorded before: nothing stated

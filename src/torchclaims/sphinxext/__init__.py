@@ -42,6 +42,7 @@ def setup(app: Sphinx) -> dict:
     from .directives.measure import setup_measure
     from .directives.upgrade_pages import setup_upgrade_pages
     from .views.accelerators import setup_accelerators
+    from .views.elements import setup_elements
     from .views.gallery import setup_gallery
     from .views.markup import setup_markup
     from .views.matrix import setup_matrix
@@ -54,6 +55,7 @@ def setup(app: Sphinx) -> dict:
     setup_markup(app)  # folded blocks (<details>)
     setup_valid_markup(app)  # one element per id, a level for each heading role: where Sphinx and the theme miss
     setup_descriptions(app)  # each page's meta description, from its own text
+    setup_elements(app)  # HTML elements as document nodes: the matrix and the gallery's cards
     setup_links(app)  # links to claims, evidence anchors and matrix rows, resolved after reading
     setup_page_data(app)  # data a page loads on demand, written beside it
     setup_claim(app)  # claim, topic-claims, claim-verdict (evidence blocks: evidence.py)

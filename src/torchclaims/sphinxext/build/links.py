@@ -2,22 +2,20 @@
 
 The anchors are the site's addresses (torchclaims.site_addresses). Which page
 shows a claim is known only after reading, so links are resolved by a
-post-transform: docutils ``claim_link`` nodes, and markers inside the raw HTML
-of the matrix and the gallery cards.
+post-transform: docutils ``claim_link`` nodes, and the ``href`` of the HTML
+elements of the matrix (views/elements.py), a ``ClaimHref`` until then.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 
 from docutils import nodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from ...site_addresses import claim_anchor, matrix_anchor
-from ..views.safe_html import LINK_MARK, Html
+from ..views.elements import html_attributes, html_element
 from .state import get_state, warn
-
-_MARKER = re.compile(f"{LINK_MARK}label:([a-z0-9-]+)(#[A-Za-z0-9_.-]*)?{LINK_MARK}")
 
 
 class claim_link(nodes.Inline, nodes.Element):  # noqa: N801 (docutils node naming)
@@ -37,17 +35,19 @@ def matrix_ref(claim_id: str, child: nodes.Node) -> claim_link:
     return claim_link("", child, label=matrix_anchor(claim_id), anchor="")
 
 
-def href_marker(claim_id: str, anchor: str = "") -> Html:
-    """Stands for the URL of a claim's page (plus ``#anchor``) in raw HTML until resolved."""
-    # \ue000 is LINK_MARK, in the literal markup: escaping drops it from every value
-    return Html("\ue000label:{}{}\ue000").format(claim_anchor(claim_id), "#" + anchor if anchor else "")
+@dataclass(frozen=True)
+class ClaimHref:
+    """An element's ``href`` to the page showing a claim (at ``anchor``, else its section), until resolved."""
+
+    label: str
+    anchor: str = ""
+
+    def __str__(self) -> str:  # as a doctree prints it before resolution
+        return f"claim-href:{self.label}#{self.anchor}"
 
 
-def raw_html(markup: str) -> nodes.raw:
-    """Raw HTML holding href markers; ResolveClaimLinks fills them in."""
-    node = nodes.raw("", markup, format="html")  # no classes: Sphinx would wrap it in a <div>
-    node["tc_links"] = True
-    return node
+def claim_href(claim_id: str, anchor: str = "") -> ClaimHref:
+    return ClaimHref(claim_anchor(claim_id), anchor)
 
 
 class ResolveClaimLinks(SphinxPostTransform):
@@ -63,10 +63,10 @@ class ResolveClaimLinks(SphinxPostTransform):
             if node.get("reftitle"):
                 reference["reftitle"] = node["reftitle"]
             node.replace_self(reference)
-        for node in list(self.document.findall(nodes.raw)):
-            if node.get("tc_links"):
-                text = _MARKER.sub(lambda m, node=node: self._uri(m[1], (m[2] or "#")[1:], node) or "#", node.astext())
-                node.replace_self(nodes.raw("", text, format="html"))
+        for node in self.document.findall(html_element):
+            for name, value in html_attributes(node).items():
+                if isinstance(value, ClaimHref):
+                    node[name] = self._uri(value.label, value.anchor, node) or "#"  # in place: the order stays
 
     def _uri(self, label: str, anchor: str, node: nodes.Node) -> str | None:
         target = self.env.get_domain("std").labels.get(label)

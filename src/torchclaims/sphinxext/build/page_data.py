@@ -10,12 +10,14 @@ loads there too. Each data set exists once: a download of the same data links
 to where the data already is, never to a second copy.
 
 A directive marks a part of its page as written beside it with :func:`later`
-(docutils nodes, rendered and linked as the page is) or :func:`later_data`
-(raw HTML in JSON, its claim links resolved with the page's, links.py). When
-the page is written, every such part goes to the page's one data file,
+(docutils nodes, rendered and linked as the page is) or :func:`later_markup`
+(many pieces of markup, each filed under a path: the matrix's cells of other
+versions, row -> backend -> markup, written and linked as the page is too).
+When the page is written, every such part goes to the page's one data file,
 ``_static/data/page-<page>.js``, keyed as the directive named it; an HTML part
 leaves a placeholder saying what loads there, which the script fills when the
-folded block holding it opens or a link lands inside it.
+folded block holding it opens or a link lands inside it; a markup part leaves
+nothing.
 
 An HTML part may bring a ``stand_in`` (docutils nodes too): it stays in the
 placeholder, so that every anchor of the part is in the page without JavaScript
@@ -35,14 +37,15 @@ from sphinx.application import Sphinx
 
 from ...fileio import write_if_changed
 from ...site_addresses import slug
+from ..views.elements import NOT_HTML, skip
 from ..views.safe_html import Html
-from .links import raw_html
 from .state import warn
 
 GLOBAL = "tcPageData"  # torchclaims.js reads the same name
 DATA_DIR = "_static/data"  # in the html output: a file per page with parts written beside it
 # The marks around a part in the written page: the translator escapes every text, so no record can write one.
-_PART = re.compile(r"<!--tc-later (html|json) ([A-Za-z0-9_-]+)-->(.*?)<!--/tc-later-->", re.S)
+_PART = re.compile(r"<!--tc-later (html|markup) ([A-Za-z0-9_-]+)-->(.*?)<!--/tc-later-->", re.S)
+_DATUM = re.compile(r"<!--tc-datum (\d+)-->(.*?)<!--/tc-datum-->", re.S)
 _FALLBACK = re.compile(r"<!--tc-fallback-->(.*?)<!--/tc-fallback-->", re.S)
 _ID = re.compile(r'\sid="([^"]+)"')
 
@@ -81,13 +84,15 @@ def later(key: str, children: list[nodes.Node], note: str, stand_in: list[nodes.
     return deferred("", *children, *([fallback("", *stand_in)] if stand_in else []), key=key, format="html", note=note)
 
 
-def later_data(key: str, payload) -> deferred:
-    """``payload`` (JSON; its strings may hold raw HTML with claim links) into the page's data file,
-    and nothing in the page."""
-    # ensure_ascii=False keeps the link markers (private-use characters) whole for the resolver
-    return deferred(
-        "", raw_html(json.dumps(payload, separators=(",", ":"), ensure_ascii=False)), key=key, format="json"
-    )
+class datum(nodes.General, nodes.Element):  # noqa: N801
+    """One piece of a markup part: what its children are written as, filed under ``path``."""
+
+
+def later_markup(key: str, pieces: dict[tuple[str, ...], list[nodes.Node]]) -> deferred:
+    """Each piece's nodes, written as markup, into the page's data file under ``key`` then the piece's path
+    (``{key: {row: {backend: markup}}}``); nothing in the page."""
+    filed = [datum("", *children, path=list(path)) for path, children in pieces.items()]
+    return deferred("", *filed, key=key, format="markup")
 
 
 def _visit(self, node: deferred) -> None:
@@ -96,6 +101,14 @@ def _visit(self, node: deferred) -> None:
 
 def _depart(self, node: deferred) -> None:
     self.body.append("<!--/tc-later-->")
+
+
+def _visit_datum(self, node: datum) -> None:
+    self.body.append(f"<!--tc-datum {node.parent.index(node)}-->")  # its place in the part: write_parts finds its path
+
+
+def _depart_datum(self, node: datum) -> None:
+    self.body.append("<!--/tc-datum-->")
 
 
 def _visit_fallback(self, node: fallback) -> None:
@@ -116,6 +129,18 @@ def _placeholder(pagename: str, key: str, note: str, stand_in: str) -> Html:
     )
 
 
+def _filed(paths: list[list[str]], pieces: list[tuple[str, str]]) -> dict:
+    """The written pieces of a markup part in nested dicts, each under its datum's path."""
+    out: dict = {}
+    for index, markup in pieces:
+        *folders, name = paths[int(index)]
+        place = out
+        for folder in folders:
+            place = place.setdefault(folder, {})
+        place[name] = markup
+    return out
+
+
 def _unreachable(part: str, stand_in: str) -> list[str]:
     """Anchors a link could name that are in ``part`` and not in the page beside it."""
     return sorted({a for a in _ID.findall(part) if a.startswith("claim-")} - set(_ID.findall(stand_in)))
@@ -128,13 +153,15 @@ def write_parts(app: Sphinx, pagename: str, templatename: str, context: dict, do
     if "<!--tc-later " not in body:
         path.unlink(missing_ok=True)  # a page that no longer has parts leaves no file behind
         return
-    notes = {node["key"]: node.get("note", "") for node in doctree.findall(deferred)} if doctree is not None else {}
+    marked = list(doctree.findall(deferred)) if doctree is not None else []
+    notes = {node["key"]: node.get("note", "") for node in marked}
+    paths = {node["key"]: [piece["path"] for piece in node.children if isinstance(piece, datum)] for node in marked}
     parts: dict = {}
 
     def cut(match: re.Match) -> str:
         kind, key, text = match.groups()
-        if kind == "json":
-            parts[key] = json.loads(text)
+        if kind == "markup":
+            parts[key] = _filed(paths[key], _DATUM.findall(text))
             return ""
         stand_in = "".join(_FALLBACK.findall(text))
         parts[key] = _FALLBACK.sub("", text)
@@ -155,13 +182,10 @@ def _pass(self, node) -> None:
     pass
 
 
-def _skip(self, node) -> None:
-    raise nodes.SkipNode
-
-
 def setup_page_data(app: Sphinx) -> None:
-    others = {builder: (_pass, _pass) for builder in ("text", "latex", "man", "texinfo")}  # a part is in place there
-    app.add_node(deferred, html=(_visit, _depart), **others)
-    # elsewhere the part itself is in place: its stand-in would say it twice
-    app.add_node(fallback, html=(_visit_fallback, _depart_fallback), **dict.fromkeys(others, (_skip, None)))
+    # a part is in place in other formats
+    app.add_node(deferred, html=(_visit, _depart), **dict.fromkeys(NOT_HTML, (_pass, _pass)))
+    # elsewhere the part itself is in place: its stand-in would say it twice; markup pieces are the HTML site's alone
+    app.add_node(fallback, html=(_visit_fallback, _depart_fallback), **dict.fromkeys(NOT_HTML, (skip, None)))
+    app.add_node(datum, html=(_visit_datum, _depart_datum), **dict.fromkeys(NOT_HTML, (skip, None)))
     app.connect("html-page-context", write_parts)

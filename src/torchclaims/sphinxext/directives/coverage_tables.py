@@ -14,7 +14,7 @@ claim that carries a coverage table:
   column with their shares and the denominator, the denominator in dispatcher
   overloads where the table states one ("N of M backend-relevant overloads
   measured, K unknown", with the unknown ones listed), a stacked-bar plot
-  (inline SVG: no script, no image file), a CSV download of the table and a
+  (inline SVG, as HTML element nodes: no script, no image file), a CSV download of the table and a
   link to the results file that holds the record.
 
 The data files are written at ``build-finished`` from the results store, the
@@ -43,8 +43,8 @@ from ..build.page_data import write_data_script
 from ..build.state import get_state, warn
 from ..build.tracking import note_shown
 from ..views.downloads import download_for, table_csv
+from ..views.elements import element, html_element, joined
 from ..views.markup import table
-from ..views.safe_html import Html
 
 DATA_DIR = "_static/coverage"  # in the html output
 DATA_KEY = "torchclaims-coverage.key"  # in the doctrees folder: what the data files were made of
@@ -120,36 +120,46 @@ def _add_script(app, pagename: str, templatename: str, context: dict, doctree) -
         app.add_js_file(SCRIPT)
 
 
-def _bar_svg(sweep: SweepTable) -> Html:
+def _bar_svg(sweep: SweepTable) -> html_element:
     """One stacked bar per column, shares of its listed cells, and a legend; titles name each part."""
     width, height, label_w = 560, 22, 110
-    parts, shown = Html(""), {}
+    parts: list[html_element] = []
+    shown: dict[str, None] = {}
     for row, column in enumerate(sweep.columns):
         y = row * (height + 6)
-        parts += Html('<text x="0" y="{}" class="tc-svg-label">{} ({})</text>').format(
-            y + 15, column.name, column.listed
-        )
+        parts.append(element("text", f"{column.name} ({column.listed})", x=0, y=y + 15, class_="tc-svg-label"))
         x, listed = float(label_w), max(column.listed, 1)
         for code, count in column.count().most_common():
             w = (width - label_w) * count / listed
             outcome = column.legend[code]
             shown.setdefault(outcome, None)
-            parts += Html(
-                '<rect x="{:.1f}" y="{}" width="{:.1f}" height="{}" class="tc-o tc-o-{}">'
-                "<title>{}: {} of {} ({:.1f}%)</title></rect>"
-            ).format(x, y, w, height, slug(outcome), outcome, count, column.listed, 100 * count / listed)
+            title = f"{outcome}: {count} of {column.listed} ({100 * count / listed:.1f}%)"
+            parts.append(
+                element(
+                    "rect",
+                    element("title", title),
+                    x=f"{x:.1f}",
+                    y=y,
+                    width=f"{w:.1f}",
+                    height=height,
+                    class_=f"tc-o tc-o-{slug(outcome)}",
+                )
+            )
             x += w
     y = len(sweep.columns) * (height + 6) + 4
     for index, outcome in enumerate(shown):  # the legend: three entries a line, so it fits a phone
         lx, ly = (index % 3) * (width // 3), y + (index // 3) * 18
-        parts += Html(
-            '<rect x="{}" y="{}" width="12" height="12" class="tc-o tc-o-{}"/>'
-            '<text x="{}" y="{}" class="tc-svg-label">{}</text>'
-        ).format(lx, ly, slug(outcome), lx + 16, ly + 11, outcome)
+        parts.append(element("rect", x=lx, y=ly, width=12, height=12, class_=f"tc-o tc-o-{slug(outcome)}"))
+        parts.append(element("text", outcome, x=lx + 16, y=ly + 11, class_="tc-svg-label"))
     total = y + ((len(shown) + 2) // 3) * 18
-    return Html(
-        '<svg class="tc-sweep-plot" viewBox="0 0 {} {}" role="img" aria-label="outcome shares per column">{}</svg>'
-    ).format(width, total, parts)
+    return element(
+        "svg",
+        *parts,
+        class_="tc-sweep-plot",
+        viewBox=f"0 0 {width} {total}",
+        role="img",
+        aria_label="outcome shares per column",
+    )
 
 
 def _summary(sweep: SweepTable) -> nodes.table:
@@ -170,26 +180,25 @@ def _summary(sweep: SweepTable) -> nodes.table:
     return table(["outcome"] + [column.name for column in sweep.columns], rows, ["tc-sweep-summary"])
 
 
-def _overloads(sweep: SweepTable) -> nodes.Node | None:
+def _overloads(sweep: SweepTable) -> html_element | None:
     """The table's denominator in dispatcher overloads, the unknown ones folded away; None when it states none."""
     count = sweep.overloads
     if count is None:
         return None
     unknown = count.relevant - count.measured
-    listed = Html(", ").join(Html("<code>{}</code>").format(name) for name in count.unknown)
+    listed = joined(", ", [element("code", name) for name in count.unknown])
     more = unknown - len(count.unknown)
-    return nodes.raw(
-        "",
-        Html(
-            '<details class="tc-sweep-overloads"><summary>Dispatcher overloads: {}</summary>'
-            "<p>{}. The rows dispatched them on the CPU reference. Unknown: {}{}</p></details>"
-        ).format(
-            count.summary(),
-            count.definition or "ATen overloads a backend must implement",
-            listed or "none",
+    definition = count.definition or "ATen overloads a backend must implement"
+    return element(
+        "details",
+        element("summary", f"Dispatcher overloads: {count.summary()}"),
+        element(
+            "p",
+            f"{definition}. The rows dispatched them on the CPU reference. Unknown: ",
+            *(listed or ["none"]),
             f" and {more} more" if more > 0 else "",
         ),
-        format="html",
+        class_="tc-sweep-overloads",
     )
 
 
@@ -228,12 +237,12 @@ class CoverageTableDirective(SphinxDirective):
             }
             for e, _ in runs
         ]
-        markup = Html(
-            '<div class="tc-sweep" data-item="{}" data-runs="{}">'
-            "<noscript>The searchable table needs JavaScript; the CSV downloads below hold every cell.</noscript>"
-            "</div>"
-        ).format(item, json.dumps(options))
-        out: list[nodes.Node] = [nodes.raw("", markup, format="html")]
+        noscript = element(
+            "noscript", "The searchable table needs JavaScript; the CSV downloads below hold every cell."
+        )
+        out: list[nodes.Node] = [
+            element("div", noscript, class_="tc-sweep", data_item=item, data_runs=json.dumps(options))
+        ]
         newest: dict[str, tuple[Entry, SweepTable]] = {}
         for entry, sweep in runs:
             newest.setdefault(entry.column, (entry, sweep))
@@ -253,7 +262,7 @@ class CoverageTableDirective(SphinxDirective):
             overloads = _overloads(sweep)
             if overloads is not None:
                 section += overloads
-            section += nodes.raw("", _bar_svg(sweep), format="html")
+            section += _bar_svg(sweep)
             out.append(section)
         return out
 

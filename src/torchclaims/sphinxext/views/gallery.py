@@ -30,29 +30,28 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 
 from ...claims import Claim
-from ..build.links import claim_ref, matrix_ref, raw_html
+from ..build.links import claim_ref, matrix_ref
 from ..build.state import BuildState, get_state
 from ..build.tracking import ALL_CLAIMS, note_shown
+from .elements import element, html_element
 from .markup import paragraph
 from .matrix import WORDS
-from .safe_html import Html
 
 
-def _verdicts(state: BuildState, claim: Claim) -> Html:
+def _verdicts(state: BuildState, claim: Claim) -> html_element:
     runs = state.grid.runs(claim)
     if not runs:
-        return Html('<span class="tc-badge tc-notrun">∅ not run</span>')
-    items = Html("").join(
-        Html('<li><span class="tc-badge tc-{}">{} {}</span> {} · {}{}</li>').format(
-            cell.kind,
-            *WORDS[cell.kind],
-            cell.backend,
-            cell.version,
-            "" if cell.target else Html(' <span class="tc-scope">outside its scope</span>'),
+        return element("span", "∅ not run", class_="tc-badge tc-notrun")
+    items = [
+        element(
+            "li",
+            element("span", "{} {}".format(*WORDS[cell.kind]), class_=f"tc-badge tc-{cell.kind}"),
+            f" {cell.backend} · {cell.version}",
+            *([] if cell.target else [" ", element("span", "outside its scope", class_="tc-scope")]),
         )
         for cell in runs
-    )
-    return Html('<ul class="tc-card-verdicts">{}</ul>').format(items)
+    ]
+    return element("ul", *items, class_="tc-card-verdicts")
 
 
 def _has_figure(app: Sphinx, state: BuildState, stem: str) -> bool:
@@ -72,20 +71,11 @@ def _cards(app: Sphinx, state: BuildState, doctree: nodes.document) -> None:
         claim = by_stem.get(stem)
         if claim is None or not isinstance(closing, nodes.raw):
             continue
-        card: list[nodes.Node] = [raw_html(Html('<div class="tc-card">'))]
-        if _has_figure(app, state, stem):
-            card.extend(image.deepcopy() for image in body.findall(nodes.image))
-        card.append(
-            raw_html(
-                Html('<a class="tc-card-title" href="{}.html">{}</a>{}</div>').format(
-                    stem, claim.title, _verdicts(state, claim)
-                )
-            )
-        )
+        images = [image.deepcopy() for image in body.findall(nodes.image)] if _has_figure(app, state, stem) else []
+        title = element("a", claim.title, class_="tc-card-title", href=f"{stem}.html")
         for node in (opening, body, closing):
             parent.remove(node)
-        for offset, node in enumerate(card):
-            parent.insert(index + offset, node)
+        parent.insert(index, element("div", *images, title, _verdicts(state, claim), class_="tc-card"))
 
 
 def _backlinks(state: BuildState, claim: Claim, doctree: nodes.document) -> None:

@@ -21,9 +21,10 @@ the rows a filter leaves, every figure the page states: the header tallies,
 the caption and the topic rows (the numbers written here are those of the
 unfiltered view, from the same cells). On a phone the rows become cards in
 one scroll, each cell named by its backend (``tc-cell-backend``). A legend, a "built on … with …" stamp and the
-downloads of every results file sit beside the grid. The markup is written here
-rather than as a docutils table so that cells can carry scopes and data
-attributes, from safe_html.Html, which escapes every value in it.
+downloads of every results file sit beside the grid. It is a tree of HTML
+elements (elements.py) rather than a docutils table so that cells can carry
+scopes and the data attributes the script reads; the HTML writer escapes every
+value in it.
 """
 
 from __future__ import annotations
@@ -36,15 +37,15 @@ from ...evidence.scope import about_text, and_words
 from ...evidence.store import EARLIER_BUILD
 from ...site_addresses import evidence_anchor, matrix_anchor
 from ...topics import TOPICS
-from ..build.links import href_marker, raw_html, register_label
-from ..build.page_data import data_name, data_src, later_data
+from ..build.links import claim_href, register_label
+from ..build.page_data import data_name, data_src, later_markup
 from ..build.state import BuildState, get_state
 from ..build.tracking import ALL_CLAIMS, note_shown
 from .accelerators import accelerator_backends, page_docname
 from .downloads import download_for
+from .elements import element, html_element, joined
 from .evidence import SYMBOLS, UNCONFINED, origin_text
 from .grid import ATTRIBUTED, KINDS, NOT_RUN, Cell, Column, Grid, device_words
-from .safe_html import Html, attributes
 from .versions import RangeView, range_views
 
 WORDS = {
@@ -70,94 +71,111 @@ def shared_marks(grid: Grid, column: Column) -> dict[str, str]:
     return out
 
 
-def _run(cell: Cell, shown: bool, shared_mark: str) -> Html:
+def _run(cell: Cell, shown: bool, shared_mark: str) -> html_element:
     symbol, word = WORDS[cell.kind]
     note = f", {cell.entry.record.note}" if cell.entry and cell.entry.record.note else ""
-    inner = Html('<span class="tc-badge tc-{}">{} {}</span>').format(cell.kind, symbol, word + note)
+    inner: list[nodes.Node | str] = [element("span", f"{symbol} {word}{note}", class_=f"tc-badge tc-{cell.kind}")]
     if cell.entry is not None:
-        inner += Html(' <span class="tc-date">{}</span>').format(cell.entry.record.date)
-        if cell.entry.source.mark != shared_mark:
-            inner += Html(' <span class="tc-badge tc-source">{}</span>').format(cell.entry.source.mark)
-        if cell.entry.record.unconfined:
-            inner += Html(' <span class="tc-badge tc-unconfined">{}</span>').format(UNCONFINED)
-        inner += Html(' <span class="tc-badge tc-stale">stale</span>') if cell.stale else ""
-        inner += "" if cell.target else Html(' <span class="tc-scope">outside its scope</span>')
-    data = attributes(data_version=cell.version, data_verdict=cell.kind, hidden=not shown)
+        marks = [
+            element("span", cell.entry.record.date, class_="tc-date"),
+            element("span", cell.entry.source.mark, class_="tc-badge tc-source")
+            if cell.entry.source.mark != shared_mark
+            else None,
+            element("span", UNCONFINED, class_="tc-badge tc-unconfined") if cell.entry.record.unconfined else None,
+            element("span", "stale", class_="tc-badge tc-stale") if cell.stale else None,
+            None if cell.target else element("span", "outside its scope", class_="tc-scope"),
+        ]
+        inner += [part for mark in marks if mark is not None for part in (" ", mark)]
+    data = {"data_version": cell.version, "data_verdict": cell.kind, "hidden": not shown}
     if cell.entry is None:
-        return Html('<span class="tc-run"{}>{}</span>').format(data, inner)
-    href = href_marker(cell.claim.id, evidence_anchor(cell.claim.id, cell.backend, cell.version))
-    return Html('<a class="tc-run {}" href="{}"{}>{}</a>').format(cell.entry.source.css_class, href, data, inner)
+        return element("span", *inner, class_="tc-run", **data)
+    href = claim_href(cell.claim.id, evidence_anchor(cell.claim.id, cell.backend, cell.version))
+    return element("a", *inner, class_=f"tc-run {cell.entry.source.css_class}", href=href, **data)
 
 
 def _cell(
     grid: Grid, claim: Claim, column: Column, ranges: list[RangeView], marks: dict[str, str]
-) -> tuple[Html, Html]:
+) -> tuple[html_element, list[nodes.Node]]:
     """The cell with the version its header shows, and the runs of every other version (loaded when picked)."""
     target = claim.covers(column.backend)
-    mark = Html('<span class="tc-target-mark">◎ about {}</span>').format(column.backend) if target else ""
+    mark = element("span", f"◎ about {column.backend}", class_="tc-target-mark") if target else ""
     cells = grid.cells(claim, column.backend)
     shown = _run(cells[0], True, marks.get(cells[0].version, "")) if cells else ""
-    later = Html("").join(_run(cell, False, marks.get(cell.version, "")) for cell in cells[1:])
-    later += Html("").join(view.run_html(claim.id) for view in ranges if claim.executable)  # (versions.py)
-    label = Html('<span class="tc-cell-backend">{}</span>').format(column.backend)  # shown where rows are cards
-    td = Html("<td{}>{}{}{}</td>").format(
-        attributes(data_backend=column.backend, class_="tc-target" if target else None), label, mark, shown
-    )
+    later: list[nodes.Node] = [_run(cell, False, marks.get(cell.version, "")) for cell in cells[1:]]
+    later += [view.run_element(claim.id) for view in ranges] if claim.executable else []  # (versions.py)
+    label = element("span", column.backend, class_="tc-cell-backend")  # shown where rows are cards
+    td = element("td", label, mark, shown, data_backend=column.backend, class_="tc-target" if target else None)
     return td, later
 
 
-def _totals(grid: Grid, column: Column) -> Html:
-    out = Html("")
+def _totals(grid: Grid, column: Column) -> list[html_element]:
+    out = []
     for i, version in enumerate(column.versions or ("",)):
         counts = grid.totals(column.backend, version)
-        items = Html("").join(
-            Html(
-                '<span class="tc-total tc-total-{}" data-kind="{}">{}&#8239;<span class="tc-n">{}</span>'
-                '<span class="tc-sr"> {}</span></span>'
-            ).format(kind, kind, WORDS[kind][0], counts[kind], WORDS[kind][1])
+        items = [
+            element(
+                "span",
+                f"{WORDS[kind][0]}\N{NARROW NO-BREAK SPACE}",
+                element("span", counts[kind], class_="tc-n"),
+                element("span", f" {WORDS[kind][1]}", class_="tc-sr"),
+                class_=f"tc-total tc-total-{kind}",
+                data_kind=kind,
+            )
             for kind in TOTALED
-        )
-        out += Html('<span class="tc-totals"{}>{}</span>').format(attributes(data_version=version, hidden=i > 0), items)
+        ]
+        out.append(element("span", *items, class_="tc-totals", data_version=version, hidden=i > 0))
     return out
 
 
-def _backend_link(backend: str, pages: dict[str, str]) -> Html:
+def _backend_link(backend: str, pages: dict[str, str]) -> nodes.Node:
     """The backend's name, linking to its accelerator page where it has one."""
-    if backend in pages:
-        return Html('<a href="{}">{}</a>').format(pages[backend], backend)
-    return Html("{}").format(backend)
+    return element("a", backend, href=pages[backend]) if backend in pages else nodes.Text(backend)
 
 
-def _header(grid: Grid, column: Column, ranges: list[RangeView], marks: dict[str, str], pages: dict[str, str]) -> Html:
-    devices = Html("").join(
-        Html('<span class="tc-device"{}>{}{}</span>').format(
-            attributes(data_version=v, hidden=i > 0),
+def _header(
+    grid: Grid, column: Column, ranges: list[RangeView], marks: dict[str, str], pages: dict[str, str]
+) -> html_element:
+    devices = [
+        element(
+            "span",
             " / ".join(column.devices.get(v, ())),
-            Html('<span class="tc-badge tc-source">{}</span>').format(marks[v]) if v in marks else "",
+            element("span", marks[v], class_="tc-badge tc-source") if v in marks else "",
+            class_="tc-device",
+            data_version=v,
+            hidden=i > 0,
         )
         for i, v in enumerate(column.versions)
-    )
+    ]
     picks = [(v, v) for v in column.versions] + [(view.value, view.label) for view in ranges]
     if len(picks) > 1:
-        options = Html("").join(Html('<option value="{}">{}</option>').format(v, label) for v, label in picks)
-        version = Html(
-            '<label class="tc-version"><span class="tc-sr">version shown for {}</span>'
-            '<select data-tc-version="{}">{}</select></label>'
-        ).format(column.backend, column.backend, options)
+        version = element(
+            "label",
+            element("span", f"version shown for {column.backend}", class_="tc-sr"),
+            element(
+                "select", *(element("option", label, value=v) for v, label in picks), data_tc_version=column.backend
+            ),
+            class_="tc-version",
+        )
     else:
-        version = Html('<span class="tc-version">{}</span>').format(column.shown)
-    return Html('<th scope="col" data-backend="{}"><span class="tc-backend">{}</span>{}{}{}</th>').format(
-        column.backend, _backend_link(column.backend, pages), devices, version, _totals(grid, column)
+        version = element("span", column.shown, class_="tc-version")
+    return element(
+        "th",
+        element("span", _backend_link(column.backend, pages), class_="tc-backend"),
+        *devices,
+        version,
+        *_totals(grid, column),
+        scope="col",
+        data_backend=column.backend,
     )
 
 
-def _attributed(claim: Claim, span: int) -> Html:
+def _attributed(claim: Claim, span: int) -> html_element:
     """One cell across the row of a claim that has no verdict anywhere."""
     words = f"❝ {and_words(claim.claimed_by)}'s word, no public method: no verdict on any backend"
-    return Html(
-        '<td class="tc-attributed-row" colspan="{}"><span class="tc-run" data-verdict="{}">'
-        '<span class="tc-badge tc-attributed">{}</span></span></td>'
-    ).format(span, ATTRIBUTED, words)
+    badge = element("span", words, class_="tc-badge tc-attributed")
+    return element(
+        "td", element("span", badge, class_="tc-run", data_verdict=ATTRIBUTED), class_="tc-attributed-row", colspan=span
+    )
 
 
 def _row(
@@ -166,7 +184,7 @@ def _row(
     columns: list[Column],
     ranges: dict[str, list[RangeView]],
     marks: dict[str, dict[str, str]],
-) -> tuple[Html, dict[str, Html]]:
+) -> tuple[html_element, dict[str, list[nodes.Node]]]:
     """The row, and backend -> the runs of its other versions."""
     words = [
         claim.title,
@@ -177,41 +195,55 @@ def _row(
         TOPICS[claim.topic],
         claim.proposition,
     ]
-    head = Html('<th scope="row"><a href="{}">{}</a><span class="tc-about">{}</span></th>').format(
-        href_marker(claim.id), claim.title, "about " + and_words(claim.about)
+    head = element(
+        "th",
+        element("a", claim.title, href=claim_href(claim.id)),
+        element("span", "about " + and_words(claim.about), class_="tc-about"),
+        scope="row",
     )
-    later: dict[str, Html] = {}
+    later: dict[str, list[nodes.Node]] = {}
     if claim.executable:
-        cells = Html("")
+        cells = []
         for column in columns:
             cell, later[column.backend] = _cell(
                 grid, claim, column, ranges.get(column.backend, []), marks[column.backend]
             )
-            cells += cell
+            cells.append(cell)
     else:
-        cells = _attributed(claim, len(columns))
-    row = Html('<tr class="tc-claim-row" id="{}" data-topic="{}" data-about="{}" data-text="{}">{}{}</tr>').format(
-        matrix_anchor(claim.id), claim.topic, " ".join(claim.about), " ".join(words).lower(), head, cells
+        cells = [_attributed(claim, len(columns))]
+    row = element(
+        "tr",
+        head,
+        *cells,
+        class_="tc-claim-row",
+        id=matrix_anchor(claim.id),
+        data_topic=claim.topic,
+        data_about=" ".join(claim.about),
+        data_text=" ".join(words).lower(),
     )
     return row, {backend: runs for backend, runs in later.items() if runs}
 
 
-def _no_record(grid: Grid, empty: list[Column], pages: dict[str, str]) -> Html:
+def _no_record(grid: Grid, empty: list[Column], pages: dict[str, str]) -> html_element | str:
     """The backends with no record at all, named once instead of a column of empty cells each."""
     if not empty:
-        return Html("")
-    names = Html(", ").join(Html("{} ({})").format(_backend_link(c.backend, pages), c.reader_name) for c in empty)
+        return ""
+    names = joined(", ", [[_backend_link(c.backend, pages), f" ({c.reader_name})"] for c in empty])
     about = {c.backend: sum(1 for claim in grid.claims.claims.values() if claim.covers(c.backend)) for c in empty}
     counts = ", ".join(f"{n} about {b}" for b, n in about.items())
-    return Html(
-        '<p class="tc-no-record">No record yet from {}: no claim ran there, so they have no column. '
-        "Claims about them: {}; each page lists them with what ran on stand-ins.</p>"
-    ).format(names, counts)
+    return element(
+        "p",
+        "No record yet from ",
+        *names,
+        f": no claim ran there, so they have no column. Claims about them: {counts}; "
+        "each page lists them with what ran on stand-ins.",
+        class_="tc-no-record",
+    )
 
 
-def _backend_notes(grid: Grid, pages: dict[str, str]) -> Html:
+def _backend_notes(grid: Grid, pages: dict[str, str]) -> list[html_element]:
     """Shown when the reader filters by a backend: what the columns beside its claims are."""
-    notes = Html("")
+    notes = []
     for column in grid.columns:
         name = column.reader_name
         if column.stand_in:  # its own column is a stand-in too: XLA on the CPU
@@ -227,59 +259,86 @@ def _backend_notes(grid: Grid, pages: dict[str, str]) -> Html:
                 + name
             )
         page = (
-            Html(' <a href="{}">What is known about {}</a>.').format(pages[column.backend], name)
+            [" ", element("a", f"What is known about {name}", href=pages[column.backend]), "."]
             if column.backend in pages
-            else ""
+            else []
         )
-        notes += Html('<p class="tc-backend-note" data-backend="{}" hidden>Claims about {} ({}): {}.{}</p>').format(
-            column.backend, column.backend, name, where, page
+        notes.append(
+            element(
+                "p",
+                f"Claims about {column.backend} ({name}): {where}.",
+                *page,
+                class_="tc-backend-note",
+                data_backend=column.backend,
+                hidden=True,
+            )
         )
     return notes
 
 
-def _filters(grid: Grid, total: int) -> Html:
-    def select(name: str, label: str, values: list[tuple[str, str]]) -> Html:
-        options = Html("").join(Html('<option value="{}">{}</option>').format(v, text) for v, text in values)
-        return Html('<label>{} <select name="{}">{}</select></label>').format(label, name, options)
+def _filters(grid: Grid, total: int) -> html_element:
+    def select(name: str, label: str, values: list[tuple[str, str]]) -> html_element:
+        options = [element("option", text, value=v) for v, text in values]
+        return element("label", f"{label} ", element("select", *options, name=name))
 
     topics = [("", "all topics")] + list(TOPICS.items())
     backends = [("", "any backend")] + [(c.backend, c.backend) for c in grid.columns]
     verdicts = [("", "any verdict")] + [
         (k, f"{WORDS[k][0]} {WORDS[k][1] if k != ATTRIBUTED else 'attributed'}") for k in KINDS
     ]
-    return Html(
-        '<form class="tc-filters" role="search" aria-label="Filter the claims">{}{}{}'
-        '<label>Text <input type="search" name="q" placeholder="title, id, who claims" autocomplete="off"></label>'
-        '<button type="reset">Show all</button>'
-        '<p class="tc-count" role="status" aria-live="polite">{} of {} claims</p></form>'
-    ).format(
+    search = element("input", type="search", name="q", placeholder="title, id, who claims", autocomplete="off")
+    return element(
+        "form",
         select("topic", "Topic", topics),
         select("backend", "About", backends),
         select("verdict", "Verdict", verdicts),
-        total,
-        total,
+        element("label", "Text ", search),
+        element("button", "Show all", type="reset"),
+        element("p", f"{total} of {total} claims", class_="tc-count", role="status", aria_live="polite"),
+        class_="tc-filters",
+        role="search",
+        aria_label="Filter the claims",
     )
 
 
-def _legend(state: BuildState, root: str) -> Html:
-    items = Html("").join(
-        Html('<li><span class="tc-badge tc-{}">{} {}</span> {}</li>').format(k, WORDS[k][0], WORDS[k][1], MEANING[k])
-        for k in KINDS
+def _legend(state: BuildState, root: str) -> html_element:
+    def item(mark: html_element, meaning: str) -> html_element:
+        return element("li", mark, " " + meaning)
+
+    items = [
+        item(element("span", f"{WORDS[k][0]} {WORDS[k][1]}", class_=f"tc-badge tc-{k}"), MEANING[k]) for k in KINDS
+    ]
+    items += [
+        item(
+            element("span", "◎ about cpu", class_="tc-target-mark"),
+            "the claim is about the backend of that column, so its verdict there speaks to it; "
+            "it says nothing of the accelerator the filter names",
+        ),
+        item(
+            element("span", "outside its scope", class_="tc-scope"),
+            "a verdict on a backend the claim is not about (the CPU reference, XLA on the CPU): "
+            "evidence about what ran there, never about the vendor's hardware",
+        ),
+        item(
+            element("span", "stale", class_="tc-badge tc-stale"),
+            "made by an older script, or older than the age limit",
+        ),
+        element(
+            "li",
+            "Dates are UTC. A header's counts are for the version it shows and the rows shown; "
+            "pick another version in the header. "
+            "Click a cell for its evidence: the reason, the checks and the environment of that run.",
+        ),
+    ]
+    return element(
+        "aside",
+        element("h2", "Legend"),
+        element("ul", *items),
+        element("p", stamp(state), class_="tc-stamp"),
+        *_downloads(state, root),
+        class_="tc-legend",
+        aria_label="Legend",
     )
-    return Html(
-        '<aside class="tc-legend" aria-label="Legend"><h2>Legend</h2><ul>{}'
-        '<li><span class="tc-target-mark">◎ about cpu</span> '
-        "the claim is about the backend of that column, so its verdict there speaks to it; "
-        "it says nothing of the accelerator the filter names</li>"
-        '<li><span class="tc-scope">outside its scope</span> a verdict on a backend the claim is not about '
-        "(the CPU reference, XLA on the CPU): "
-        "evidence about what ran there, never about the vendor's hardware</li>"
-        '<li><span class="tc-badge tc-stale">stale</span> made by an older script, or older than the age limit</li>'
-        "<li>Dates are UTC. A header's counts are for the version it shows and the rows shown; "
-        "pick another version in the header. "
-        "Click a cell for its evidence: the reason, the checks and the environment of that run.</li></ul>"
-        '<p class="tc-stamp">{}</p>{}</aside>'
-    ).format(items, stamp(state), _downloads(state, root))
 
 
 MEANING = {
@@ -307,22 +366,31 @@ def stamp(state: BuildState) -> str:
     )
 
 
-def _downloads(state: BuildState, root: str) -> Html:
+def _downloads(state: BuildState, root: str) -> list[html_element]:
     files: dict[str, list] = {}
     for history in state.store.entries.values():
         for entry in history:
             if entry.origin != EARLIER_BUILD:
                 files.setdefault(entry.origin, []).append(entry)
-    items = Html("")
+    items = []
     for entries in sorted(files.values(), key=lambda entries: entries[0].column):
         download = download_for(entries[0])
         what = (
             f"{entries[0].column}, {len(entries)} record{'s' if len(entries) > 1 else ''} ({origin_text(entries[0])})"
         )
-        items += Html('<li>{}: <a href="{}{}">JSON</a> · <a href="{}{}">CSV</a></li>').format(
-            what, root, download.json, root, download.csv
-        )
-    return Html('<h2>Downloads</h2><ul class="tc-downloads">{}</ul>').format(items) if items else Html("")
+        json, csv = element("a", "JSON", href=root + download.json), element("a", "CSV", href=root + download.csv)
+        items.append(element("li", f"{what}: ", json, " · ", csv))
+    return [element("h2", "Downloads"), element("ul", *items, class_="tc-downloads")] if items else []
+
+
+def _topic_row(topic: str, count: int, span: int) -> html_element:
+    words = element("span", f"({count} claim{'s' if count > 1 else ''})", class_="tc-topic-count")
+    return element(
+        "tr",
+        element("th", element("span", f"{TOPICS[topic]} ", words), scope="rowgroup", colspan=span),
+        class_="tc-topic-row",
+        data_topic=topic,
+    )
 
 
 class ClaimsMatrixDirective(SphinxDirective):
@@ -343,51 +411,61 @@ class ClaimsMatrixDirective(SphinxDirective):
             if (d := page_docname(self.env, b))
         }
         marks = {column.backend: shared_marks(grid, column) for column in columns}
-        rows, later = Html(""), {}
+        rows: list[html_element] = []
+        later: dict[tuple[str, ...], list[nodes.Node]] = {}  # (row, backend) -> the runs of its other versions
         for topic, topic_claims in claims.by_topic().items():
             if topic_claims:
-                rows += Html(
-                    '<tr class="tc-topic-row" data-topic="{}"><th scope="rowgroup" colspan="{}">'
-                    '<span>{} <span class="tc-topic-count">({} claim{})</span></span></th></tr>'
-                ).format(
-                    topic, len(columns) + 1, TOPICS[topic], len(topic_claims), "s" if len(topic_claims) > 1 else ""
-                )
+                rows.append(_topic_row(topic, len(topic_claims), len(columns) + 1))
             for claim in topic_claims:
                 register_label(self.env, matrix_anchor(claim.id), claim.title)
-                row, later[matrix_anchor(claim.id)] = _row(grid, claim, columns, ranges, marks)
-                rows += row
+                row, runs = _row(grid, claim, columns, ranges, marks)
+                rows.append(row)
+                later.update(((matrix_anchor(claim.id), backend), cells) for backend, cells in runs.items())
         total = len(claims.claims)
-        caption = Html(
-            '<span class="tc-caption-count">{} claims</span> × {} backends with records. '
-            "Each cell: the newest verdict of the claim on the backend, "
-            "for the version its header names; ∅ where no record exists."
-        ).format(total, len(columns))
-        later = {row: runs for row, runs in later.items() if runs}
+        caption = element(
+            "caption",
+            element("span", f"{total} claims", class_="tc-caption-count"),
+            f" × {len(columns)} backends with records. Each cell: the newest verdict of the claim on the backend, "
+            "for the version its header names; ∅ where no record exists.",
+        )
         docname = self.env.docname
-        data = attributes(data_tc_later=data_name(docname), data_tc_src=data_src(docname)) if later else ""
-        heads = Html("").join(
+        heads = [
             _header(grid, column, ranges.get(column.backend, []), marks[column.backend], pages) for column in columns
-        )
-        markup = Html(
-            '<div class="tc-matrix-page">{}{}{}<div class="tc-matrix-layout">'
-            '<div class="tc-matrix-scroll" tabindex="0" role="region" aria-label="Claims × backends">'
-            '<table class="tc-matrix"{}><caption>{}</caption>'
-            '<thead><tr><th scope="col" class="tc-corner">Claim</th>{}</tr></thead>'
-            "<tbody>{}</tbody></table>"
-            '<p class="tc-no-matches" hidden>No claim matches these filters. '
-            '<button type="button" data-tc-reset>Show all claims</button></p></div>'
-            "{}</div></div>"
-        ).format(
-            _filters(grid, total),
-            _backend_notes(grid, pages),
-            _no_record(grid, empty, pages),
-            data,
+        ]
+        table = element(
+            "table",
             caption,
-            heads,
-            rows,
-            _legend(state, "../" * docname.count("/")),
+            element("thead", element("tr", element("th", "Claim", scope="col", class_="tc-corner"), *heads)),
+            element("tbody", *rows),
+            class_="tc-matrix",
+            data_tc_later=data_name(docname) if later else None,
+            data_tc_src=data_src(docname) if later else None,
         )
-        return [raw_html(markup)] + ([later_data("matrix", later)] if later else [])
+        no_matches = element(
+            "p",
+            "No claim matches these filters. ",
+            element("button", "Show all claims", type="button", data_tc_reset=True),
+            class_="tc-no-matches",
+            hidden=True,
+        )
+        scroll = element(
+            "div",
+            table,
+            no_matches,
+            class_="tc-matrix-scroll",
+            tabindex="0",
+            role="region",
+            aria_label="Claims × backends",
+        )
+        page = element(
+            "div",
+            _filters(grid, total),
+            *_backend_notes(grid, pages),
+            _no_record(grid, empty, pages),
+            element("div", scroll, _legend(state, "../" * docname.count("/")), class_="tc-matrix-layout"),
+            class_="tc-matrix-page",
+        )
+        return [page] + ([later_markup("matrix", later)] if later else [])
 
 
 def setup_matrix(app) -> None:

@@ -9,8 +9,8 @@ and whose package the claim's script uses: the build named, a badge per
 release, oldest first, and the inferred sentence. The matrix asks
 :func:`range_views` for each backend's ranges: its version picker offers them
 beside the single versions (``?v.cpu=range:torch:cuda`` in the URL), and each cell
-holds a hidden slice with the strip and the sentence, raw HTML from
-``safe_html.Html``, which escapes every value in it.
+holds a hidden slice with the strip and the sentence, HTML elements
+(elements.py) loaded with the matrix's other versions.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from ...history.version_history import Run, Step, Strand, range_sentence, runs, 
 from ...run.cache import InputScanner
 from ..build.state import BuildState, get_state, warn
 from ..build.tracking import shown
+from .elements import element, html_element, joined
 from .evidence import SYMBOLS
 from .markup import badge, paragraph
-from .safe_html import Html
 
 NOT_RUN_SYMBOL = "∅"
 
@@ -181,30 +181,37 @@ class RangeView:
         """The version picker's value (and the URL's): 'range:torch:cuda'."""
         return f"range:{self.series.name}:{self.strand.kind}"
 
-    def run_html(self, claim_id: str) -> Html:
+    def run_element(self, claim_id: str) -> html_element:
         """The matrix cell's slice for this range: the strip and its sentence, hidden until picked."""
         if not self.versions.concerned(self.series, claim_id):
-            return Html(
-                '<span class="tc-run tc-range" data-version="{}" data-verdict="notrun" hidden>'
-                '<span class="tc-range-sentence">its script does not use {}</span></span>'
-            ).format(self.value, self.series.package)
+            return element(
+                "span",
+                element("span", f"its script does not use {self.series.package}", class_="tc-range-sentence"),
+                class_="tc-run tc-range",
+                data_version=self.value,
+                data_verdict="notrun",
+                hidden=True,
+            )
         steps = steps_for(self.state, self.series, self.strand, claim_id)
-        badges = Html(" ").join(
-            Html('<span class="tc-badge tc-{} tc-step">{} {}{}<span class="tc-sr"> {}</span></span>').format(
-                s.kind,
-                s.version,
-                SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL,
-                " stale" if s.stale else "",
-                s.kind if s.record else "not run",
+        badges = [
+            element(
+                "span",
+                f"{s.version} {SYMBOLS[s.record.verdict] if s.record else NOT_RUN_SYMBOL}{' stale' if s.stale else ''}",
+                element("span", f" {s.kind if s.record else 'not run'}", class_="tc-sr"),
+                class_=f"tc-badge tc-{s.kind} tc-step",
             )
             for s in steps
-        )
+        ]
         newest = [s for s in steps if s.record]
-        kind = newest[-1].kind if newest else "notrun"
-        return Html(
-            '<span class="tc-run tc-range" data-version="{}" data-verdict="{}" hidden>'
-            '<span class="tc-strip">{}</span><span class="tc-range-sentence">{}</span></span>'
-        ).format(self.value, kind, badges, range_sentence(self.series, steps))
+        return element(
+            "span",
+            element("span", *joined(" ", badges), class_="tc-strip"),
+            element("span", range_sentence(self.series, steps), class_="tc-range-sentence"),
+            class_="tc-run tc-range",
+            data_version=self.value,
+            data_verdict=newest[-1].kind if newest else "notrun",
+            hidden=True,
+        )
 
 
 def range_views(env: BuildEnvironment) -> dict[str, list[RangeView]]:
