@@ -17,14 +17,21 @@ CUDA = make_environment(backend="cuda", device="cuda:0", device_name="NVIDIA H20
 CPU_WITH_TORCH_TPU = make_environment(packages={"torch": "2.13.0", "torch-tpu": "0.2.0"})
 
 
-def readings(tmp_path, backend: str, claims: dict[str, dict], entries: list[Entry]) -> dict:
+def grid_of(tmp_path, claims: dict[str, dict], entries: list[Entry]) -> Grid:
     for claim_id, fields in claims.items():
         write_claim(tmp_path / "claims", claim_id, **fields)
     store = Store(build_environment=make_environment())
     for entry in entries:
         store.add(entry)
-    summary = summarize(Grid(load_claims(tmp_path / "claims"), store), backend)
-    return {s.claim.id: read(s, backend) for s in summary.standings}
+    return Grid(load_claims(tmp_path / "claims"), store)
+
+
+def read_all(grid: Grid, backend: str) -> dict:
+    return {s.claim.id: read(s, backend) for s in summarize(grid, backend).standings}
+
+
+def readings(tmp_path, backend: str, claims: dict[str, dict], entries: list[Entry]) -> dict:
+    return read_all(grid_of(tmp_path, claims, entries), backend)
 
 
 def test_each_run_is_named_with_the_layer_of_the_stack_it_exercised(tmp_path):
@@ -150,13 +157,12 @@ def test_a_reading_line_names_the_layers_the_reason_what_differed_and_the_comman
     from torchclaims.sphinxext.views.accelerators import reading_line
 
     failed = [CheckResult(name="matches the CPU", outcome=Verdict.REFUTED, detail="max abs diff 0.5 > 1e-05")]
-    found = readings(
+    grid = grid_of(
         tmp_path,
-        "xla",
         {"claim": {"about": ["xla"]}},
         [Entry(make_record("claim", Verdict.REFUTED, environment=XLA_CPU, checks=failed), "xla-cpu.json")],
     )
-    text = " ".join(reading_line(found["claim"]).astext().split())
+    text = " ".join(reading_line(read_all(grid, "xla")["claim"], grid).astext().split())
     assert "torch_xla's lowering on PJRT's CPU client" in text
     assert "Reading: XLA on the CPU runs the xla stack itself" in text
     assert "What differed: matches the CPU: max abs diff 0.5 > 1e-05" in text

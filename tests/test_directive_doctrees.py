@@ -144,6 +144,8 @@ def write_project(root: Path, pages: dict[str, str] = PAGES) -> None:
     (root / "gallery").mkdir()
     (root / "gallery" / "GALLERY_HEADER.rst").write_text("Scripts\n=======\n")
     write_claim(root, "kb-holds", "holds", about=("cpu", "xla"))
+    with (root / "claims" / "kb-holds.toml").open("a") as toml:  # refuted on xla: its workaround is shown
+        toml.write('\n[workaround]\nwhat = "Pass the flag that keeps the sum exact."\nmeasured_by = "kb-unverified"\n')
     write_claim(root, "kb-unverified", "unverified")
     write_claim(root, "kb-said", None)
     write_claim(root, "kb-sweep", "sweep")

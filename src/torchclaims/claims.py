@@ -199,6 +199,52 @@ class Source(BaseModel):
         return self
 
 
+class Workaround(BaseModel):
+    """What a team does where the claim does not hold on its backend, and who says that it works: one of the
+    claim's sources (cites), a source of its own, or another claim whose records measure it (measured_by)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    what: Annotated[
+        str,
+        Field(
+            min_length=10,
+            max_length=limits.NOTE_CHARS,
+            description="The flag, the code change or the release where it works, in the words of its source",
+        ),
+        limits.NEUTRAL,
+    ]
+    cites: Annotated[
+        str | None,
+        Field(max_length=limits.URL_CHARS, description="The url of the claim's source that states the workaround"),
+    ] = None
+    source: Source | None = Field(None, description="A source of its own, whose quote states the workaround")
+    measured_by: Annotated[
+        str | None,
+        Field(pattern=CLAIM_ID, description="Another claim, whose records show whether the workaround works"),
+    ] = None
+
+    @field_validator("source")
+    @classmethod
+    def _evidence_only(cls, source: Source | None) -> Source | None:
+        if source is not None and source.claimant is not None:
+            raise ValueError("a workaround's source is where it is stated, not a claim: leave claimant and about out")
+        return source
+
+    @model_validator(mode="after")
+    def _attributed_once(self) -> Workaround:
+        given = [name for name in WORKAROUND_ORIGINS if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "say who states the workaround, in one way: cites (one of the claim's sources' url), "
+                f"[workaround.source] (a source of its own) or measured_by (another claim); got {given or 'none'}"
+            )
+        return self
+
+
+WORKAROUND_ORIGINS = ("cites", "source", "measured_by")
+
+
 # Settings of how a claim's script runs, and why an attributed claim (no script) cannot have them.
 RUNS_NOTHING = {
     "no_breaking_test": "has no checks to break",
@@ -265,6 +311,9 @@ class Claim(BaseModel):
         Network.NONE,
         description="loopback: the script starts processes that talk over 127.0.0.1 (a process group); "
         "no other network either way",
+    )
+    workaround: Workaround | None = Field(
+        None, description="What a team does where the claim does not hold on its backend, and who says it works"
     )
 
     @field_validator("topic")
@@ -345,6 +394,24 @@ class Claim(BaseModel):
         if len(set(trigger)) != len(trigger):
             raise ValueError("an argument kind is listed twice")
         return trigger
+
+    @field_validator("workaround")
+    @classmethod
+    def _workaround_attributed_here(cls, workaround: Workaround | None, info: ValidationInfo) -> Workaround | None:
+        if workaround is None:
+            return None
+        urls = {s.url for s in info.data.get("sources", [])}
+        if workaround.cites is not None and workaround.cites not in urls:
+            raise ValueError(
+                f"cites {workaround.cites!r}, which is not the url of any of the claim's sources: cite one of "
+                "them, or give the workaround a [workaround.source] of its own"
+            )
+        if workaround.measured_by is not None and workaround.measured_by == info.data.get("id"):
+            raise ValueError(
+                "measured_by names the claim itself, whose records show where it fails: "
+                "name another claim, whose records show the workaround working"
+            )
+        return workaround
 
     @property
     def executable(self) -> bool:

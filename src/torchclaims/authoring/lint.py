@@ -299,6 +299,18 @@ def check_helper(path: Path, rel: str) -> list[Problem]:
     return [Problem(Path(rel), "", message, line) for message, line in api_patches(nodes) + outside_interface(nodes)]
 
 
+def _workaround_measure(path: Path, claim: Claim, claims: ClaimSet) -> list[Problem]:
+    """A workaround measured by another claim needs that claim, with a script whose records can show it."""
+    other = claim.workaround.measured_by if claim.workaround else None
+    if other is None:
+        return []
+    if other not in claims.claims:
+        return [Problem(path, "workaround.measured_by", f"no claim with id {other!r}")]
+    if not claims.claims[other].executable:
+        return [Problem(path, "workaround.measured_by", f"claim {other!r} is attributed: no record measures it")]
+    return []
+
+
 def _placeholders(path: Path, claim) -> list[Problem]:
     """Template text left in a record (see torchclaims new)."""
     found = []
@@ -446,6 +458,7 @@ def cross_check(root: Path, claims: ClaimSet, memo: ContentMemo | None = None) -
         for other in claim.see_also:
             if other not in claims.claims:
                 problems.append(Problem(path, "see_also", f"no claim with id {other!r}"))
+        problems.extend(_workaround_measure(path, claim, claims))
     gallery = Folders(root).gallery
     for script in sorted(gallery.glob("*.py")) if gallery.is_dir() else []:
         rel = script.relative_to(root).as_posix()

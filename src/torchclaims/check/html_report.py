@@ -45,7 +45,12 @@ def _column(column: ColumnReport, _link) -> Markup:
     rows = Markup("")
     for finding in sorted(column.operators, key=lambda f: (STATUSES.index(f.status), f.operator)):
         evidence = Markup("<br>").join(
-            Markup('{} <span class="tc-date">({}, {})</span>').format(_link(x.url, x.what), x.match, x.date)
+            Markup('{} <span class="tc-date">({}, {})</span>{}').format(
+                _link(x.url, x.what),
+                x.match,
+                x.date,
+                Markup("<br><strong>Workaround:</strong> {}").format(x.workaround) if x.workaround else "",
+            )
             for x in finding.evidence
         ) or Markup("{}").format(finding.note)
         rows += Markup("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>").format(

@@ -5,7 +5,8 @@ The committed results files pass the same load checks as on the site
 out is left out here too. Each column (``xla · torch_xla 2.9.0``, as the site
 names it) gets the newest record, of each claim, that carries an operator or
 architecture table, and the verdict of every defect claim (one that names the
-ATen operators it concerns, ``Claim.aten_operators``) measured there.
+ATen operators it concerns, ``Claim.aten_operators``) measured there, with the
+records of the claims that measure a defect claim's workaround.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Column:
     operators: tuple[Measured, SweepTable] | None = None
     architectures: tuple[Measured, SweepTable] | None = None
     defects: list[Measured] = field(default_factory=list)
+    measuring: dict[str, Measured] = field(default_factory=dict)  # claims measuring a defect's workaround, by id
 
     @property
     def dates(self) -> list[str]:
@@ -72,6 +74,7 @@ def load_knowledge(root: Path) -> Knowledge:
     claims = load_claims(Folders(root).claims)
     store = load_store({}, None, Folders(root).results, admission=Admission.for_project(root, claims.claims))
     columns: dict[str, Column] = {}
+    measuring = {c.workaround.measured_by for c in claims.claims.values() if c.aten_operators and c.workaround}
     for claim_id, claim in sorted(claims.claims.items()):
         for label, entry in sorted(store.latest_by_column(claim_id).items()):
             record = entry.record
@@ -85,5 +88,7 @@ def load_knowledge(root: Path) -> Knowledge:
                     setattr(column, attribute, (measured, table))
             if claim.aten_operators:
                 column.defects.append(measured)
+            if claim_id in measuring:
+                column.measuring[claim_id] = measured
     kept = [c for c in columns.values() if c.operators or c.architectures or c.defects]
     return Knowledge(sorted(kept, key=lambda c: c.label), claims.claims, claims.problems + store.problems)

@@ -26,11 +26,14 @@ argument kinds the defect needs, ``Claim.trigger``; any call meets a claim
 that states none); where it holds, or where no call meets its trigger, its
 record is cited and changes nothing. Rows and claims the user *accepts*
 (``--accept``: say, a defect that needs arguments the model never passes)
-still give the status, marked accepted, and leave the exit gate alone.
+still give the status, marked accepted, and leave the exit gate alone. A
+known-wrong finding from a defect claim with a workaround carries it, with who
+states it or what the claim measuring it shows in that column.
 """
 
 from __future__ import annotations
 
+from ..claims import Claim
 from ..evidence.coverage_table import SweepTable
 from ..evidence.records import Verdict
 from ..site_addresses import Links
@@ -160,6 +163,24 @@ def _cells(
     return found, "; ".join(skipped)
 
 
+def _workaround(claim: Claim, column: Column, links: Links) -> str:
+    """The defect claim's workaround in one line, with who states it, or what the claim measuring it shows in
+    this column (no record there is said, never read as working)."""
+    workaround = claim.workaround
+    if workaround is None:
+        return ""
+    if workaround.measured_by is None:
+        source = workaround.source or next(s for s in claim.sources if s.url == workaround.cites)
+        return f"{workaround.what} (stated by {source.publisher}, {source.url or source.date})"
+    other = column.measuring.get(workaround.measured_by)
+    if other is None:
+        return f"{workaround.what} (claim {workaround.measured_by} measures it: no record on {column.label})"
+    return (
+        f"{workaround.what} (claim {other.claim.id} measures it: {other.record.verdict.value} on {column.label}, "
+        f"{links.evidence(other.claim, column.backend, column.version)})"
+    )
+
+
 def _defects(operator: UsedOperator, column: Column, links: Links, accepted: set[str]) -> list[Evidence]:
     found = []
     for measured in column.defects:
@@ -188,6 +209,7 @@ def _defects(operator: UsedOperator, column: Column, links: Links, accepted: set
                 measured.record.reason,
                 taken,
                 measured.claim.id,
+                _workaround(measured.claim, column, links) if status else "",
             )
         )
     return found

@@ -46,6 +46,7 @@ class Evidence:
     detail: str = ""
     accepted: bool = False  # the user accepted this row or claim (--accept): it leaves the exit gate alone
     accept_id: str = ""  # what --accept takes to waive it: the row's name or the claim's id
+    workaround: str = ""  # a defect claim's workaround, with who states it or the record that measures it
 
 
 @dataclass

@@ -2,11 +2,12 @@
 
 One result per operator × dtype × backend whose status is a risk (known
 wrong, raises, CPU fallback) on some release of the backend: its level, the
-releases, the evidence links and a fix hint: the releases of that backend
-where the operator runs natively, else the ``--accept`` that would waive it
-and what it waives. A finding the user accepted is kept, suppressed. The
-results point at the model's file (the step's operators have no line of
-their own); a ``package.module`` target is named as a logical location.
+releases, the evidence links and a fix hint: the defect claim's workaround
+when it has one, then the releases of that backend where the operator runs
+natively, else the ``--accept`` that would waive it and what it waives. A
+finding the user accepted is kept, suppressed. The results point at the
+model's file (the step's operators have no line of their own); a
+``package.module`` target is named as a logical location.
 
 A run on a backend (``--backend``) adds what it measured: each operator the
 backend's counters saw fall back to the CPU, or that raised with the fallback
@@ -38,6 +39,14 @@ MEASURED_RULES = {  # what a run on a backend found: rule id, level, description
 
 
 def _fix(status: str, findings: list[tuple[ColumnReport, OperatorFinding]], works: list[str]) -> str:
+    """The defect claim's workaround first, when one is known; then where it works, or what --accept waives."""
+    known = (e.workaround for _, f in findings for e in f.evidence if e.status == status and e.workaround)
+    workaround = next(known, "")
+    rest = _elsewhere(status, findings, works)
+    return f"workaround: {workaround}; {rest}" if workaround else rest
+
+
+def _elsewhere(status: str, findings: list[tuple[ColumnReport, OperatorFinding]], works: list[str]) -> str:
     if works:
         return f"runs natively on {', '.join(works)}"
     evidence = [e for _, f in findings for e in f.evidence if e.status == status and e.accept_id]

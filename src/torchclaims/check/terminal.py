@@ -76,6 +76,8 @@ def summary(report: Report) -> str:
                 lines.append(f"      {evidence.what} ({evidence.match}) {evidence.url}")
                 if evidence.detail:
                     lines.append(f"        {evidence.detail[:110]}")
+                if evidence.workaround:
+                    lines.append(f"        workaround: {evidence.workaround[:400]}")
         if len(groups) > SHOWN:
             lines.append(f"  ... and {len(groups) - SHOWN} more (--json or --html lists every one)")
     nowhere = [

@@ -18,7 +18,8 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from ...claims import Claim, Relation, Source
+from ...claims import Claim, Relation
+from ...evidence.records import Verdict
 from ...evidence.scope import about_text, and_words, claimant_scopes
 from ...evidence.store import THIS_BUILD, Entry
 from ...site_addresses import claim_anchor, evidence_anchor
@@ -28,8 +29,9 @@ from ..build.state import BuildState, get_state, warn
 from ..build.tracking import TOPIC, note_shown
 from ..views.evidence import evidence, origin_text, reason, run_line, scope_words, verdict_badge
 from ..views.grid import device_words
-from ..views.markup import badge, bullets, doc_link, folded, join_nodes, link, paragraph, table
+from ..views.markup import badge, bullets, doc_link, folded, join_nodes, paragraph, table
 from ..views.versions import strip_placeholder
+from ..views.workaround import quoted, workaround_block
 
 
 def freshness_text(entry: Entry) -> str:
@@ -87,12 +89,6 @@ def verdict_lines(state: BuildState, claim: Claim) -> nodes.Node:
     return out
 
 
-def quoted(source: Source) -> list:
-    """“quote” — publisher (date), marked when the quote is unconfirmed."""
-    parts = [nodes.emphasis("", f"“{source.quote}”"), " — ", link(source.publisher, source.url), f" ({source.date})"]
-    return parts + ([badge("unconfirmed", "unconfirmed")] if not source.confirmed else [])
-
-
 def claimant_line(claim: Claim) -> nodes.paragraph:
     """'Claimed by AWS about AWS Trainium (TorchNeuron): “…” — … (2026); by PyTorch about the CPU: “…” — …':
     each claimant with what its own sources are about and its first quote, marked when unconfirmed."""
@@ -127,6 +123,16 @@ def claim_and_proposition(claim: Claim) -> list[nodes.Node]:
     return [says, proposition]
 
 
+def _differs_on(state: BuildState, claim: Claim) -> list[str]:
+    """The backends a workaround is for: those the claim is about, and any other where its newest run refuted it."""
+    refuted = [
+        column.backend
+        for column in state.grid.columns
+        if (cell := state.grid.newest(claim, column.backend)) and cell.entry.record.verdict is Verdict.REFUTED
+    ]
+    return list(claim.about) + [b for b in refuted if b not in claim.about]
+
+
 def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.section:
     section = nodes.section(ids=[claim_anchor(claim.id)], classes=["tc-claim"], support_smartquotes=False)
     section += nodes.title("", claim.title)
@@ -151,6 +157,7 @@ def claim_section(state: BuildState, claim: Claim, docname: str) -> nodes.sectio
     if claim.caveats:
         section += nodes.rubric("", "Caveats")
         section += bullets([paragraph(c) for c in claim.caveats])
+    section.extend(workaround_block(state.grid, claim, _differs_on(state, claim)))
     if claim.executable:
         block = evidence(state, claim, docname)
         section += (
@@ -222,8 +229,10 @@ class TopicClaimsDirective(SphinxDirective):
 
 
 def _note_links(env, state: BuildState, claims: list[Claim]) -> None:
-    """Pages link to the claims in see_also: re-read them when those change or go."""
-    linked = sorted({other for claim in claims for other in claim.see_also})
+    """Pages link to the claims in see_also and show the records of those measuring a workaround: re-read them
+    when those change or go."""
+    measuring = {claim.workaround.measured_by for claim in claims if claim.workaround}
+    linked = sorted({other for claim in claims for other in claim.see_also} | measuring - {None})
     if linked:
         note_shown(env, linked, state.digest(linked), key="links:" + ",".join(linked))
 

@@ -9,7 +9,8 @@ with which versions, from which source) and those checked only on a stand-in
 showed, and a line leading to ``torchclaims check`` for a reader's own model.
 Then the claims grouped by what a team must do (torchclaims.sphinxext.reading):
 each with its runs (a chip leading to the evidence, and the layer of the stack
-it exercised), which of them speak for the accelerator and why, and the command
+it exercised), which of them speak for the accelerator and why, the workaround
+of a claim known to differ (torchclaims.sphinxext.views.workaround), and the command
 that would decide it on the hardware; and the command a hardware owner runs to
 fill the column. ``accelerator-choice`` lists the pages with their tallies, after
 the same line to ``torchclaims check`` (the home page); ``accelerator-groups``
@@ -37,10 +38,11 @@ from ..build.state import get_state, warn
 from ..build.tracking import ALL_CLAIMS, note_shown
 from .backend_summary import ON_HARDWARE, ON_STAND_IN, Group, Summary, summarize
 from .evidence import SYMBOLS, UNCONFINED
-from .grid import Cell
+from .grid import Cell, Grid
 from .markup import badge, bullets, doc_link, paragraph
 from .reading import Action, Layer, Reading, action_title, decided_by, read
 from .vendor_word import vendor_section
+from .workaround import workaround_block
 
 REFERENCE = "cpu"  # the reference every other backend is compared with: it gets no page of its own
 WORDS = {"holds": "held", "refuted": "refuted", "unverified": "unverified", "error": "error"}
@@ -93,9 +95,9 @@ def what_differed(cell: Cell) -> str:
     return f"{failed.name}: {failed.detail}" if failed else record.reason
 
 
-def reading_line(reading: Reading) -> nodes.container:
+def reading_line(reading: Reading, grid: Grid) -> nodes.container:
     """One claim read for the accelerator: its runs with the layer each exercised, which of them speak and why,
-    and what would decide it on the hardware."""
+    what differed and the workaround, and what would decide it on the hardware."""
     claim, backend = reading.standing.claim, reading.backend
     out = nodes.container(classes=["tc-standing", "tc-reading"])
     out += paragraph(claim_ref(claim.id, nodes.strong("", claim.title)))
@@ -113,6 +115,8 @@ def reading_line(reading: Reading) -> nodes.container:
     differed = [what_differed(c) for c in reading.speakers if c.kind == Verdict.REFUTED.value]
     if differed and differed[0]:
         out += paragraph(nodes.emphasis("", "What differed: "), differed[0])
+    if reading.action is Action.DIFFERS:
+        out.extend(workaround_block(grid, claim, [backend]))
     if not reading.on_hardware:
         hardware, command = decided_by(backend, claim.id)
         out += paragraph(nodes.emphasis("", "Decided by: "), f"a run on {hardware}: ", nodes.literal("", command))
@@ -281,7 +285,7 @@ class AcceleratorDirective(SphinxDirective):
                 continue
             part = nodes.section(ids=[f"{backend}-{action.name.lower().replace('_', '-')}"], classes=["tc-group"])
             part += nodes.title("", action_title(action, mine, backend))
-            part += nodes.container("", *[reading_line(r) for r in mine], classes=["tc-standings"])
+            part += nodes.container("", *[reading_line(r, state.grid) for r in mine], classes=["tc-standings"])
             page += part
         word = vendor_word(self.env, state.root, backend, state.claims.claims, self.get_location())
         if word is not None:
