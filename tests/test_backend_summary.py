@@ -81,11 +81,11 @@ def test_each_claim_about_the_backend_is_in_exactly_one_group_decided_by_its_rec
     assert sum(summary.count(g) for g in Group) == len(summary.standings) == 9
     assert summary.attributed_by == {"AWS": 2, "Google": 1}
     assert [c.claim.id for c in summary.hardware_runs] == ["on-hw-holds", "on-hw-refuted", "on-hw-unverified"]
-    assert summary.versions() == ["torch-neuronx 2.14.0"] and summary.devices() == ["Trainium2"]
+    assert summary.versions() == ["torch-neuronx 2.14.0 on torch 2.14.0"] and summary.devices() == ["Trainium2"]
     assert summary.sources() == {"submitted by hand, not reproduced": 3}
     stand_ins = {s.backend: dict(s.verdicts) for s in summary.stand_ins()}
     assert stand_ins == {"cpu": {"holds": 1, "unverified": 1, "error": 1}, "xla": {"refuted": 1, "holds": 1}}
-    assert [s.versions for s in summary.stand_ins()] == [("torch 2.13.0",), ("torch_xla 2.9.0",)]
+    assert [s.versions for s in summary.stand_ins()] == [("torch 2.13.0",), ("torch_xla 2.9.0 on torch 2.9.0",)]
 
 
 def test_a_backend_with_no_record_has_nothing_on_its_hardware_and_the_cpu_stand_in_counts(tmp_path):
@@ -118,13 +118,14 @@ def test_the_tally_says_what_ran_on_the_hardware_when_with_which_versions_and_fr
         in text
     )
     assert (
-        "2 of the 7 executable ones ran on neuron hardware (Trainium2), with torch-neuronx 2.14.0, 2026-03-01: "
+        "2 of the 7 executable ones ran on neuron hardware (Trainium2), "
+        "with torch-neuronx 2.14.0 on torch 2.14.0, 2026-03-01: "
         "✔ 1 held, ✘ 1 refuted. "
         "From: submitted by hand, not reproduced 2."
     ) in text
     assert (
-        "1 was checked only on a stand-in: on xla (XLA on the CPU (Test CPU), torch_xla 2.9.0), 1 claim: ✔ 1 held."
-        in text
+        "1 was checked only on a stand-in: "
+        "on xla (XLA on the CPU (Test CPU), torch_xla 2.9.0 on torch 2.9.0), 1 claim: ✔ 1 held." in text
     )
     assert "4 are not yet checked anywhere." in text
 
@@ -212,7 +213,8 @@ def test_the_card_and_the_tally_count_only_runs_on_the_hardware_as_ran_on_it(tmp
     text = " ".join(tally(only_cpu, name).astext().split())
     assert "0 of the 3 executable ones ran on xla hardware: no record from there yet." in text
     assert (
-        "3 were checked only on a stand-in: on xla (XLA on the CPU (Test CPU), torch_xla 2.9.0), 3 claims: "
+        "3 were checked only on a stand-in: "
+        "on xla (XLA on the CPU (Test CPU), torch_xla 2.9.0 on torch 2.9.0), 3 claims: "
         "✔ 1 held, ✘ 2 refuted; on cpu (Test CPU, torch 2.13.0), 2 claims: ✔ 2 held." in text
     )
     with_tpu = summarize(xla_grid(tmp_path / "with-tpu", tpu=True), "xla")
@@ -221,8 +223,8 @@ def test_the_card_and_the_tally_count_only_runs_on_the_hardware_as_ran_on_it(tmp
     )
     text = " ".join(tally(with_tpu, name).astext().split())
     assert (
-        "1 of the 3 executable ones ran on xla hardware (XLA on TPU), with torch_xla 2.9.0, 2026-03-01: ✔ 1 held."
-        in text
+        "1 of the 3 executable ones ran on xla hardware (XLA on TPU), "
+        "with torch_xla 2.9.0 on torch 2.9.0, 2026-03-01: ✔ 1 held." in text
     )
 
 
@@ -231,8 +233,8 @@ def test_a_chip_names_xla_on_the_cpu_and_the_backend_only_for_its_hardware(tmp_p
 
     summary = summarize(xla_grid(tmp_path, tpu=True), "xla")
     tpu_held = next(s for s in summary.standings if s.claim.id == "tpu-held")
-    assert chip(tpu_held.here).astext().startswith("xla ✔ holds torch_xla 2.9.0")
-    assert chip(tpu_held.stand_ins[0]).astext().startswith("XLA on the CPU ✘ refuted torch_xla 2.9.0")
+    assert chip(tpu_held.here).astext().startswith("xla ✔ holds torch_xla 2.9.0 on torch 2.9.0")
+    assert chip(tpu_held.stand_ins[0]).astext().startswith("XLA on the CPU ✘ refuted torch_xla 2.9.0 on torch 2.9.0")
 
 
 def test_the_check_your_model_line_leads_to_the_check_page_where_the_site_has_one():
@@ -265,4 +267,4 @@ def test_the_versions_that_ran_on_the_hardware_are_in_release_order(tmp_path):
     ]
     summary = summarize(grid_of(tmp_path, claims, entries), "neuron")
     # as text, 2.10 would come before 2.9 and the release candidate after its release
-    assert summary.versions() == [f"torch-neuronx {v}" for v in versions]
+    assert summary.versions() == [f"torch-neuronx {v} on torch 2.14.0" for v in versions]

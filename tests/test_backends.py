@@ -240,9 +240,15 @@ def test_every_fingerprint_records_the_vendor_plugins_installed(monkeypatch):
             {"torch": "2.13.0", "torch-neuronx": "2.14.0"},
             "torch 2.13.0 + torch-neuronx 2.14.0 (vendor package, no Trainium device)",
         ),
+        (
+            "cpu",
+            {"torch": "2.13.0+cpu", "torch-tpu": "0.2.0"},
+            "torch 2.13.0+cpu (CPU-only build) + torch-tpu 0.2.0 (vendor package, no TPU)",
+        ),
         ("cpu", {"torch": "2.13.0"}, "torch 2.13.0"),
-        ("tpu", {"torch": "2.13.0", "torch-tpu": "0.2.0"}, "torch-tpu 0.2.0"),
-        ("xla", {"torch": "2.9.0", "torch_xla": "2.9.0", "libtpu": "0.0.52"}, "torch_xla 2.9.0"),
+        ("tpu", {"torch": "2.13.0", "torch-tpu": "0.2.0"}, "torch-tpu 0.2.0 on torch 2.13.0"),
+        ("xla", {"torch": "2.9.0", "torch_xla": "2.9.0", "libtpu": "0.0.52"}, "torch_xla 2.9.0 on torch 2.9.0"),
+        ("xla", {"torch": "2.9.0+cu128", "torch_xla": "2.9.0"}, "torch_xla 2.9.0 on torch 2.9.0+cu128 (CUDA build)"),
     ],
 )
 def test_a_run_with_a_vendor_package_but_not_its_device_is_a_slice_of_its_own(backend, packages, label):

@@ -34,7 +34,7 @@ from torchclaims.evidence.records import CheckResult
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "check"
-XLA_290 = "xla · torch_xla 2.9.0"
+XLA_290 = "xla · torch_xla 2.9.0 on torch 2.9.0+cu128 (CUDA build)"
 
 
 def static(target: str, **options):
@@ -59,7 +59,10 @@ def test_pixel_shuffle_model_is_flagged_on_torch_xla_290_with_its_defect_claim()
     shuffle = finding(column(report, XLA_290), "aten::pixel_shuffle")
     assert shuffle.status == WRONG and shuffle.phases == ["forward"]
     urls = [e.url for e in shuffle.evidence]
-    assert "docs/topics/op-coverage.html#claim-xla-pixel-shuffle-factor-order--xla--torch-xla-2-9-0" in urls
+    assert (
+        "docs/topics/op-coverage.html#claim-xla-pixel-shuffle-factor-order"
+        "--xla--torch-xla-2-9-0-on-torch-2-9-0-cu128-cuda-build"
+    ) in urls
     assert column(report, XLA_290).flagged and report.failed
     cpu = [c for c in report.columns if c.backend == "cpu"]
     assert cpu and all(finding(c, "aten::pixel_shuffle").status == NATIVE for c in cpu)
@@ -202,7 +205,7 @@ def test_a_refuted_defect_claim_flags_the_operators_it_names(tmp_path):
     assert col.matching == BY_NAME
     mul = finding(col, "aten::mul.Tensor")
     assert mul.status == WRONG
-    assert mul.evidence[-1].url == "docs/topics/op-coverage.html#claim-defect-mul--xla--torch-xla-2-9-0"
+    assert mul.evidence[-1].url == "docs/topics/op-coverage.html#claim-defect-mul--xla--torch-xla-2-9-0-on-torch-2-13-0"
     assert finding(col, "aten::relu").status == NATIVE
 
 

@@ -25,7 +25,7 @@ from torchclaims.evidence.coverage_table import TableBuilder
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "check"
-COLUMNS = ("cpu · torch 2.13.0", "xla · torch_xla 2.9.0")
+COLUMNS = ("cpu · torch 2.13.0+cu130 (CUDA build)", "xla · torch_xla 2.9.0 on torch 2.9.0+cu128 (CUDA build)")
 ZERO_DIM_RAISE = "sample 2: RuntimeError: Value out of range (expected to be in range of [0, -1], but got 0)"
 
 

@@ -146,6 +146,19 @@ def test_show_prints_verdicts_per_column(tmp_path, capsys):
     assert "*: submitted by hand, not reproduced by the project" in lines[-2]
 
 
+def test_show_gives_two_builds_of_one_release_two_columns_and_names_each_wheel(tmp_path, capsys):
+    make_kb(tmp_path, "a-claim")
+    (tmp_path / "results").mkdir()
+    for torch, verdict in (("2.13.0+cpu", "holds"), ("2.13.0+cu130", "refuted")):
+        record = make_record("a-claim", verdict, environment={"torch": torch}, script=script_info(tmp_path, "a-claim"))
+        write_results_file(tmp_path / "results" / f"cpu-{torch}.json", [record], record.environment)
+    assert main(["show", "--root", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split() == ["2.13.0", "2.13.0"] and lines[3].split() == ["+cpu", "+cu130"]
+    assert lines[4].split() == ["a-claim", "holds*", "refuted*"]
+    assert any(line.startswith("cpu · torch 2.13.0+cu130 (CUDA build): 1 records") for line in lines)
+
+
 def test_show_fits_120_columns_and_sorts_versions_as_versions(tmp_path, capsys):
     long_id = "a-claim-whose-identifier-is-forty-chars"
     make_kb(tmp_path, long_id)

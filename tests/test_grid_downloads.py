@@ -53,7 +53,7 @@ def test_every_known_backend_has_a_column_and_versions_sit_inside_it(tmp_path):
     assert [c.backend for c in grid.columns] == ["cpu", "cuda", "rocm", "mps", "xpu", "xla", "neuron", "tpu"]
     cpu = grid.column("cpu")
     assert cpu.versions == ("torch 2.13.0", "torch 2.14.1")  # this build's version first, then the newest
-    assert grid.column("xla").header() == "xla · XLA on the CPU (Test CPU) · torch_xla 2.9.0"
+    assert grid.column("xla").header() == "xla · XLA on the CPU (Test CPU) · torch_xla 2.9.0 on torch 2.9.0"
     assert grid.column("neuron").header() == "neuron · AWS Trainium (TorchNeuron) · not run"
 
 
@@ -272,3 +272,29 @@ def test_a_run_with_a_vendor_package_but_not_its_device_is_its_own_slice_named_s
     assert cpu.header(vendor_slice).endswith("· torch 2.13.0 + torch-tpu 0.2.0 (vendor package, no TPU)")
     assert grid.cell(grid.claims.claims["a"], "cpu", "torch 2.13.0").entry.origin == "cpu.json"
     assert not grid.cell(grid.claims.claims["a"], "tpu", "").entry, "never a verdict in the tpu column"
+
+
+def test_two_builds_of_one_release_are_two_slices_each_named_and_each_shown(tmp_path):
+    """The site's own run on torch 2.13.0+cpu and a sweep's on 2.13.0+cu130 (a CUDA build without a GPU)
+    can disagree (cuda-event-timing-without-cuda does): neither hides the other, and each says its build."""
+    from torchclaims.site_addresses import evidence_anchor
+
+    cpu_build, cuda_build = make_environment(torch="2.13.0+cpu"), make_environment(torch="2.13.0+cu130")
+    grid = grid_of(
+        tmp_path,
+        [
+            Entry(make_record("a", "holds", environment=cpu_build), THIS_BUILD),
+            Entry(make_record("a", "refuted", environment=cuda_build), "cpu-torch2.13.0.json"),
+        ],
+        build=cpu_build,
+    )
+    claim = grid.claims.claims["a"]
+    assert grid.column("cpu").versions == ("torch 2.13.0+cpu (CPU-only build)", "torch 2.13.0+cu130 (CUDA build)")
+    assert [(c.version, c.kind) for c in grid.cells(claim, "cpu")] == [
+        ("torch 2.13.0+cpu (CPU-only build)", "holds"),
+        ("torch 2.13.0+cu130 (CUDA build)", "refuted"),
+    ]
+    runs = grid.runs(claim)  # the evidence block gives each its own row and anchor
+    assert [c.entry.origin for c in runs] == [THIS_BUILD, "cpu-torch2.13.0.json"]
+    assert len({evidence_anchor(claim.id, c.backend, c.version) for c in runs}) == 2
+    assert grid.totals("cpu", "torch 2.13.0+cu130 (CUDA build)")["refuted"] == 1

@@ -79,6 +79,9 @@ def test_labels_sort_by_their_name_then_as_versions():
         "cpu · torch 2.10.0",
         "xla · torch_xla 2.9.0",
     ]
+    # a label that names its build after the version sorts by the version all the same
+    named = ["cpu · torch 2.10.0+cpu (CPU-only build)", "cpu · torch 2.9.0+cu128 (CUDA build)"]
+    assert sorted(named, key=label_key) == named[::-1]
 
 
 def test_a_series_concerns_a_claim_whose_script_uses_its_package():

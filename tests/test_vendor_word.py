@@ -112,7 +112,8 @@ def test_an_operator_statement_agrees_or_differs_with_the_rows_that_are_that_ope
     grid = table_grid(tmp_path, {"nn.functional.embedding": "NX", "div.trunc": "NM", "embedding_bag": "RR"})
     tables = operator_tables(grid)
     ours, agreement = compare_operator(statement("aten::embedding", compare_with=["xla"]), "neuron", tables)
-    assert ours == "XLA on the CPU (torch_xla 2.9.0): native 1 (dtype cells)"  # excluded cells judge nothing
+    # excluded cells judge nothing
+    assert ours == "XLA on the CPU (torch_xla 2.9.0 on torch 2.9.0): native 1 (dtype cells)"
     assert agreement == "XLA on the CPU: agrees"  # embedding_bag, another operator, is not its row
     ours, agreement = compare_operator(statement("aten::div", compare_with=["xla"]), "neuron", tables)
     assert agreement == "XLA on the CPU: differs (mismatch)"

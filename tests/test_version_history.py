@@ -207,4 +207,4 @@ def test_a_series_of_another_package_names_the_build_as_torchs():
     series = Series("torch", "cpu", "torch", ("2.10.0",), held={"numpy": "2.4.6"})
     [strand] = series_runs([run("2.10.0+cu128", {"c": "holds"})], series)
     assert strand.builds_under("torch") == "CUDA build (+cu128)"
-    assert strand.builds_under("torch_xla") == "on torch's CUDA build (+cu128)"
+    assert strand.builds_under("torch_xla") == "with torch's CUDA build (+cu128)"

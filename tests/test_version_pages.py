@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from kb import built, moved, page_text
+from torchclaims.evidence.builds import build_of, builds_named, kind_words
 from torchclaims.evidence.records import Verdict, read_record
 from torchclaims.evidence.results import build_results, write_results
-from torchclaims.history.builds import build_of, builds_named
 
 pytestmark = pytest.mark.processes  # Sphinx builds of a small knowledge base, which run its claims
 
@@ -83,7 +83,11 @@ def test_the_matrix_offers_the_range_beside_the_single_versions(site):
     own, kind = builds_named([build_of(environment)]), build_of(environment).kind  # 'CPU-only build (+cpu)', 'cpu'
     raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text(encoding="utf-8")
     picker = re.search(r'<select data-tc-version="cpu">(.*?)</select>', raw, re.S)[1]
-    assert '<option value="torch 2.10.0">torch 2.10.0</option>' in picker  # one version at a time stays available
+    local = "".join(environment.torch.partition("+")[1:])  # the committed runs' build is the site's
+    single = f"torch 2.10.0{local}" + (f" ({kind_words(build_of(environment))})" if local else "")
+    assert f'<option value="{single}">{single}</option>' in picker  # one version at a time stays available
+    # the CUDA wheel of the build's own release is a version of its own, named, never hidden behind the build's
+    assert f'<option value="torch {build_torch}+cu130 (CUDA build)">' in picker
     assert f'<option value="range:torch:{kind}">torch 2.9.0–{build_torch}, {own} (range)</option>' in picker
     assert f'<option value="range:torch:cuda">torch {build_torch}, CUDA build (+cu130) (range)</option>' in picker
     row = re.search(r'<tr class="tc-claim-row" id="[^"]*kb-holds.*?</tr>', raw, re.S)[0]

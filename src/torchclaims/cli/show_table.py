@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..history.releases import label_key
+from ..evidence.builds import build_of
+from ..history.releases import label_key, label_parts
 
 SHOW_WIDTH = 120  # show's table fits a terminal this wide; more columns go on in another block below
 CELL = 9  # a verdict word and a trust mark, and a space
@@ -15,7 +16,7 @@ def column_blocks(columns: list[str], per_block: int) -> list[list[str]]:
     blocks: list[list[str]] = [[]]
     groups: dict[str, list[str]] = {}
     for column in columns:
-        groups.setdefault(column.rpartition(" ")[0], []).append(column)
+        groups.setdefault(label_parts(column)[0], []).append(column)
     for group in groups.values():
         if blocks[-1] and len(blocks[-1]) + len(group) > per_block:
             blocks.append([])
@@ -24,6 +25,16 @@ def column_blocks(columns: list[str], per_block: int) -> list[list[str]]:
                 blocks.append([])
             blocks[-1].append(column)
     return blocks
+
+
+def torch_builds(store) -> dict[str, str]:
+    """column -> torch's local label as a header names it ('+cu130'; '' when torch reports none)."""
+    out: dict[str, str] = {}
+    for entries in store.entries.values():
+        for entry in entries:
+            build = build_of(entry.record.environment)
+            out.setdefault(entry.column, f"+{build.label}" if build and build.label else "")
+    return out
 
 
 def matrix_lines(claims, store) -> list[str]:
@@ -37,16 +48,20 @@ def matrix_lines(claims, store) -> list[str]:
     per_block = max(2, (SHOW_WIDTH - width - 2) // CELL)  # two: a group label always has room
     rows = sorted(claims.claims.items())
     lines = []
+    builds = torch_builds(store)
     for block in column_blocks(columns, per_block):
-        groups, versions = "", ""
+        groups, versions, labels = "", "", ""
         for i, column in enumerate(block):
-            group, _, version = column.rpartition(" ")
-            if i == 0 or block[i - 1].rpartition(" ")[0] != group:
-                following = next((j for j in range(i + 1, len(block)) if block[j].rpartition(" ")[0] != group), None)
+            group, version, _ = label_parts(column)
+            if i == 0 or label_parts(block[i - 1])[0] != group:
+                following = next((j for j in range(i + 1, len(block)) if label_parts(block[j])[0] != group), None)
                 room = (following - i) * CELL - 1 if following else SHOW_WIDTH
                 groups = f"{groups:<{i * CELL}}" + (group if len(group) <= room else group[: room - 1] + "…")
-            versions += f"{version[: CELL - 1]:<{CELL}}"
+            versions += f"{version.split('+')[0][: CELL - 1]:<{CELL}}"
+            labels += f"{builds.get(column, '')[: CELL - 1]:<{CELL}}"
         lines += ["", f"{'claim':<{width}}  {groups}"[:SHOW_WIDTH], f"{'':<{width}}  " + versions.rstrip()]
+        if labels.strip():  # the wheel: two builds of one release are two columns with one version
+            lines.append(f"{'':<{width}}  " + labels.rstrip())
         for claim_id, claim in rows:
             latest = store.latest_by_column(claim_id)
             cells = ""

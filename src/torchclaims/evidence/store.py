@@ -22,6 +22,7 @@ from ..fileio import leaves
 from .admission import Admission
 from .attestation import Verifier, stray_notes
 from .attestation_answers import AnswersVerifier
+from .builds import torch_named
 from .judging import read_own_record
 from .provenance import FileHistory, Source, Trust, file_histories
 from .records import Environment, ResultRecord, record_key
@@ -63,17 +64,19 @@ class Entry:
 
 
 def version_label(env: Environment) -> str:
-    """'torch 2.13.0', or 'torch 2.13.0 + torch-tpu 0.2.0 (vendor package, no TPU)' for a
-    run that had a vendor's plugin but not its device: a slice of its own, never
-    mixed with plain runs of the same torch."""
+    """The slice of a backend's column a run belongs to, naming torch's build (evidence.builds):
+    'torch 2.13.0+cpu (CPU-only build)', 'torch_xla 2.9.0 on torch 2.9.0+cu128 (CUDA build)', or
+    'torch 2.13.0+cpu (CPU-only build) + torch-tpu 0.2.0 (vendor package, no TPU)' for a run that had
+    a vendor's plugin but not its device: two wheels of one release are two slices, never one."""
     backend = all_backends().get(env.backend)
     package = backend.primary_package if backend else "torch"
-    version = env.torch if package == "torch" else env.packages.get(package, "?")
+    torch = torch_named(env)
+    named = torch if package == "torch" else f"{package} {env.packages.get(package, '?')} on {torch}"
     vendors = "".join(
         f" + {b.primary_package} {v} (vendor package, no {b.device_noun})"
         for b, v in vendor_packages_without_device(env.backend, env.packages)
     )
-    return f"{package} {version.split('+')[0]}{vendors}"
+    return named + vendors
 
 
 def column_label(env: Environment) -> str:

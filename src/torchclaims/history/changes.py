@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..evidence.builds import same_kind
 from ..evidence.coverage_table import NOT_LISTED, SweepTable
 from ..evidence.records import Environment, ResultRecord, Verdict
 from ..evidence.store import Entry
-from .builds import same_kind
 
 ABSENT = "(not listed)"
 

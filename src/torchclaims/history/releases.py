@@ -41,7 +41,7 @@ def canonical(name: str) -> str:
 
 def version_key(version: str) -> tuple:
     """The order of releases, PEP 440's (``packaging``): '2.10.0' after '2.9.0', '2.10.0rc1' before
-    '2.10.0'. The local label ('+cpu') names the build, not the release (history.builds), and is
+    '2.10.0'. The local label ('+cpu') names the build, not the release (evidence.builds), and is
     ignored. A string that is no version sorts before every version, as text."""
     try:
         return (1, pep440.Version(pep440.Version(version).public), "")
@@ -49,10 +49,20 @@ def version_key(version: str) -> tuple:
         return (0, pep440.Version("0"), version)
 
 
+LABEL_VERSION = re.compile(r"(.*?)(?: (\d\S*)|$)")  # a label's first word that starts with a digit is its version
+
+
+def label_parts(label: str) -> tuple[str, str, str]:
+    """A label split at its version: 'cpu · torch 2.13.0+cpu (CPU-only build)' -> ('cpu · torch',
+    '2.13.0+cpu', ' (CPU-only build)'); a label with no version is all name."""
+    match = LABEL_VERSION.match(label)
+    return match[1], match[2] or "", label[match.end() :]
+
+
 def label_key(label: str) -> tuple:
-    """The order of labels that end in a version ('torch 2.10.0', 'cpu · torch 2.10.0'): by what comes
+    """The order of labels ('torch 2.10.0+cpu (CPU-only build)', 'cpu · torch 2.10.0'): by what comes
     before the version, then by ``version_key``; the whole text breaks ties ('+cpu' and '+cu130' builds)."""
-    name, _, version = label.rpartition(" ")
+    name, version, _ = label_parts(label)
     return (name, version_key(version), label)
 
 

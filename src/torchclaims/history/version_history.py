@@ -3,7 +3,7 @@
 The results store holds runs (each committed results file, and this build). A
 run stands for a release of a series (releases.Series.release_of) when the
 release is the only thing that differs from the held versions; runs of one
-kind of build (CPU-only, CUDA... wheels: history.builds) form a strand, and
+kind of build (CPU-only, CUDA... wheels: evidence.builds) form a strand, and
 nothing compares runs of two strands. For each claim, series and strand this
 module gives the strip (one step per release: the verdict of the run that
 stands for it, or nothing) and a sentence inferred from it,
@@ -18,11 +18,11 @@ import itertools
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..evidence.builds import build_of, builds_named
 from ..evidence.provenance import Source
 from ..evidence.records import Environment, ResultRecord, Verdict
 from ..evidence.store import EARLIER_BUILD, THIS_BUILD, Entry, Store
 from ..text_safety import quoted
-from .builds import build_of, builds_named
 from .releases import Series, version_key
 
 REASON_CHARS = 90
@@ -84,7 +84,7 @@ def runs(store: Store) -> list[Run]:
 
 @dataclass(frozen=True)
 class Strand:
-    """The runs of one series on one kind of build (history.builds): release -> run, oldest release first.
+    """The runs of one series on one kind of build (evidence.builds): release -> run, oldest release first.
     A strip, a sentence and an upgrade compare runs of one strand only: two wheels of one release are
     not two releases."""
 
@@ -98,8 +98,9 @@ class Strand:
 
     def builds_under(self, package: str) -> str:
         """The builds as a line about ``package`` names them: the build is torch's, so a series of another
-        package (torch_xla) runs 'on torch's CUDA build (+cu128)', never reads as a CUDA build of its own."""
-        return self.builds if package == "torch" else f"on torch's {self.builds}"
+        package reads 'torch_xla, with torch's CUDA build (+cu128)': torch_xla runs with that torch, and
+        has no CUDA build of its own (its matrix slices name the torch of each run: store.version_label)."""
+        return self.builds if package == "torch" else f"with torch's {self.builds}"
 
 
 def series_runs(all_runs: list[Run], series: Series) -> list[Strand]:

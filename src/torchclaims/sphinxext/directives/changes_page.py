@@ -2,7 +2,7 @@
 
 For every claim and backend it compares the newest record with the one before
 it (from an earlier build or a committed results file) of the same kind of
-torch build, if there is one (history.builds) and lists those whose
+torch build, if there is one (evidence.builds) and lists those whose
 verdict differs, with the packages whose versions differ between the two.
 """
 

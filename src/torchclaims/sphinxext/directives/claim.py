@@ -35,13 +35,10 @@ from ..views.workaround import quoted, workaround_block
 
 
 def freshness_text(entry: Entry) -> str:
-    """'— xla · XLA on the CPU (AMD EPYC) · torch_xla 2.9.0 (torch 2.9.0), 2026-11-29, xla-….json':
-    where, with what, when, from where."""
+    """'— xla · XLA on the CPU (AMD EPYC) · torch_xla 2.9.0 on torch 2.9.0+cu128 (CUDA build), 2026-11-29,
+    xla-….json': where, with what (the version label names torch and its build), when, from where."""
     env = entry.record.environment
-    return (
-        f"— {env.backend} · {device_words(env)} · {entry.version} (torch {env.torch}), "
-        f"{entry.record.date}, {origin_text(entry)}"
-    )
+    return f"— {env.backend} · {device_words(env)} · {entry.version}, {entry.record.date}, {origin_text(entry)}"
 
 
 def attributed_badge() -> nodes.inline:

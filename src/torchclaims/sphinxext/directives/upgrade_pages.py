@@ -1,7 +1,7 @@
 """Upgrade sections: what each release changed, and what this build changed against the history.
 
 For every series of sweep/releases.toml and every kind of build its committed
-runs used (history.builds: a CPU-only and a CUDA wheel of one release are
+runs used (evidence.builds: a CPU-only and a CUDA wheel of one release are
 never compared as an upgrade), each pair of neighbouring releases that both
 have a committed run gets a section of the page that holds ``upgrade-index``
 (``docs/upgrades``), with its own anchor
@@ -29,9 +29,9 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from ...evidence.builds import NO_KNOWN_KIND, build_of, builds_named
 from ...evidence.scope import ran_on
 from ...evidence.store import THIS_BUILD
-from ...history.builds import build_of, builds_named
 from ...history.releases import Series, version_key
 from ...history.upgrades import Comparison, compare
 from ...history.version_history import Run, Strand, baseline_for, consecutive, strand_of
@@ -211,7 +211,7 @@ class BuildAgainstHistoryDirective(SphinxDirective):
             )
         ours, theirs = build_of(build.environment), build_of(baseline.environment)
         if ours is None or ours.kind != theirs.kind:
-            mine = builds_named([ours]) if ours else "torch build of no known kind"
+            mine = builds_named([ours]) if ours else f"torch {NO_KNOWN_KIND}"
             against += f", a {builds_named([theirs])} (this build is a {mine}: what moved may be the build's)"
         headline = f"This build ({series.package} {version}) against {against}: " + (
             f"{len(moved)} claim{'s' if len(moved) != 1 else ''} moved: {', '.join(moved)}."

@@ -5,7 +5,9 @@ verdict lines of a claim, its evidence blocks), so they agree on the order of
 backends and versions. There is a column for every backend the project knows,
 whether anything ran there or not (an empty column says "not run"), plus any
 backend a results file brings. Within a column each version of the backend's
-primary package (torch 2.13.0, torch_xla 2.9.0) is a slice; a page shows one
+primary package on each build of torch is a slice, named by store.version_label
+('torch 2.13.0+cpu (CPU-only build)' and 'torch 2.13.0+cu130 (CUDA build)' are
+two, since they can disagree); a page shows one
 slice at a time, this build's when the build ran on that backend, else the
 newest, and a reader may pick another. A sweep over versions would add a
 range view over the same slices. Free of Sphinx imports.

@@ -4,7 +4,7 @@ The data side (which runs stand for which release, the sentence a strip says)
 is torchclaims.history.version_history; this module only reads it and draws it. A
 claim section's line for a backend holds a ``version_strip`` placeholder
 (claim.py adds it); a post-transform replaces it with a line per strand (one
-kind of build: history.builds) of each of that backend's series that has runs
+kind of build: evidence.builds) of each of that backend's series that has runs
 and whose package the claim's script uses: the build named, a badge per
 release, oldest first, and the inferred sentence. The matrix asks
 :func:`range_views` for each backend's ranges: its version picker offers them

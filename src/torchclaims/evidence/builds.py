@@ -7,7 +7,18 @@ a CPU build), so two runs of one release on different wheels are not a version
 story, and runs are compared only with runs of the same kind of build. The kind
 comes from torch's local version label (PEP 440, read by ``packaging``); the
 CUDA version inside a kind (cu128, cu130) moves with the release, like any
-dependency of it, and is named, not split on. Free of Sphinx imports.
+dependency of it, and is named, not split on.
+
+Every view that names a version (the matrix and its columns, evidence blocks and
+their anchors, accelerator, changes and upgrade pages, downloads, ``show``)
+names torch as :func:`torch_named` writes it: the version torch reports, local
+label included, and the kind of build in words ('torch 2.13.0+cu130 (CUDA
+build)'). The rule is about the run alone, never about what else the store
+holds: naming the build only where a column holds two builds of one release
+would rename a slice, and move its links, whenever a results file arrives, and
+a lone '2.13.0' would still not say which wheel it was. A version with no local
+label (the package index's macOS wheels) is written as torch reports it. Free
+of Sphinx imports.
 """
 
 from __future__ import annotations
@@ -17,11 +28,12 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from ..evidence.records import Environment
+from .records import Environment
 
 UNLABELLED = "unlabelled"  # a torch version without a local label (the package index's macOS wheels)
 KIND_PATTERNS = (("cuda", r"cu\d"), ("rocm", r"rocm"), ("xpu", r"xpu"), ("cpu", r"cpu"))
 KIND_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU", "cpu": "CPU-only", UNLABELLED: "unlabelled"}
+NO_KNOWN_KIND = "build of no known kind"  # a torch version that is no PEP 440 version
 
 
 @dataclass(frozen=True)
@@ -50,8 +62,21 @@ def same_kind(first: Environment, second: Environment) -> bool:
     return a is not None and b is not None and a.kind == b.kind
 
 
+def kind_words(build: Build, plural: bool = False) -> str:
+    """'CUDA build', 'CPU-only builds': the one way a kind of build is named."""
+    return f"{KIND_NAMES.get(build.kind, build.kind)} build{'s' if plural else ''}"
+
+
 def builds_named(builds: list[Build]) -> str:
     """One kind's builds as a strip names them: 'CUDA builds (+cu128, +cu130)', 'CPU-only build (+cpu)'."""
     labels = sorted({f"+{b.label}" for b in builds if b.label})
-    kind = KIND_NAMES.get(builds[0].kind, builds[0].kind)
-    return f"{kind} build{'s' if len(labels) > 1 else ''}" + (f" ({', '.join(labels)})" if labels else "")
+    return kind_words(builds[0], plural=len(labels) > 1) + (f" ({', '.join(labels)})" if labels else "")
+
+
+def torch_named(environment: Environment) -> str:
+    """torch as every version label names it: 'torch 2.13.0+cpu (CPU-only build)', 'torch 2.13.0+cu130
+    (CUDA build)'; 'torch 2.13.0' when torch reports no local label."""
+    build = build_of(environment)
+    if build is None:
+        return f"torch {environment.torch} ({NO_KNOWN_KIND})"
+    return f"torch {environment.torch}" + (f" ({kind_words(build)})" if build.label else "")
