@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
 WAIT = 30.0  # seconds; generous for a loaded 2-core machine
-XLA_CELL = "claim-kb-holds--xla--torch-xla-2-9-0"
+XLA_CELL = "claim-kb-holds--xla--torch-xla-2-9-0-on-torch-2-9-0"
 
 
 def _browser_paths() -> tuple[str, str]:
