@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from factories import make_environment, make_record, write_claim, write_results_file
+from rendered import written
 from torchclaims.claims import load_claims
 from torchclaims.errors import UsageError
 from torchclaims.evidence.records import CheckResult, Measurement, Verdict
@@ -123,7 +124,8 @@ def test_the_backend_filter_note_says_when_the_backends_own_column_is_a_stand_in
     )
     notes = {
         backend: text
-        for backend, text in re.findall(r'data-backend="(\w+)" hidden>(.*?)</p>', str(_backend_notes(grid, {})))
+        for note in _backend_notes(grid, {})
+        for backend, text in re.findall(r'data-backend="(\w+)" hidden>(.*?)</p>', written(note))
     }
     assert notes["xla"] == (
         "Claims about xla (torch_xla (TPUs and other PJRT devices)): its column shows what ran on XLA on the CPU, "
