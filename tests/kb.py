@@ -110,14 +110,20 @@ with v.check("runs") as check:
 
 
 def xla_sweep_table():
-    """The table of the "sweep" body as an XLA run might give it: histc falls back, norm differs."""
-    from torchclaims.coverage.operators import OUTCOMES
+    """The table of the "sweep" body as an XLA run might give it: histc falls back, norm differs on its 0-dim
+    sample; as a sweep records it now, with argument kinds and the kernels norm dispatched on the device (the
+    "sweep" body's own table has neither, as older records)."""
+    from torchclaims.coverage.op_arguments import KIND_LEGEND
+    from torchclaims.coverage.operators import OUTCOMES, SAMPLE_CODES
     from torchclaims.evidence.coverage_table import TableBuilder
 
-    builder = TableBuilder("operators", "operator", ["add", "histc", "norm"], {"float32": OUTCOMES, "int64": OUTCOMES})
+    columns = {"float32": OUTCOMES, "int64": OUTCOMES}
+    builder = TableBuilder("operators", "operator", ["add", "histc", "norm"], columns, SAMPLE_CODES, KIND_LEGEND)
     builder.set("add", "float32", "N")
     builder.set("histc", "float32", "F", "CPU fallback: aten::histc")
-    builder.set("norm", "float32", "M", "1 of 3 samples differ")
+    builder.set("norm", "float32", "M", "1 of 3 samples differ", samples="nmn", arguments="2/ 0/ 22/k")
+    builder.add_operators("norm", ["aten::linalg_vector_norm"])
+    builder.add_operators("norm", ["aten::linalg_vector_norm", "aten::abs"], on_device=True)
     builder.set("add", "int64", "N")
     return builder.table()
 

@@ -1092,3 +1092,64 @@ def test_the_coverage_table_arrives_without_moving_what_is_below_it(slow_network
     wait_for(lambda: len(sweep_rows(driver)) == 3, "the table")
     shifted = driver.execute_async_script(LAYOUT_SHIFT)
     assert shifted < MAX_LAYOUT_SHIFT, f"cumulative layout shift {shifted:.3f}"
+
+
+DETAILS_LOADED = "return performance.getEntriesByType('resource').filter(e => e.name.endsWith('.details.js')).length"
+
+
+def open_row(driver, name: str) -> str:
+    """Open the row ``name`` and wait for its samples (or its lack of them) to be in: the details' text."""
+    click(driver, driver.find_element("css selector", f"table.tc-sweep-table tr[data-name='{name}']"))
+    return wait_for(
+        lambda: (lambda text: "loading the samples" not in text and text)(
+            driver.find_element("css selector", ".tc-sweep-details").text
+        ),
+        f"the details of {name}",
+    )
+
+
+def test_an_opened_row_shows_its_kernels_and_each_samples_argument_kinds_loaded_with_it(desktop, server):
+    """What only an opened row shows is loaded when a row opens, never with the first view; a run recorded
+    before sweeps kept argument kinds shows its sample codes alone, and says so."""
+    driver = desktop
+    driver.get(server.url + "docs/coverage.html")
+    wait_for(lambda: len(sweep_rows(driver)) == 3, "the table")
+    sweep_select(driver, "Run").select_by_value(run_named(driver, "xla"))
+    wait_for(lambda: ["norm", "mismatch", "—"] in sweep_rows(driver), "the xla run")
+    assert driver.execute_script(DETAILS_LOADED) == 0
+    details = open_row(driver, "norm")
+    assert driver.execute_script(DETAILS_LOADED) == 1
+    assert "float32 · xla" in details and "mismatch — 1 of 3 samples differ" in details
+    assert "samples: n 2/ · m 0/ · n 22/k" in details
+    assert "dispatched on the device: aten::abs, aten::linalg_vector_norm" in details
+    assert "dispatched on the CPU: aten::linalg_vector_norm" in details
+    assert "Sample codes: n matched, m mismatch." in details and ": k keepdim=True." in details
+    token = driver.find_element("xpath", "//tr[@class='tc-sweep-details']//code[text()='22/k']")
+    assert token.get_attribute("title") == "ranks of the tensor inputs; keepdim=True"
+    assert driver.execute_script(CONTRAST, ".tc-sweep-details *") == []
+    screenshot(driver, "coverage-row-kinds")
+    sweep_select(driver, "Run").select_by_value(
+        next(o.get_attribute("value") for o in sweep_select(driver, "Run").options if "(this build)" in o.text)
+    )
+    wait_for(lambda: ["norm", "excluded by OpInfo", "—"] in sweep_rows(driver), "the run of this build")
+    details = open_row(driver, "add")
+    assert "samples: n · n" in details and "records no argument kinds for these samples" in details
+    assert "dispatched on the device" not in details and "Argument kinds:" not in details
+    assert console_errors(driver) == []
+    screenshot(driver, "coverage-row-without-kinds")
+
+
+def test_a_row_whose_details_cannot_load_shows_its_outcomes_and_says_so(desktop, server):
+    driver = desktop
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*.details.js"]})
+    try:
+        driver.get(server.url + "docs/coverage.html")
+        wait_for(lambda: len(sweep_rows(driver)) == 3, "the table")
+        sweep_select(driver, "Run").select_by_value(run_named(driver, "xla"))
+        wait_for(lambda: ["norm", "mismatch", "—"] in sweep_rows(driver), "the xla run")
+        details = open_row(driver, "norm")
+    finally:
+        driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    assert "mismatch — 1 of 3 samples differ" in details
+    assert "The samples could not be loaded: cannot load " in details and "samples:" not in details

@@ -64,8 +64,37 @@ def test_each_run_ships_once_as_a_data_script_and_a_csv(site):
     assert (data_dir / f"{xla['name']}.csv").read_text().splitlines()[
         2
     ] == "histc,float32,CPU fallback,,CPU fallback: aten::histc"
-    # One copy of each table: a script and a CSV per run, no JSON beside them.
-    assert sorted(p.suffix for p in data_dir.iterdir()) == [".csv", ".csv", ".js", ".js"]
+    # One copy of each table: a script for the first view, one for opened rows and a CSV per run, no JSON.
+    suffixes = sorted("".join(p.suffixes) for p in data_dir.iterdir())
+    assert suffixes == [".csv", ".csv", ".details.js", ".details.js", ".js", ".js"]
+
+
+def run_data(site, label: str) -> tuple[dict, dict]:
+    """A run's two data scripts, found where torchclaims-sweep.js looks: beside its src, under its name."""
+    raw = (site / "_build" / "html" / "docs" / "coverage.html").read_text()
+    run = next(r for r in data_runs(raw) if r["label"].startswith(label))
+    first = site / "_build" / "html" / "docs" / run["src"]
+    details = first.with_name(first.name.removesuffix(".js") + ".details.js")
+    return data_of(first.read_text(), run["name"]), data_of(details.read_text(), f"{run['name']}-details")
+
+
+def test_what_only_an_opened_row_shows_is_out_of_the_first_view_and_in_the_row_details(site):
+    first, details = run_data(site, "xla")
+    table = first["table"]
+    assert not {"operators", "kernels", "sample_legend", "argument_legend", "overloads"} & set(table)
+    assert all(set(column) == {"name", "codes", "legend", "details"} for column in table["columns"])
+    norm = str(table["rows"].index("norm"))
+    assert details["columns"]["float32"] == {"samples": {norm: "nmn"}, "arguments": {norm: "2/ 0/ 22/k"}}
+    assert details["kernels"] == {norm: ["aten::abs", "aten::linalg_vector_norm"]}
+    assert details["operators"] == {norm: ["aten::linalg_vector_norm"]}
+    assert details["argument_legend"]["k"] == "keepdim=True" and details["sample_legend"]["m"] == "mismatch"
+
+
+def test_a_table_recorded_before_argument_kinds_and_kernels_gives_row_details_without_them(site):
+    first, details = run_data(site, "cpu")
+    add, histc = (str(first["table"]["rows"].index(name)) for name in ("add", "histc"))
+    assert details["columns"]["float32"] == {"samples": {add: "nn", histc: "n"}, "arguments": {}}
+    assert details["kernels"] == {} and details["argument_legend"] == {}
 
 
 def test_the_json_download_is_the_results_file_that_holds_the_record(site):

@@ -48,6 +48,7 @@ PAGES = {
     "backend-descriptors": "```{backend-descriptors}\n```\n",
     "limits-table": "```{limits-table}\n```\n",
     "caches-table": "```{caches-table}\n```\n",
+    "argument-kinds": "```{argument-kinds}\n```\n",
     "build-speed": "```{build-speed}\n```\n",
     "measured": "```{measured} runner\n```\n",
     "coverage-table": "```{coverage-table} kb-sweep\n```\n",

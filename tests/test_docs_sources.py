@@ -136,3 +136,62 @@ def test_the_pages_render_the_figures_and_limits_from_their_files(tmp_path):
     (tmp_path / BUILD_SPEED).write_text("{not json")
     broken = build(tmp_path, TORCHCLAIMS_EXECUTE="0")
     assert "build_speed.json" in broken.stderr and "not valid JSON" in broken.stderr
+
+
+# -- the argument kinds: listed by {argument-kinds} from their source, never retyped ------------------------
+
+# The word prose names each kind by; each is in its kind's meaning, and a kind without one fails below.
+KIND_WORDS = {"c": "complex", "e": "empty", "n": "negative", "k": "keepdim=True", "a": "accumulate=True"}
+DOCS_PAGES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "index.md", README, CONTRIBUTING]
+
+
+def retyped_kind_lists(text: str) -> list[str]:
+    """The paragraphs (and table rows) that name more than half the argument kinds: the list, typed where
+    {argument-kinds} belongs."""
+    blocks = [block.strip() for block in re.split(r"\n\s*\n", text)]
+    paragraphs = [row for block in blocks for row in (block.splitlines() if block.startswith("|") else [block])]
+    return [p for p in paragraphs if sum(word in p for word in KIND_WORDS.values()) > len(KIND_WORDS) / 2]
+
+
+def test_each_argument_kind_has_the_word_prose_names_it_by():
+    from torchclaims.coverage.op_arguments import KIND_LEGEND
+
+    assert set(KIND_WORDS) == set(KIND_LEGEND)
+    assert all(KIND_WORDS[letter] in meaning for letter, meaning in KIND_LEGEND.items())
+
+
+def test_a_retyped_list_of_argument_kinds_is_caught():
+    retyped = (
+        "- each sample's argument kinds are kept beside its code: the rank of each\n"
+        "  tensor input, and whether it had a complex or an empty input, a negative\n"
+        "  integer argument (a dim, start or shift), `keepdim=True` or\n  `accumulate=True`;\n"
+    )
+    others = "| a | table |\n|---|---|\n| complex | one |\n| empty | negative |\n\nA complex input, a negative start.\n"
+    assert retyped_kind_lists("Intro.\n\n" + retyped + "\n" + others) == [retyped.strip()]
+
+
+@pytest.mark.parametrize("page", DOCS_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_retypes_the_argument_kinds(page):
+    assert retyped_kind_lists(page.read_text(encoding="utf-8")) == [], f"use {{argument-kinds}} in {page.name}"
+
+
+def test_the_pages_that_explain_argument_kinds_list_them_from_the_code():
+    for page in ("docs/coverage/operators.md", "docs/check.md"):
+        assert "```{argument-kinds}\n```" in (ROOT / page).read_text(encoding="utf-8"), page
+
+
+def test_the_argument_kinds_directive_lists_the_legend_the_sweep_uses(monkeypatch):
+    from types import SimpleNamespace
+
+    from torchclaims.coverage import op_arguments
+    from torchclaims.sphinxext.directives.figures import ArgumentKindsDirective
+
+    monkeypatch.setattr(op_arguments, "KIND_LEGEND", {**op_arguments.KIND_LEGEND, "z": "a kind added later"})
+    monkeypatch.setattr(op_arguments, "MAX_TENSORS", 5)
+    directive = ArgumentKindsDirective.__new__(ArgumentKindsDirective)
+    env = SimpleNamespace(note_dependency=lambda path: None)
+    directive.state = SimpleNamespace(document=SimpleNamespace(settings=SimpleNamespace(env=env)))
+    about, table = directive.run()
+    assert "past the first 5 inputs" in about.astext()
+    rows = [[entry.astext() for entry in row] for row in table.findall(lambda n: n.tagname == "row")][1:]
+    assert rows == [[letter, meaning] for letter, meaning in op_arguments.KIND_LEGEND.items()]

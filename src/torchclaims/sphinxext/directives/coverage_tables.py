@@ -9,7 +9,10 @@ claim that carries a coverage table:
   the URL, so a finding can be linked; ``#row-<name>`` opens that row, which is
   where the site search sends a row's name (coverage_index.py). Its data are
   loaded per run from ``_static/coverage/<run>.js`` only when picked
-  (page_data.py), so the page stays small however large the tables are;
+  (page_data.py), so the page stays small however large the tables are; what
+  only an opened row shows (samples with their argument kinds, operators and
+  kernels) from ``<run>.details.js``, when a row of the run first opens
+  (sweep_data.py);
 * then, for the newest run of each backend column: the outcome counts of every
   column with their shares and the denominator, the denominator in dispatcher
   overloads where the table states one ("N of M backend-relevant overloads
@@ -45,10 +48,13 @@ from ..build.tracking import note_shown
 from ..views.downloads import download_for, table_csv
 from ..views.elements import element, html_element, joined
 from ..views.markup import table
+from ..views.sweep_data import first_view, row_details
 
 DATA_DIR = "_static/coverage"  # in the html output
 DATA_KEY = "torchclaims-coverage.key"  # in the doctrees folder: what the data files were made of
 SCRIPT = "torchclaims-sweep.js"  # added only to pages that hold a table
+# A run's data for opened rows, beside its first view's; torchclaims-sweep.js finds it by these two names.
+DETAILS = ".details.js"
 
 
 def run_name(claim_id: str, entry: Entry) -> str:
@@ -79,8 +85,13 @@ def payload(claim_id: str, entry: Entry, sweep: SweepTable) -> dict:
             "packages": env.packages,
         },
         "conditions": entry.record.conditions,
-        "table": sweep.model_dump(mode="json"),
+        "table": first_view(sweep),
     }
+
+
+def details_name(name: str) -> str:
+    """The data name of a run's row details (a run's name ends in its time, never in this suffix)."""
+    return f"{name}-details"
 
 
 def write_data(app, exception) -> None:
@@ -93,13 +104,16 @@ def write_data(app, exception) -> None:
     # What the files are made of: the runs shown and the code writing them. A
     # build that shows the same runs leaves the files alone without rebuilding them.
     key = state.store.digest(with_tables) + code_digest(
-        "sphinxext/directives/coverage_tables.py", "sphinxext/build/page_data.py", "sphinxext/views/downloads.py"
+        "sphinxext/directives/coverage_tables.py",
+        "sphinxext/build/page_data.py",
+        "sphinxext/views/downloads.py",
+        "sphinxext/views/sweep_data.py",
     )
     key_file = Path(app.doctreedir) / DATA_KEY
     names = [
         run_name(claim_id, entry) for claim_id in with_tables for entry, _ in runs_with_tables(state.store, claim_id)
     ]
-    files = [out / f"{name}{suffix}" for name in names for suffix in (".csv", ".js")]
+    files = [out / f"{name}{suffix}" for name in names for suffix in (".csv", ".js", DETAILS)]
     if made_from(key_file, key, files):
         return
     out.mkdir(parents=True, exist_ok=True)
@@ -107,6 +121,7 @@ def write_data(app, exception) -> None:
         for entry, sweep in runs_with_tables(state.store, claim_id):
             name = run_name(claim_id, entry)
             write_data_script(out / f"{name}.js", name, payload(claim_id, entry, sweep))
+            write_data_script(out / f"{name}{DETAILS}", details_name(name), row_details(sweep))
             write_if_changed(out / f"{name}.csv", table_csv(sweep))
     for stale in {path for path in out.iterdir() if path.is_file()} - set(files):
         stale.unlink()

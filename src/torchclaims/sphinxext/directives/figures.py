@@ -4,7 +4,8 @@
 committed ``benchmarks/build_speed.json``); ``measured`` renders one group of
 ``benchmarks/measured.json`` (figures timed with the command each row names);
 ``limits-table`` renders the bounds of ``torchclaims.limits`` and the readers
-that use them. A file that cannot be read gives one warning naming the file
+that use them; ``argument-kinds`` the letters a coverage table's argument
+tokens use (``torchclaims.coverage.op_arguments``). A file that cannot be read gives one warning naming the file
 and field, and no table.
 """
 
@@ -18,6 +19,7 @@ from sphinx.util.docutils import SphinxDirective
 from ... import caches, limits
 from ...caches import CACHES
 from ...claims import MAX_QUOTE_WORDS
+from ...coverage import op_arguments
 from ...errors import InvalidFileError
 from ...evidence.memo import MAX_FILE_BYTES as MEMO_BYTES
 from ...fileio import read_json
@@ -130,6 +132,24 @@ class CachesDirective(SphinxDirective):
         return [table(["cache", "where", "what it holds", "kept under"], rows, ["tc-caches"])]
 
 
+class ArgumentKindsDirective(SphinxDirective):
+    """How a sample's argument token reads, and every kind letter, from torchclaims.coverage.op_arguments."""
+
+    def run(self) -> list[nodes.Node]:
+        self.env.note_dependency(str(Path(op_arguments.__file__)))
+        about = paragraph(
+            "A sample's argument kinds are one token: the rank of each tensor input in order (one digit, ",
+            nodes.literal("", "+"),
+            f" for a rank above 9; past the first {op_arguments.MAX_TENSORS} inputs one ",
+            nodes.literal("", "+"),
+            " for the rest), then ",
+            nodes.literal("", "/"),
+            " and a letter for each of these kinds the sample had:",
+        )
+        rows = [[nodes.literal("", letter), kind] for letter, kind in op_arguments.KIND_LEGEND.items()]
+        return [about, table(["letter", "the sample had"], rows, ["tc-argument-kinds"])]
+
+
 def _load(directive: SphinxDirective, name: str) -> dict | None:
     path = get_state(directive.env).root / name
     directive.env.note_dependency(str(path))
@@ -219,5 +239,6 @@ class MeasuredDirective(SphinxDirective):
 def setup_figures(app) -> None:
     app.add_directive("limits-table", LimitsDirective)
     app.add_directive("caches-table", CachesDirective)
+    app.add_directive("argument-kinds", ArgumentKindsDirective)
     app.add_directive("build-speed", BuildSpeedDirective)
     app.add_directive("measured", MeasuredDirective)

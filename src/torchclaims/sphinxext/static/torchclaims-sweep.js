@@ -3,7 +3,9 @@
 // so a finding can be linked and Back restores it; #row-<name> (where the site
 // search links: sphinxext/build/coverage_index.py) or ?row=<name> opens that row.
 // Each run's data is loaded when picked (tcLoadData, torchclaims.js), so the
-// page stays light.
+// page stays light; what only an opened row shows (its samples with their
+// argument kinds, the operators and kernels it dispatched) when a row of the
+// run first opens (sphinxext/views/sweep_data.py).
 (function () {
   "use strict";
   const PAGE = 200; // rows rendered at a time: keeps phones responsive
@@ -18,7 +20,7 @@
     return node;
   };
 
-  // One row per item: {name, cells: {column: {outcome, detail, samples}}}
+  // One row per item: {name, index, cells: {column: {outcome, detail}}}; index finds it in the run's details.
   function rowsOf(data) {
     const table = data.table;
     return table.rows.map((name, i) => {
@@ -26,10 +28,67 @@
       for (const column of table.columns) {
         const code = column.codes[i];
         if (code === ".") continue;
-        cells[column.name] = { outcome: column.legend[code], detail: column.details[i] || "", samples: column.samples[i] || "" };
+        cells[column.name] = { outcome: column.legend[code], detail: column.details[i] || "" };
       }
-      return { name, cells };
+      return { name, index: i, cells };
     });
+  }
+
+  // A run's details, beside its data: <run>.details.js, filed as <run>-details (coverage_tables.py names both).
+  const detailsOf = (run) => tcLoadData(`${run.option.name}-details`, run.option.src.replace(/\.js$/, ".details.js"));
+  const codes = (names) => names.flatMap((name, i) => (i ? [", "] : []).concat(el("code", { text: name })));
+
+  // One sample: its code and its argument token, each saying what it means when pointed at.
+  function sample(code, token, details) {
+    const kinds = Array.from((token.split("/")[1] || ""), (k) => details.argument_legend[k]);
+    const span = el("span", { class: "tc-sweep-sample" }, el("code", { text: code, title: details.sample_legend[code] || "" }));
+    if (token) span.append(" ", el("code", { text: token, title: ["ranks of the tensor inputs", ...kinds].join("; ") }));
+    return span;
+  }
+
+  // What an opened row shows: each cell's outcome and detail at once; once the runs' details are in
+  // (details: one per run, null until then), its samples with their argument kinds, the legends of the
+  // codes and letters shown, and the operators the row dispatched on the CPU and on the device.
+  function detailList(runs, columns, details) {
+    const lines = el("ul"), sampleCodes = new Map(), kindLetters = new Map(), unrecorded = new Set();
+    let withKinds = false;
+    for (const c of columns) {
+      runs.forEach(([run, row], k) => {
+        const cellData = row.cells[c];
+        if (!cellData) return;
+        const li = el("li", { text: `${c} · ${run.data.run}: ${cellData.outcome}${cellData.detail ? " — " + cellData.detail : ""}` });
+        const own = details && details[k], column = own && own.columns[c] || {};
+        const samples = (column.samples || {})[row.index] || "";
+        const tokens = ((column.arguments || {})[row.index] || "").split(" ").filter(Boolean);
+        if (samples) {
+          const kept = tokens.length === samples.length; // the sweep keeps a cell's tokens only whole
+          if (kept) withKinds = true; else unrecorded.add(run.data.run);
+          const shown = Array.from(samples, (code, i) => sample(code, kept ? tokens[i] : "", own));
+          li.append(el("br"), "samples: ", ...shown.flatMap((s, i) => (i ? [" · "] : []).concat(s)));
+          for (const code of samples) sampleCodes.set(code, own.sample_legend[code] || "(not named)");
+          for (const token of kept ? tokens : []) for (const k of token.split("/")[1] || "") kindLetters.set(k, own.argument_legend[k]);
+        }
+        lines.append(li);
+      });
+    }
+    if (!details) {
+      lines.append(el("li", { class: "tc-sweep-legend", text: "loading the samples, their argument kinds and the kernels…" }));
+      return lines;
+    }
+    runs.forEach(([run, row], k) => {
+      const device = (details[k].kernels || {})[row.index], cpu = (details[k].operators || {})[row.index];
+      if (device) lines.append(el("li", {}, `${run.data.run} · dispatched on the device: `, ...codes(device)));
+      if (cpu) lines.append(el("li", {}, `${run.data.run} · dispatched on the CPU: `, ...codes(cpu)));
+    });
+    const legend = [];
+    if (sampleCodes.size) legend.push("Sample codes: " + Array.from(sampleCodes, ([c, m]) => `${c} ${m}`).join(", ") + ".");
+    if (withKinds) {
+      const letters = Array.from(kindLetters, ([k, m]) => `${k} ${m}`).join(", ");
+      legend.push(`Argument kinds: the rank of each tensor input, then after / a letter per kind${letters ? ": " + letters : " (none here)"}.`);
+    }
+    for (const run of unrecorded) legend.push(`The table of ${run} records no argument kinds for these samples.`);
+    if (legend.length) lines.append(el("li", { class: "tc-sweep-legend", text: legend.join(" ") }));
+    return lines;
   }
 
   const GOOD = new Set(["native", "matches", "generate matches"]);
@@ -162,16 +221,14 @@
     }
 
     function showDetails(tr, row, other, columns) {
-      const lines = el("ul");
-      for (const c of columns) {
-        for (const [run, cellData] of [[a.data.run, row.cells[c]], [b ? b.data.run : null, other && other.cells[c]]]) {
-          if (!run || !cellData) continue;
-          const samples = cellData.samples ? ` · samples ${cellData.samples}` : "";
-          lines.append(el("li", { text: `${c} · ${run}: ${cellData.outcome}${cellData.detail ? " — " + cellData.detail : ""}${samples}` }));
-        }
-      }
-      tr.after(el("tr", { class: "tc-sweep-details" }, el("td", { colspan: String(columns.length + 1) }, lines)));
+      const runs = [[a, row], [b, other]].filter(([run, r]) => run && r);
+      const td = el("td", { colspan: String(columns.length + 1) }, detailList(runs, columns, null));
+      tr.after(el("tr", { class: "tc-sweep-details" }, td));
       tr.querySelector(".tc-sweep-open").setAttribute("aria-expanded", "true");
+      Promise.all(runs.map(([run]) => detailsOf(run))).then(
+        (details) => td.replaceChildren(detailList(runs, columns, details)),
+        (error) => { td.querySelector(".tc-sweep-legend").textContent = `The samples could not be loaded: ${error.message}`; },
+      );
     }
 
     // Open or close a row's details; an open row is named in the URL, so the link shows it.
@@ -237,8 +294,8 @@
         const second = byName.get(compareSelect.value);
         const [dataA, dataB] = await Promise.all([tcLoadData(first.name, first.src), second ? tcLoadData(second.name, second.src) : null]);
         if (mine !== loads) return;
-        a = { data: dataA, rows: rowsOf(dataA) };
-        b = dataB ? { data: dataB, rows: rowsOf(dataB) } : null;
+        a = { data: dataA, rows: rowsOf(dataA), option: first };
+        b = dataB ? { data: dataB, rows: rowsOf(dataB), option: second } : null;
         fillSelects(dataA);
         shown = PAGE;
         render();
