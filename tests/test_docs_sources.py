@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,15 +185,29 @@ def test_the_pages_that_explain_argument_kinds_list_them_from_the_code():
 def test_the_argument_kinds_directive_lists_the_legend_the_sweep_uses(monkeypatch):
     from types import SimpleNamespace
 
-    from torchclaims.coverage import op_arguments
+    from torchclaims.evidence import coverage_table
     from torchclaims.sphinxext.directives.figures import ArgumentKindsDirective
 
-    monkeypatch.setattr(op_arguments, "KIND_LEGEND", {**op_arguments.KIND_LEGEND, "z": "a kind added later"})
-    monkeypatch.setattr(op_arguments, "MAX_TENSORS", 5)
+    kinds = {**coverage_table.ARGUMENT_KINDS, "z": "a kind added later"}
+    monkeypatch.setattr(coverage_table, "ARGUMENT_KINDS", kinds)
+    monkeypatch.setattr(coverage_table, "MAX_TENSORS", 5)
     directive = ArgumentKindsDirective.__new__(ArgumentKindsDirective)
     env = SimpleNamespace(note_dependency=lambda path: None)
     directive.state = SimpleNamespace(document=SimpleNamespace(settings=SimpleNamespace(env=env)))
     about, table = directive.run()
     assert "past the first 5 inputs" in about.astext()
     rows = [[entry.astext() for entry in row] for row in table.findall(lambda n: n.tagname == "row")][1:]
-    assert rows == [[letter, meaning] for letter, meaning in op_arguments.KIND_LEGEND.items()]
+    assert rows == [[letter, meaning] for letter, meaning in kinds.items()]
+
+
+@pytest.mark.processes
+def test_the_sphinx_extension_imports_no_torch():
+    """docs/install.md: a rebuild with nothing changed imports torch nowhere; the extension's own modules must not."""
+    import pkgutil
+
+    import torchclaims.sphinxext as extension
+
+    names = [m.name for m in pkgutil.walk_packages(extension.__path__, "torchclaims.sphinxext.")]
+    code = f"import importlib, sys\nfor name in {names!r}: importlib.import_module(name)\nprint('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False", f"importing {len(names)} extension modules imported torch"

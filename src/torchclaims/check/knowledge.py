@@ -17,12 +17,10 @@ from pathlib import Path
 from ..claims import Claim, load_claims
 from ..errors import Problem, UsageError
 from ..evidence.admission import Admission
-from ..evidence.coverage_table import SweepTable
+from ..evidence.coverage_table import ARCHITECTURE_TABLE, OPERATOR_TABLE, SweepTable
 from ..evidence.records import ResultRecord
 from ..evidence.store import Entry, load_store
 from ..project import Folders
-
-OPERATOR_TABLE, ARCHITECTURE_TABLE = "operators", "architectures"  # SweepTable.name of each sweep
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,8 @@ from __future__ import annotations
 import torch
 from torch.utils._pytree import tree_leaves
 
-from ..evidence.coverage_table import clip
+from ..evidence.coverage_table import MAX_TENSORS, clip
 
-KIND_LEGEND = {
-    "c": "a complex tensor input",
-    "e": "an empty tensor input (a dimension of size 0)",
-    "n": "a negative integer argument (a dim, start or shift)",
-    "k": "keepdim=True",
-    "a": "accumulate=True",
-}
-MAX_TENSORS = 8  # ranks kept per token; the rest are summed up as "+"
 DESCRIPTION = 160  # characters of a sample described in words
 FLAGS = {"keepdim": "k", "accumulate": "a"}
 

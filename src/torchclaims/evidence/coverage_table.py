@@ -58,6 +58,18 @@ OperatorName = Annotated[
 ]
 
 ARGUMENT_TOKEN = re.compile(r"^[0-9+]*/([a-z]*)$")  # ranks, then the kind letters
+# The kind letters the operator sweep writes (torchclaims.coverage.op_arguments), defined here, free of torch,
+# so the pages can list them without importing what the sweep imports.
+ARGUMENT_KINDS = {
+    "c": "a complex tensor input",
+    "e": "an empty tensor input (a dimension of size 0)",
+    "n": "a negative integer argument (a dim, start or shift)",
+    "k": "keepdim=True",
+    "a": "accumulate=True",
+}
+MAX_TENSORS = 8  # ranks kept per token; the rest are summed up as "+"
+# The name (SweepTable.name) of each coverage sweep's table.
+OPERATOR_TABLE, ARCHITECTURE_TABLE = "operators", "architectures"
 
 
 class OverloadCount(BaseModel):

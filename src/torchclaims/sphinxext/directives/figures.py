@@ -5,8 +5,9 @@ committed ``benchmarks/build_speed.json``); ``measured`` renders one group of
 ``benchmarks/measured.json`` (figures timed with the command each row names);
 ``limits-table`` renders the bounds of ``torchclaims.limits`` and the readers
 that use them; ``argument-kinds`` the letters a coverage table's argument
-tokens use (``torchclaims.coverage.op_arguments``). A file that cannot be read gives one warning naming the file
-and field, and no table.
+tokens use (``torchclaims.evidence.coverage_table``, where the sweep's
+``coverage.op_arguments`` takes them). A file that cannot be read gives one
+warning naming the file and field, and no table.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from sphinx.util.docutils import SphinxDirective
 from ... import caches, limits
 from ...caches import CACHES
 from ...claims import MAX_QUOTE_WORDS
-from ...coverage import op_arguments
 from ...errors import InvalidFileError
+from ...evidence import coverage_table
 from ...evidence.memo import MAX_FILE_BYTES as MEMO_BYTES
 from ...fileio import read_json
 from ...run.bounds import WATCH_S
@@ -133,20 +134,20 @@ class CachesDirective(SphinxDirective):
 
 
 class ArgumentKindsDirective(SphinxDirective):
-    """How a sample's argument token reads, and every kind letter, from torchclaims.coverage.op_arguments."""
+    """How a sample's argument token reads, and every kind letter, from torchclaims.evidence.coverage_table."""
 
     def run(self) -> list[nodes.Node]:
-        self.env.note_dependency(str(Path(op_arguments.__file__)))
+        self.env.note_dependency(str(Path(coverage_table.__file__)))
         about = paragraph(
             "A sample's argument kinds are one token: the rank of each tensor input in order (one digit, ",
             nodes.literal("", "+"),
-            f" for a rank above 9; past the first {op_arguments.MAX_TENSORS} inputs one ",
+            f" for a rank above 9; past the first {coverage_table.MAX_TENSORS} inputs one ",
             nodes.literal("", "+"),
             " for the rest), then ",
             nodes.literal("", "/"),
             " and a letter for each of these kinds the sample had:",
         )
-        rows = [[nodes.literal("", letter), kind] for letter, kind in op_arguments.KIND_LEGEND.items()]
+        rows = [[nodes.literal("", letter), kind] for letter, kind in coverage_table.ARGUMENT_KINDS.items()]
         return [about, table(["letter", "the sample had"], rows, ["tc-argument-kinds"])]
 
 

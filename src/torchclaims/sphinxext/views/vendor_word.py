@@ -16,8 +16,7 @@ from collections import Counter
 
 from docutils import nodes
 
-from ...check.knowledge import OPERATOR_TABLE
-from ...evidence.coverage_table import SweepTable
+from ...evidence.coverage_table import OPERATOR_TABLE, SweepTable
 from ...evidence.scope import and_words
 from ...vendor_word import Statement, Status, Subject, VendorWord
 from .backend_summary import Summary
