@@ -231,7 +231,7 @@ def run(job: ChildJob) -> None:
             os.close(fd)
         parent = multiprocessing.parent_process()
         tail, record = processes.OutputTail(job.log_bytes), processes.Received(job.record_bytes)
-        watch = (lambda: bounds.too_many_processes(os.getpid(), job.limits)) if processes.LINUX else None
+        watch = (lambda: bounds.while_running(os.getpid(), job.limits)) if processes.LINUX else None
         ended = processes.supervise(
             pid, read_fd, parent.sentinel if parent else None, tail, {record_r: record}, watch, bounds.WATCH_S
         )

@@ -55,8 +55,8 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
         os.kill(os.getpid(), sig)
 
 
-def _processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, state) of every process visible in /proc."""
+def _processes() -> dict[int, tuple[int, str, int]]:
+    """pid -> (parent pid, state, threads) of every process visible in /proc."""
     found = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -67,16 +67,14 @@ def _processes() -> dict[int, tuple[int, str]]:
         except OSError:
             continue  # ended meanwhile
         fields = stat[stat.rfind(")") + 2 :].split()  # the name may hold spaces and parentheses
-        if len(fields) > 1:
-            found[int(entry.name)] = (int(fields[1]), fields[0])
+        if len(fields) > 17:  # state, parent, ..., num_threads (proc(5))
+            found[int(entry.name)] = (int(fields[1]), fields[0], int(fields[17]))
     return found
 
 
-def descendants(root: int, include_zombies: bool = False) -> set[int]:
-    """Every process below ``root`` (Linux)."""
+def _below(root: int, table: dict[int, tuple[int, str, int]]) -> set[int]:
     children: dict[int, list[int]] = {}
-    table = _processes()
-    for pid, (parent, _) in table.items():
+    for pid, (parent, _, _) in table.items():
         children.setdefault(parent, []).append(pid)
     found, todo = set(), list(children.get(root, []))
     while todo:
@@ -84,7 +82,20 @@ def descendants(root: int, include_zombies: bool = False) -> set[int]:
         if pid not in found:
             found.add(pid)
             todo.extend(children.get(pid, []))
+    return found
+
+
+def descendants(root: int, include_zombies: bool = False) -> set[int]:
+    """Every process below ``root`` (Linux)."""
+    table = _processes()
+    found = _below(root, table)
     return found if include_zombies else {pid for pid in found if table[pid][1] != "Z"}
+
+
+def threads_below(root: int) -> dict[int, int]:
+    """pid -> its threads, for every live process below ``root`` (Linux)."""
+    table = _processes()
+    return {pid: table[pid][2] for pid in _below(root, table) if table[pid][1] != "Z"}
 
 
 def _signal(pids, sig: int) -> None:

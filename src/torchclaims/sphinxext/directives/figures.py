@@ -92,20 +92,26 @@ def claim_rows() -> list[tuple[str, str]]:
     return [
         (
             "a claim's processes (claim_processes, claim_tasks)",
-            f"{L.claim_processes:,} at once, counted by its supervisor every {WATCH_S:g} s; "
-            f"{L.claim_tasks:,} processes and threads together, counted by the kernel for the claim alone "
-            "(RLIMIT_NPROC in its own user namespace; the kernel does not apply it to root)",
+            f"{L.claim_processes:,} at once; {L.claim_tasks:,} processes and threads together, at once: "
+            f"both counted by its supervisor every {WATCH_S:g} s, and the second by the kernel too for the "
+            "claim alone (RLIMIT_NPROC in its own user namespace; the kernel does not apply it to root)",
         ),
         (
             "memory of each of a claim's processes (process_memory_share)",
             f"{L.process_memory_share:.0%} of the machine's memory, as data (RLIMIT_DATA: what malloc and "
             "torch's CPU allocator take, not the address space CUDA reserves)",
         ),
+        (
+            "memory of all a claim's processes together (claim_memory_share)",
+            f"{L.claim_memory_share:.0%} of the machine's memory, summed by its supervisor every {WATCH_S:g} s "
+            "(each process's proportional set size: a page shared by n processes counts 1/n)",
+        ),
         ("open files of each of a claim's processes (open_files)", f"{L.open_files:,} (RLIMIT_NOFILE)"),
         (
-            "a claim's own folder (folder_bytes, folder_depth)",
+            "a claim's own folder (folder_bytes, folder_depth, folder_files)",
             f"{size(L.folder_bytes)} of disk, measured after the run; each file at most {size(L.folder_bytes)} "
-            f"as it is written (RLIMIT_FSIZE); folders nested at most {L.folder_depth} deep",
+            f"as it is written (RLIMIT_FSIZE); folders nested at most {L.folder_depth} deep; "
+            f"{L.folder_files:,} files and folders, counted after the run",
         ),
         (
             "a claim's figures (MAX_FIGURES, figure_bytes)",
