@@ -52,6 +52,9 @@ class Limits:
     folder_depth: int = 64  # folders nested in the claim's own folder
     folder_files: int = 200_000  # files and folders in the claim's own folder
     figure_bytes: int = 8 * MIB  # each figure (PNG) kept with its record or page
+    # Each claim's own compiler caches, kept between its runs (torchclaims.run.cache_eviction).
+    compiler_cache_bytes: int = 2 * GIB  # one claim's, on one backend
+    compiler_caches_total_bytes: int = 16 * GIB  # every claim's on every backend, together
 
 
 LIMITS = Limits()

@@ -46,9 +46,9 @@ import subprocess
 
 from ..limits import MAX_FIGURES, Limits
 from . import processes
+from .folders import MEASURE_TIMEOUT_S, disk_use
 
 WATCH_S = 0.25  # how often the supervisor counts a claim's processes
-_MEASURE_TIMEOUT_S = 120.0  # du or find on a claim's folder
 # How a script's last exception reads when it ran into a bound (its type and
 # message, or the last line of sphinx-gallery's traceback).
 _OUT_OF_MEMORY = re.compile(r"(^|\W)\w*MemoryError\b|can't allocate memory")
@@ -57,7 +57,8 @@ _NO_THREAD = "can't start new thread"  # Python's words when the kernel refuses 
 _PSS = re.compile(rb"^Pss:\s+(\d+) kB", re.MULTILINE)
 
 
-def _size(n: int) -> str:
+def in_units(n: int) -> str:
+    """``n`` bytes as a reader reads them (3 significant digits)."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:.3g} {unit}"
@@ -103,14 +104,14 @@ def exceeded_by(ending: str, bounds: Limits) -> str | None:
     if _OUT_OF_MEMORY.search(ending) or number == errno.ENOMEM:
         return (
             f"a memory allocation failed: each of a claim's processes may hold "
-            f"{_size(memory_bytes(bounds))} of data (limit process_memory_share)"
+            f"{in_units(memory_bytes(bounds))} of data (limit process_memory_share)"
         )
     if _NO_THREAD in ending:
         return f"a thread or process could not start (limit claim_tasks: {bounds.claim_tasks:,})"
     if number == errno.EMFILE:
         return f"a process opened more than {bounds.open_files:,} files (limit open_files)"
     if number == errno.EFBIG:
-        return f"a file grew past {_size(bounds.folder_bytes)} (limit folder_bytes)"
+        return f"a file grew past {in_units(bounds.folder_bytes)} (limit folder_bytes)"
     return None
 
 
@@ -127,8 +128,8 @@ def while_running(root: int, bounds: Limits) -> str | None:
     held = sum(map(_proportional_memory, threads))
     if held > claim_memory_bytes(bounds):
         return (
-            f"its processes held {_size(held)} of memory together, more than "
-            f"{_size(claim_memory_bytes(bounds))} (limit claim_memory_share)"
+            f"its processes held {in_units(held)} of memory together, more than "
+            f"{in_units(claim_memory_bytes(bounds))} (limit claim_memory_share)"
         )
     return None
 
@@ -169,12 +170,12 @@ def _depth_problems(folder: str, bounds: Limits) -> list[str]:
 
 
 def _disk_problems(folder: str, bounds: Limits) -> list[str]:
-    limit = _size(bounds.folder_bytes)
+    limit = in_units(bounds.folder_bytes)
     used = _du(folder, "-B1")
     if used is None:
         return [f"its folder's disk use could not be measured (limit folder_bytes: {limit})"]
     if used > bounds.folder_bytes:
-        return [f"its folder used {_size(used)} of disk, more than {limit} (limit folder_bytes)"]
+        return [f"its folder used {in_units(used)} of disk, more than {limit} (limit folder_bytes)"]
     return []
 
 
@@ -191,9 +192,8 @@ def _count_problems(folder: str, bounds: Limits) -> list[str]:
 
 def _du(folder: str, unit: str) -> int | None:
     """What ``du`` counts in ``folder`` in ``unit`` (bytes, inodes), or None."""
-    said = _run(["du", "-s", "-x", unit, folder])
-    words = said.split() if said else []
-    return int(words[0]) if words and words[0].isdigit() else None
+    said = disk_use(folder, "-s", unit)
+    return said[0][0] if said else None
 
 
 def _figure_problems(folders: list[str], bounds: Limits) -> list[str]:
@@ -212,16 +212,16 @@ def _figure_problems(folders: list[str], bounds: Limits) -> list[str]:
     largest = max(sizes, default=0)
     if largest > bounds.figure_bytes:
         problems.append(
-            f"it left a figure of {_size(largest)}, more than {_size(bounds.figure_bytes)} (limit figure_bytes)"
+            f"it left a figure of {in_units(largest)}, more than {in_units(bounds.figure_bytes)} (limit figure_bytes)"
         )
     return problems
 
 
 def _run(command: list[str]) -> str | None:
-    """What ``command`` printed, or None when it failed. find and du walk any
-    depth and follow no link (Python's os.walk recurses, and stops on a deep tree)."""
+    """What ``command`` printed, or None when it failed. find walks any
+    depth and follows no link (Python's os.walk recurses, and stops on a deep tree)."""
     try:
-        done = subprocess.run(command, capture_output=True, timeout=_MEASURE_TIMEOUT_S, check=False)
+        done = subprocess.run(command, capture_output=True, timeout=MEASURE_TIMEOUT_S, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None

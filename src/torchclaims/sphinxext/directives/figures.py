@@ -118,6 +118,12 @@ def claim_rows() -> list[tuple[str, str]]:
             f"{limits.MAX_FIGURES} per run, each at most {size(L.figure_bytes)} (as its size reads: "
             "a sparse file counts whole)",
         ),
+        (
+            "a claim's own compiler caches (compiler_cache_bytes, compiler_caches_total_bytes)",
+            f"{size(L.compiler_cache_bytes)} each, {size(L.compiler_caches_total_bytes)} for every claim's "
+            "together, measured after each run: caches past the first are removed, then those of the claims "
+            "run longest ago until all fit",
+        ),
     ]
 
 
