@@ -96,6 +96,22 @@ time.sleep(30)
     assert bounds.claim_memory_bytes(limit) == pytest.approx(600 << 20, rel=0.01)
 
 
+def test_memory_written_into_the_claims_own_shm_counts_towards_its_share(tmp_path, monkeypatch):
+    """/dev/shm is a tmpfs of the claim's mount namespace, writable by its script:
+    what a file there holds is memory, though no process maps it."""
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    bounded(monkeypatch, claim_memory_share=(600 << 20) / machine)
+    body = """
+import time
+with open("/dev/shm/filler", "wb") as handle:
+    for _ in range(8):
+        handle.write(b"\\1" * (100 << 20))
+time.sleep(30)
+"""
+    reason = run_beside_one_that_holds(tmp_path, body)
+    assert "of memory together, more than 600 MiB (limit claim_memory_share)" in reason
+
+
 def test_a_thread_bomb_is_stopped_at_the_task_limit(tmp_path, monkeypatch):
     """Threads count as tasks: by the supervisor's count (the only one under root,
     where the kernel ignores RLIMIT_NPROC), else by the kernel refusing the thread."""

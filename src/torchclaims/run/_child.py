@@ -231,7 +231,8 @@ def run(job: ChildJob) -> None:
             os.close(fd)
         parent = multiprocessing.parent_process()
         tail, record = processes.OutputTail(job.log_bytes), processes.Received(job.record_bytes)
-        watch = (lambda: bounds.while_running(os.getpid(), job.limits)) if processes.LINUX else None
+        shm = f"/proc/{pid}/root/dev/shm"  # the script's own, in its mount namespace
+        watch = (lambda: bounds.while_running(os.getpid(), job.limits, shm)) if processes.LINUX else None
         ended = processes.supervise(
             pid, read_fd, parent.sentinel if parent else None, tail, {record_r: record}, watch, bounds.WATCH_S
         )

@@ -25,7 +25,9 @@ build running as root and as an ordinary user:
   (MemoryError, torch's "can't allocate memory"), and the record says so.
   Together, a claim's processes hold the sum of their proportional set sizes
   (a page shared by n processes counts 1/n: the fork server's, which every
-  claim maps, count once), which no rlimit bounds: the supervisor's count does.
+  claim maps, count once) and what its own /dev/shm holds (a tmpfs of its
+  mount namespace: memory, mapped or not), which no rlimit bounds: the
+  supervisor's count does.
 * Open files: RLIMIT_NOFILE, per process (EMFILE).
 * Disk: every file the script writes stays within ``folder_bytes`` as it is
   written (RLIMIT_FSIZE: EFBIG; Python ignores SIGXFSZ); the whole folder is
@@ -115,9 +117,10 @@ def exceeded_by(ending: str, bounds: Limits) -> str | None:
     return None
 
 
-def while_running(root: int, bounds: Limits) -> str | None:
+def while_running(root: int, bounds: Limits, shm: str) -> str | None:
     """Why the claim below ``root`` (its supervisor) must stop now, or None: the
-    bounds on what its processes take together, which no rlimit counts per claim."""
+    bounds on what its processes take together, which no rlimit counts per claim.
+    ``shm`` is the claim's /dev/shm as seen from here (through one of its processes)."""
     threads = processes.threads_below(root)
     count = len(threads)
     if count > bounds.claim_processes:
@@ -125,13 +128,27 @@ def while_running(root: int, bounds: Limits) -> str | None:
     tasks = sum(threads.values())
     if tasks > bounds.claim_tasks:
         return f"it ran more than {bounds.claim_tasks:,} processes and threads at once ({tasks:,}; limit claim_tasks)"
-    held = sum(map(_proportional_memory, threads))
+    held = sum(map(_proportional_memory, threads)) + _private_tmpfs_bytes(shm)
     if held > claim_memory_bytes(bounds):
         return (
             f"its processes held {in_units(held)} of memory together, more than "
             f"{in_units(claim_memory_bytes(bounds))} (limit claim_memory_share)"
         )
     return None
+
+
+def _private_tmpfs_bytes(shm: str) -> int:
+    """What the claim wrote into its own /dev/shm, a tmpfs of its mount namespace:
+    memory that no process's set holds unless one maps it (then it counts twice:
+    the bound errs high). 0 where its /dev/shm is the machine's (no private
+    mounts): what others wrote there is not the claim's to answer for."""
+    try:
+        if os.stat(shm).st_dev == os.stat("/dev/shm").st_dev:
+            return 0
+        found = os.statvfs(shm)
+    except OSError:
+        return 0
+    return (found.f_blocks - found.f_bfree) * found.f_frsize
 
 
 def _proportional_memory(pid: int) -> int:

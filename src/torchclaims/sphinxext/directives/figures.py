@@ -104,7 +104,8 @@ def claim_rows() -> list[tuple[str, str]]:
         (
             "memory of all a claim's processes together (claim_memory_share)",
             f"{L.claim_memory_share:.0%} of the machine's memory, summed by its supervisor every {WATCH_S:g} s "
-            "(each process's proportional set size: a page shared by n processes counts 1/n)",
+            "(each process's proportional set size, a page shared by n processes counting 1/n, "
+            "and what the claim's own /dev/shm holds)",
         ),
         ("open files of each of a claim's processes (open_files)", f"{L.open_files:,} (RLIMIT_NOFILE)"),
         (
