@@ -96,6 +96,25 @@ time.sleep(30)
     assert bounds.claim_memory_bytes(limit) == pytest.approx(600 << 20, rel=0.01)
 
 
+def test_memory_forked_processes_share_counts_once(tmp_path, monkeypatch):
+    """300 MiB written, then shared by four processes: their resident sizes add up
+    to 1.2 GiB, their proportional ones to the 300 MiB they hold. Within the bound."""
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    bounded(monkeypatch, claim_memory_share=(600 << 20) / machine)
+    body = """
+import os, time
+held = b"\\1" * (300 << 20)
+for _ in range(3):
+    if os.fork() == 0:
+        time.sleep(5)
+        os._exit(0)
+time.sleep(5)
+"""
+    write_claim(tmp_path, "kb-sharing", body + HOLDS)
+    record = run_claims(tmp_path, timeout=120).records["kb-sharing"]
+    assert record.verdict is Verdict.HOLDS, record.reason
+
+
 def test_memory_written_into_the_claims_own_shm_counts_towards_its_share(tmp_path, monkeypatch):
     """/dev/shm is a tmpfs of the claim's mount namespace, writable by its script:
     what a file there holds is memory, though no process maps it."""
