@@ -77,6 +77,85 @@ def test_an_allocation_past_the_memory_bound_is_an_error_record(tmp_path, monkey
     assert bounds.memory_bytes(limit) == pytest.approx(1 << 30, rel=0.01)
 
 
+def test_processes_holding_more_memory_together_than_the_claims_share_are_stopped(tmp_path, monkeypatch):
+    """Each process within its own bound (RLIMIT_DATA), the four together past the claim's:
+    the supervisor sums what they hold (a run without the bound holds after its sleep)."""
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    limit = bounded(monkeypatch, claim_memory_share=(600 << 20) / machine)
+    body = """
+import os, time
+for _ in range(4):
+    if os.fork() == 0:
+        held = b"\\1" * (300 << 20)  # written, so resident: 300 MiB in each process
+        time.sleep(30)
+        os._exit(0)
+time.sleep(30)
+"""
+    reason = run_beside_one_that_holds(tmp_path, body)
+    assert "of memory together, more than 600 MiB (limit claim_memory_share)" in reason
+    assert bounds.claim_memory_bytes(limit) == pytest.approx(600 << 20, rel=0.01)
+
+
+def test_memory_forked_processes_share_counts_once(tmp_path, monkeypatch):
+    """300 MiB written, then shared by four processes: their resident sizes add up
+    to 1.2 GiB, their proportional ones to the 300 MiB they hold. Within the bound."""
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    bounded(monkeypatch, claim_memory_share=(600 << 20) / machine)
+    body = """
+import os, time
+held = b"\\1" * (300 << 20)
+for _ in range(3):
+    if os.fork() == 0:
+        time.sleep(5)
+        os._exit(0)
+time.sleep(5)
+"""
+    write_claim(tmp_path, "kb-sharing", body + HOLDS)
+    record = run_claims(tmp_path, timeout=120).records["kb-sharing"]
+    assert record.verdict is Verdict.HOLDS, record.reason
+
+
+def test_memory_written_into_the_claims_own_shm_counts_towards_its_share(tmp_path, monkeypatch):
+    """/dev/shm is a tmpfs of the claim's mount namespace, writable by its script:
+    what a file there holds is memory, though no process maps it."""
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    bounded(monkeypatch, claim_memory_share=(600 << 20) / machine)
+    body = """
+import time
+with open("/dev/shm/filler", "wb") as handle:
+    for _ in range(8):
+        handle.write(b"\\1" * (100 << 20))
+time.sleep(30)
+"""
+    reason = run_beside_one_that_holds(tmp_path, body)
+    assert "of memory together, more than 600 MiB (limit claim_memory_share)" in reason
+
+
+def test_a_thread_bomb_is_stopped_at_the_task_limit(tmp_path, monkeypatch):
+    """Threads count as tasks: by the supervisor's count (the only one under root,
+    where the kernel ignores RLIMIT_NPROC), else by the kernel refusing the thread."""
+    bounded(monkeypatch, claim_tasks=100)
+    body = """
+import threading, time
+for _ in range(300):
+    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+time.sleep(30)
+"""
+    reason = run_beside_one_that_holds(tmp_path, body)
+    assert "limit claim_tasks" in reason
+
+
+def test_a_folder_holding_more_files_than_the_limit_is_an_error_record(tmp_path, monkeypatch):
+    bounded(monkeypatch, folder_files=100)
+    body = """
+import os
+for n in range(300):  # empty: no disk bound sees them
+    open(os.path.join(os.environ["TMPDIR"], f"empty-{n}"), "w").close()
+"""
+    reason = run_beside_one_that_holds(tmp_path, body)
+    assert "more than 100 (limit folder_files)" in reason
+
+
 def test_too_many_open_files_is_an_error_record_naming_the_limit(tmp_path, monkeypatch):
     bounded(monkeypatch, open_files=64)
     body = "import os\nkept = [open(os.devnull) for _ in range(200)]\n"

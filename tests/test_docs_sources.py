@@ -61,12 +61,13 @@ def test_the_limits_table_follows_limits_py(monkeypatch):
 def test_the_limits_table_shows_each_bound_of_a_claim_by_its_name_and_value(monkeypatch):
     """An error record names the field it went past; the table shows each one, with its value."""
     rows = " ".join(limit for _, limit in limit_rows()) + " ".join(what for what, _ in limit_rows())
-    names = ("claim_processes", "claim_tasks", "process_memory_share", "open_files", "folder_bytes", "folder_depth")
-    assert all(name in rows for name in (*names, "figure_bytes", "MAX_FIGURES"))
+    names = ("claim_processes", "claim_tasks", "process_memory_share", "claim_memory_share", "open_files")
+    assert all(name in rows for name in (*names, "folder_bytes", "folder_depth", "folder_files", "figure_bytes"))
+    assert all(name in rows for name in ("MAX_FIGURES", "compiler_cache_bytes", "compiler_caches_total_bytes"))
     monkeypatch.setattr(limits, "LIMITS", limits.Limits(claim_processes=77, folder_bytes=3 * limits.GIB))
     rows = dict(limit_rows())
     assert rows["a claim's processes (claim_processes, claim_tasks)"].startswith("77 at once")
-    assert rows["a claim's own folder (folder_bytes, folder_depth)"].startswith("3 GiB of disk")
+    assert rows["a claim's own folder (folder_bytes, folder_depth, folder_files)"].startswith("3 GiB of disk")
 
 
 def test_the_committed_speed_figures_have_the_shape_the_benchmark_writes(monkeypatch, tmp_path):

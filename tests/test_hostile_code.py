@@ -33,6 +33,7 @@ from torchclaims.evidence.judging import read_own_record
 from torchclaims.evidence.records import Verdict, read_record, record_json
 from torchclaims.evidence.store import THIS_BUILD, Entry
 from torchclaims.run import sandbox
+from torchclaims.run.cache_eviction import USED
 
 # Where CI=true the sandbox is required: these tests then run, and fail without it.
 pytestmark = [
@@ -81,6 +82,7 @@ def runner_writes(root: Path, claim_ids: list[str]) -> tuple[Path, ...]:
         records / "memo.json",
         *records.glob("probe-*.json"),
         *(records / "compiler-caches" / "cpu" / c for c in claim_ids),  # each claim's own
+        *(records / "compiler-caches" / "cpu" / f"{c}{USED}" for c in claim_ids),  # when each last ran
     )
 
 

@@ -60,7 +60,8 @@ CACHES = (
         "compiler caches",
         RECORDS_DIR,
         f"{COMPILER_DIR}/<backend>/<claim>",
-        "the kernels a claim's earlier runs compiled (inductor, triton), each claim's own",
+        "the kernels a claim's earlier runs compiled (inductor, triton), each claim's own; bounded, "
+        "the caches of the claims run longest ago removed first (torchclaims.run.cache_eviction)",
         "the claim and the backend; inside, the compilers' own keys",
     ),
     Cache(

@@ -44,12 +44,17 @@ class Limits:
     # What one claim may take while it runs (torchclaims.run.bounds): each one exceeded is
     # an error record for that claim, naming the field.
     claim_processes: int = 512  # at once, the script's and all it starts (a sweep starts one per core)
-    claim_tasks: int = 8192  # processes and threads together, where the kernel counts them per claim
+    claim_tasks: int = 8192  # processes and threads together, at once
     process_memory_share: float = 0.5  # of the machine's memory: the data each of its processes may hold
+    claim_memory_share: float = 0.75  # of the machine's memory: what all its processes hold together
     open_files: int = 4096  # per process
     folder_bytes: int = 4 * GIB  # disk use of the claim's own folder, and the size of any one file
     folder_depth: int = 64  # folders nested in the claim's own folder
+    folder_files: int = 200_000  # files and folders in the claim's own folder
     figure_bytes: int = 8 * MIB  # each figure (PNG) kept with its record or page
+    # Each claim's own compiler caches, kept between its runs (torchclaims.run.cache_eviction).
+    compiler_cache_bytes: int = 2 * GIB  # one claim's, on one backend
+    compiler_caches_total_bytes: int = 16 * GIB  # every claim's on every backend, together
 
 
 LIMITS = Limits()

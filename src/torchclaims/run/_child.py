@@ -231,7 +231,8 @@ def run(job: ChildJob) -> None:
             os.close(fd)
         parent = multiprocessing.parent_process()
         tail, record = processes.OutputTail(job.log_bytes), processes.Received(job.record_bytes)
-        watch = (lambda: bounds.too_many_processes(os.getpid(), job.limits)) if processes.LINUX else None
+        shm = f"/proc/{pid}/root/dev/shm"  # the script's own, in its mount namespace
+        watch = (lambda: bounds.while_running(os.getpid(), job.limits, shm)) if processes.LINUX else None
         ended = processes.supervise(
             pid, read_fd, parent.sentinel if parent else None, tail, {record_r: record}, watch, bounds.WATCH_S
         )
@@ -286,7 +287,7 @@ def _sandbox_state(state_fd: int, unconfined: str | None) -> str:
     except OSError:
         said = ""
     os.close(state_fd)
-    if unconfined is not None:
+    if unconfined is not None and not said.startswith(sandbox.WITHOUT):  # it says what still held, after why
         return f"{sandbox.WITHOUT}: {unconfined}"
     return said or f"{sandbox.WITHOUT}: the script's process ended before it was confined"
 
@@ -305,20 +306,22 @@ def _enter_sandbox(job: ChildJob, state_fd: int, unconfined: str | None) -> None
             unconfined = sandbox.loopback_up()
     elif unconfined is None:
         unconfined = f"{sandbox.MOUNTS} left out"
+    landlocked = False
     if job.unconfined is None and sandbox.LANDLOCK in job.parts:  # not turned off
         writable = [job.work_dir, *job.cache_dirs, *(job.shown_instead if unconfined is None else ())]
-        unconfined = sandbox.confine(writable, job.loopback, proc) or unconfined
+        refused = sandbox.confine(writable, job.loopback, proc)
+        landlocked, unconfined = refused is None, refused or unconfined
     elif unconfined is None:
         unconfined = f"{sandbox.LANDLOCK} left out"
-    state = (
-        sandbox.description(sandbox.landlock_abi(), job.loopback, proc)
-        if unconfined is None
-        else f"{sandbox.WITHOUT}: {unconfined}"
-    )
+    if unconfined is None:
+        state = sandbox.description(sandbox.landlock_abi(), job.loopback, proc)
+    else:  # a part missing is the whole sandbox missing to a reader; what held is said after why
+        held = f"; Landlock ABI {sandbox.landlock_abi()} still confined its writes" if landlocked else ""
+        state = f"{sandbox.WITHOUT}: {unconfined}{held}"
     os.write(state_fd, state.encode("utf-8")[:4000])
     os.close(state_fd)
     if unconfined is not None and job.sandbox_required:
-        raise SandboxMissing(f"the sandbox is required here ({sandbox.REQUIRED_ENV}=true) but {unconfined}")
+        raise SandboxMissing(sandbox.REQUIRED_BUT + unconfined)
 
 
 def _visible(job: ChildJob) -> list[str]:

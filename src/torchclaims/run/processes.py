@@ -20,6 +20,7 @@ the parent) or when the process that started the run is gone.
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 import select
 import signal
@@ -27,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 LINUX = sys.platform.startswith("linux")
 _PR_SET_PDEATHSIG = 1
@@ -55,8 +57,13 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
         os.kill(os.getpid(), sig)
 
 
-def _processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, state) of every process visible in /proc."""
+class Usage(NamedTuple):
+    threads: int
+    resident: int  # bytes in memory (RSS: a page shared with other processes counts whole in each)
+
+
+def _processes() -> dict[int, tuple[int, str, Usage]]:
+    """pid -> (parent pid, state, usage) of every process visible in /proc."""
     found = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -67,16 +74,15 @@ def _processes() -> dict[int, tuple[int, str]]:
         except OSError:
             continue  # ended meanwhile
         fields = stat[stat.rfind(")") + 2 :].split()  # the name may hold spaces and parentheses
-        if len(fields) > 1:
-            found[int(entry.name)] = (int(fields[1]), fields[0])
+        if len(fields) > 21:  # state, parent, ..., num_threads, ..., rss in pages (proc(5))
+            usage = Usage(threads=int(fields[17]), resident=int(fields[21]) * mmap.PAGESIZE)
+            found[int(entry.name)] = (int(fields[1]), fields[0], usage)
     return found
 
 
-def descendants(root: int, include_zombies: bool = False) -> set[int]:
-    """Every process below ``root`` (Linux)."""
+def _below(root: int, table: dict[int, tuple[int, str, Usage]]) -> set[int]:
     children: dict[int, list[int]] = {}
-    table = _processes()
-    for pid, (parent, _) in table.items():
+    for pid, (parent, _, _) in table.items():
         children.setdefault(parent, []).append(pid)
     found, todo = set(), list(children.get(root, []))
     while todo:
@@ -84,7 +90,20 @@ def descendants(root: int, include_zombies: bool = False) -> set[int]:
         if pid not in found:
             found.add(pid)
             todo.extend(children.get(pid, []))
+    return found
+
+
+def descendants(root: int, include_zombies: bool = False) -> set[int]:
+    """Every process below ``root`` (Linux)."""
+    table = _processes()
+    found = _below(root, table)
     return found if include_zombies else {pid for pid in found if table[pid][1] != "Z"}
+
+
+def usage_below(root: int) -> dict[int, Usage]:
+    """pid -> its threads and memory, for every live process below ``root`` (Linux)."""
+    table = _processes()
+    return {pid: table[pid][2] for pid in _below(root, table) if table[pid][1] != "Z"}
 
 
 def _signal(pids, sig: int) -> None:

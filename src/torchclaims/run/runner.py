@@ -55,8 +55,9 @@ from .stopping import GRACE_S, end_claim_processes, stop_forkserver, stop_resour
 # group's module, and the module names (as scripts import them) that mean a claim uses it.
 PRELOAD = "torchclaims.run.preload"
 PRELOAD_READY = "torchclaims.run.preload.ready"  # always last: waits for the groups' background work
+COMPILER = "torchclaims.run.preload.compiler"
 PRELOAD_GROUPS = {
-    "torchclaims.run.preload.compiler": ("torch.compile", "torch._dynamo", "torch._inductor"),
+    COMPILER: ("torch.compile", "torch._dynamo", "torch._inductor"),
     "torchclaims.run.preload.huggingface": ("transformers", "accelerate"),
 }
 SMOKE_SCRIPT = Path(__file__).resolve().with_name("device_smoke.py")
@@ -151,6 +152,14 @@ class Runner:
             if sum(any(used == n or used.startswith(n + ".") for used in claim for n in names) for claim in uses)
             > self.parallel
         ]
+        if COMPILER in groups and self.unconfined is None:
+            # Imported in the server, inductor fixes its precompiled headers' folder in the shared
+            # cache, which only a claim's own mount namespace shows as its own: without one, Landlock
+            # leaves it read-only and every compilation fails. Each claim imports the compiler itself.
+            missing = sandbox.namespaces_unavailable()
+            if missing is not None:
+                groups.remove(COMPILER)
+                self.log(f"torchclaims: the fork server does not preload the compiler: {missing}")
         self._preload = [PRELOAD, *groups, PRELOAD_READY]
         self._ctx.set_forkserver_preload(self._preload)
         return groups
@@ -304,11 +313,12 @@ class Runner:
     def sandbox_stops_device(self) -> str | None:
         """When the device works outside the sandbox (the probe said so) but not
         in it: one line naming the part of the sandbox that stops it. None when
-        it works, or when the sandbox is off."""
+        it works, when the sandbox is off, or when CI=true requires a sandbox
+        this host cannot make (each claim's error record says so)."""
         if self.unconfined is not None:
             return None
         why = self.device_smoke()
-        if why is None:
+        if why is None or why.startswith(sandbox.REQUIRED_BUT):  # no device fault: each claim's record says why
             return None
         culprits = [part for part in sandbox.RESTRICTING if self.device_smoke(sandbox.without(part)) is None]
         found = f"the part that stops it: {', '.join(culprits)}" if culprits else "no one part alone stops it"

@@ -37,7 +37,10 @@ they fit the fork server (no exec, no import):
   script reads the project, torch and the claim's inputs.
 
 Where a layer is missing the script still runs, and its record says "ran
-without sandbox" and why; under ``CI=true`` it does not run (an error record).
+without sandbox" and why (and that Landlock still confined its writes, where
+only the namespaces are missing: then the fork server does not preload the
+compiler, whose headers' folder would be the shared one, read-only:
+``namespaces_unavailable``); under ``CI=true`` it does not run (an error record).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import platform
 import re
 import socket
 import struct
+import subprocess
 import sys
 
 from .runtimes import device_nodes
@@ -58,6 +62,7 @@ LINUX = sys.platform.startswith("linux")
 WITHOUT = "ran without sandbox"  # how a record that ran unconfined begins its sandbox field
 REQUIRED_ENV = "CI"  # where CI=true, a script never runs unconfined
 SWITCH_ENV = "TORCHCLAIMS_SANDBOX"  # "off": run scripts unconfined (their records say so)
+REQUIRED_BUT = f"the sandbox is required here ({REQUIRED_ENV}=true) but "  # then why not: a script's error
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
@@ -165,6 +170,24 @@ def isolate_processes() -> str | None:
     except OSError as exc:
         return f"mapping the user namespace's ids failed ({exc.strerror})"
     return None
+
+
+def namespaces_unavailable() -> str | None:
+    """Why a claim's supervisor could not make its namespaces here, or None. Tried
+    in a new interpreter (nothing imported), so that this process stays as it is."""
+    if not LINUX:
+        return f"process isolation needs Linux namespaces ({platform.system()} has none)"
+    flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNET
+    code = (
+        "import ctypes, os, sys\n"
+        f"if ctypes.CDLL(None, use_errno=True).unshare({flags}) != 0: sys.exit(os.strerror(ctypes.get_errno()))"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"trying unshare(user, PID and network namespaces) failed ({exc})"
+    said = done.stderr.decode("utf-8", "replace").strip()[-200:]
+    return None if done.returncode == 0 else f"unshare(user, PID and network namespaces) failed ({said})"
 
 
 def private_mounts(

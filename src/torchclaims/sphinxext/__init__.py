@@ -33,6 +33,7 @@ def setup(app: Sphinx) -> dict:
     from .build.summary import setup_summary
     from .build.tracking import setup_tracking
     from .build.valid_markup import setup_valid_markup
+    from .build.warning_text import setup_warning_text
     from .directives.backends_table import setup_backends_table
     from .directives.changes_page import setup_changes
     from .directives.check_report import setup_check_report
@@ -48,6 +49,7 @@ def setup(app: Sphinx) -> dict:
     from .views.matrix import setup_matrix
     from .views.versions import setup_versions
 
+    setup_warning_text(app)  # Sphinx's and docutils' warnings quote pages: never a control character raw
     setup_source_links(app)  # no page source, image or static file is a link out of the repository
     setup_settings(app)  # the torchclaims_* config values, checked once they are read
     setup_state(app)  # verify claims before sphinx-gallery runs

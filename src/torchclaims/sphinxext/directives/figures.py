@@ -95,25 +95,38 @@ def claim_rows() -> list[tuple[str, str]]:
     return [
         (
             "a claim's processes (claim_processes, claim_tasks)",
-            f"{L.claim_processes:,} at once, counted by its supervisor every {WATCH_S:g} s; "
-            f"{L.claim_tasks:,} processes and threads together, counted by the kernel for the claim alone "
-            "(RLIMIT_NPROC in its own user namespace; the kernel does not apply it to root)",
+            f"{L.claim_processes:,} at once; {L.claim_tasks:,} processes and threads together, at once: "
+            f"both counted by its supervisor every {WATCH_S:g} s, and the second by the kernel too for the "
+            "claim alone (RLIMIT_NPROC in its own user namespace; the kernel does not apply it to root)",
         ),
         (
             "memory of each of a claim's processes (process_memory_share)",
             f"{L.process_memory_share:.0%} of the machine's memory, as data (RLIMIT_DATA: what malloc and "
             "torch's CPU allocator take, not the address space CUDA reserves)",
         ),
+        (
+            "memory of all a claim's processes together (claim_memory_share)",
+            f"{L.claim_memory_share:.0%} of the machine's memory, summed by its supervisor every {WATCH_S:g} s "
+            "(each process's proportional set size, a page shared by n processes counting 1/n, "
+            "and what the claim's own /dev/shm holds)",
+        ),
         ("open files of each of a claim's processes (open_files)", f"{L.open_files:,} (RLIMIT_NOFILE)"),
         (
-            "a claim's own folder (folder_bytes, folder_depth)",
+            "a claim's own folder (folder_bytes, folder_depth, folder_files)",
             f"{size(L.folder_bytes)} of disk, measured after the run; each file at most {size(L.folder_bytes)} "
-            f"as it is written (RLIMIT_FSIZE); folders nested at most {L.folder_depth} deep",
+            f"as it is written (RLIMIT_FSIZE); folders nested at most {L.folder_depth} deep; "
+            f"{L.folder_files:,} files and folders, counted after the run",
         ),
         (
             "a claim's figures (MAX_FIGURES, figure_bytes)",
             f"{limits.MAX_FIGURES} per run, each at most {size(L.figure_bytes)} (as its size reads: "
             "a sparse file counts whole)",
+        ),
+        (
+            "a claim's own compiler caches (compiler_cache_bytes, compiler_caches_total_bytes)",
+            f"{size(L.compiler_cache_bytes)} each, {size(L.compiler_caches_total_bytes)} for every claim's "
+            "together, measured after each run: caches past the first are removed, then those of the claims "
+            "run longest ago until all fit",
         ),
     ]
 
