@@ -100,7 +100,7 @@ def test_topic_page_shows_each_verdict_with_evidence_and_environment(site):
     for badge in ("✔ holds", "✘ refuted", "? unverified", "⚠ error", "❝ attributed — no verdict"):
         assert badge in text
     assert re.search(
-        r"cpu · \S[^·]* · torch 2\.13\.0 ✔ holds this build \d{4}-\d\d-\d\d, this build", text
+        r"cpu · \S[^·]* · torch 2\.13\.0\+cpu \(CPU-only build\) ✔ holds this build \d{4}-\d\d-\d\d, this build", text
     )  # backend, device, version, source, date, origin
     assert "sum: max abs error = 0" in text
     assert "no accelerator on this machine" in text
@@ -136,7 +136,7 @@ def test_a_vendor_is_never_shown_beside_a_verdict_on_other_hardware_without_sayi
     assert "We check a narrower proposition of our own" in text
     # One line: the verdict, the device it ran on, and that this is not the vendor's hardware.
     assert re.search(
-        r"cpu · [^·]+ · torch 2\.13\.0 ✔ holds this build \d{4}-\d\d-\d\d, this build "
+        r"cpu · [^·]+ · torch 2\.13\.0\+cpu \(CPU-only build\) ✔ holds this build \d{4}-\d\d-\d\d, this build "
         r"\(outside the scope of the claim: says nothing about AWS Trainium \(TorchNeuron\)\)",
         text,
     )
@@ -172,10 +172,12 @@ v.finish()
 def test_figures_in_prose_come_from_the_newest_record_with_backend_device_and_date(site):
     root, _, second = site
     text = html(root, "docs/figures")
-    assert re.search(r"off by 0 \(cpu on [^,]+, torch 2\.13\.0, \d{4}-\d\d-\d\d\) \.", text)
-    assert re.search(r"it is 0 \(xla on [^,]+, torch_xla 2\.9\.0, \d{4}-\d\d-\d\d\) \.", text)
+    assert re.search(r"off by 0 \(cpu on [^,]+, torch 2\.13\.0\+cpu \(CPU-only build\), \d{4}-\d\d-\d\d\) \.", text)
+    assert re.search(r"it is 0 \(xla on [^,]+, torch_xla 2\.9\.0 on torch 2\.9\.0, \d{4}-\d\d-\d\d\) \.", text)
     raw = (root / "_build" / "html" / "docs" / "figures.html").read_text()
-    assert 'href="topic.html#claim-kb-holds--cpu--torch-2-13-0"' in raw  # each figure links to the evidence of its run
+    assert (
+        'href="topic.html#claim-kb-holds--cpu--torch-2-13-0-cpu-cpu-only-build"' in raw
+    )  # each figure links to the evidence of its run
 
 
 def test_a_figure_without_a_record_says_so_and_warns(site):
@@ -192,7 +194,7 @@ def test_a_verdict_in_prose_names_its_backend_device_and_scope(site):
     text = html(root, "docs/figures")
     assert re.search(
         r"On xla the claim ✘ refuted submitted by hand, not reproduced — "
-        r"xla · [^·]+ · torch_xla 2\.9\.0 \(torch 2\.9\.0\), \S+, xla-run\.json, labelled “xla box” "
+        r"xla · [^·]+ · torch_xla 2\.9\.0 on torch 2\.9\.0, \S+, xla-run\.json, labelled “xla box” "
         r"\(outside the scope of the claim: says nothing about the CPU\)",
         text,
     )
@@ -214,8 +216,8 @@ def test_matrix_merges_the_committed_results_file(site):
     text = html(root, "docs/matrix")
     raw = (root / "_build" / "html" / "docs" / "matrix.html").read_text()
     # a column for every backend with a record, named by backend, device and version, with its totals
-    assert re.search(r"cpu \S[^·]* torch 2\.13\.0 ✔ 2 holds", text)
-    assert re.search(r"xla \S[^·]* torch_xla 2\.9\.0 ✔ 0 holds ✘ 1 refuted", text)
+    assert re.search(r"cpu \S[^·]* torch 2\.13\.0\+cpu \(CPU-only build\) ✔ 2 holds", text)
+    assert re.search(r"xla \S[^·]* torch_xla 2\.9\.0 on torch 2\.9\.0 ✔ 0 holds ✘ 1 refuted", text)
     # every backend without one is named once, with how many claims are about it, instead of a column of empty cells
     for backend in ("cuda", "rocm", "mps", "xpu", "neuron", "tpu"):
         assert f' data-backend="{backend}"' not in raw.split('class="tc-matrix"', 1)[1]
@@ -228,18 +230,18 @@ def test_matrix_merges_the_committed_results_file(site):
     )
     # each cell links to the evidence of its run and keeps its badge
     assert (
-        '<a class="tc-run tc-source-build" href="topic.html#claim-kb-holds--cpu--torch-2-13-0" '
-        'data-version="torch 2.13.0" data-verdict="holds"'
+        '<a class="tc-run tc-source-build" href="topic.html#claim-kb-holds--cpu--torch-2-13-0-cpu-cpu-only-build" '
+        'data-version="torch 2.13.0+cpu (CPU-only build)" data-verdict="holds"'
     ) in raw
     assert '<th scope="col" data-backend="xla"' in raw and '<th scope="row">' in raw and "<caption>" in raw
     topic = html(root, "docs/topic")
     assert re.search(
-        r"xla · [^·]+ · torch_xla 2\.9\.0 ✘ refuted submitted by hand, not reproduced "
+        r"xla · [^·]+ · torch_xla 2\.9\.0 on torch 2\.9\.0 ✘ refuted submitted by hand, not reproduced "
         r"\S+, xla-run\.json, labelled “xla box”",
         topic,
     )
     raw = read_page(root / "_build" / "html" / "docs" / "topic.html")
-    assert 'alt="figure 1 of the xla · torch_xla 2.9.0 run"' in raw  # the results file's figure
+    assert 'alt="figure 1 of the xla · torch_xla 2.9.0 on torch 2.9.0 run"' in raw  # the results file's figure
 
 
 def test_broken_results_file_is_reported_and_harms_nothing(site):
@@ -257,7 +259,7 @@ def test_gallery_page_shows_code_output_and_verdict(site):
     assert not list((root / "docs" / "auto_gallery").glob("*.codeobj.json"))
     assert "Claim kb-holds: HOLDS" in text  # the script's printed summary
     assert re.search(
-        r"✔ holds this build — cpu · [^·]+ · torch 2\.13\.0 \(torch 2\.13\.0\S*\), \d{4}-\d\d-\d\d, this build", text
+        r"✔ holds this build — cpu · [^·]+ · torch 2\.13\.0\+cpu \(CPU-only build\), \d{4}-\d\d-\d\d, this build", text
     )
 
 
@@ -338,14 +340,14 @@ def test_an_accelerator_page_counts_the_claims_about_it_from_the_records(site):
     assert "1 claim is about AWS Trainium (TorchNeuron)." in text
     assert "0 of the 1 executable ones ran on neuron hardware: no record from there yet." in text
     assert re.search(
-        r"1 was checked only on a stand-in: on cpu \(.+?, torch 2\.13\.0\), 1 claim: ✔ 1 held\. "
+        r"1 was checked only on a stand-in: on cpu \(.+?, torch 2\.13\.0\+cpu \(CPU-only build\)\), 1 claim: ✔ 1 held\. "
         r"A stand-in.s verdict is evidence about what ran there, never about AWS Trainium \(TorchNeuron\)\.",
         text,
     )
     group = text[text.index("Undecided: needs neuron hardware (1)") :]
     assert re.match(
         r"Undecided: needs neuron hardware \(1\) ¶ "
-        r"Claim kb-vendor cpu ✔ holds torch 2\.13\.0, \S+ this build outside its scope "
+        r"Claim kb-vendor cpu ✔ holds torch 2\.13\.0\+cpu \(CPU-only build\), \S+ this build outside its scope "
         r"a generic PyTorch API on the CPU reference Reading: only runs outside the claim.s scope",
         group,
     )  # a verdict outside the claim's scope decides nothing here: the group says what would
@@ -354,7 +356,7 @@ def test_an_accelerator_page_counts_the_claims_about_it_from_the_records(site):
     assert "runs every executable claim (6; 1 of them is about neuron)" in text
     raw = (root / "_build" / "html" / "docs" / "accelerators" / "neuron.html").read_text()
     assert (
-        'href="../topic.html#claim-kb-vendor--cpu--torch-2-13-0"' in raw
+        'href="../topic.html#claim-kb-vendor--cpu--torch-2-13-0-cpu-cpu-only-build"' in raw
     )  # each chip leads to the evidence of its run
     xla = html(root, "docs/accelerators/xla")
     assert "0 claims are about torch_xla (TPUs and other PJRT devices)." in xla and "Held on" not in xla
@@ -394,14 +396,17 @@ def test_a_claim_shows_its_newest_verdict_per_backend_and_folds_every_record_int
     )[1]
     rows = re.findall(r'<tr class="[^"]*" id="([^"]+)"', evidence) + re.findall(r'<tr id="([^"]+)"', evidence)
     assert rows == [
-        "claim-kb-holds--xla--torch-xla-2-9-0"
+        "claim-kb-holds--xla--torch-xla-2-9-0-on-torch-2-9-0"
     ]  # the first run is shown whole above the table, with its anchors
-    assert 'id="claim-kb-holds--cpu--torch-2-13-0"' in evidence and 'id="claim-kb-holds--xla"' in evidence
+    assert (
+        'id="claim-kb-holds--cpu--torch-2-13-0-cpu-cpu-only-build"' in evidence
+        and 'id="claim-kb-holds--xla"' in evidence
+    )
     assert evidence.count("Environment and conditions") == 1  # the environment once, then only what differs
     text = page_text_of(evidence)
     # a configuration beside another, never an upgrade from it; after the checks that failed
     assert "torch_xla: 2.9.0 here, (absent) there" in text and "→" not in text
-    assert text.index("(bound:") < text.index("Configuration unlike the cpu · torch 2.13.0 run:")
+    assert text.index("(bound:") < text.index("Configuration unlike the cpu · torch 2.13.0+cpu (CPU-only build) run:")
     assert (
         re.findall(r' title="(?!Link to this)', section) == []
     )  # reasons are text, never tooltips (the theme's ¶ links aside)
