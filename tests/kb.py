@@ -113,8 +113,8 @@ def xla_sweep_table():
     """The table of the "sweep" body as an XLA run might give it: histc falls back, norm differs on its 0-dim
     sample; as a sweep records it now, with argument kinds and the kernels norm dispatched on the device (the
     "sweep" body's own table has neither, as older records)."""
-    from torchclaims.coverage.op_arguments import KIND_LEGEND
     from torchclaims.coverage.operators import OUTCOMES, SAMPLE_CODES
+    from torchclaims.evidence.coverage_table import ARGUMENT_KINDS as KIND_LEGEND
     from torchclaims.evidence.coverage_table import TableBuilder
 
     columns = {"float32": OUTCOMES, "int64": OUTCOMES}

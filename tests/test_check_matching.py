@@ -19,8 +19,8 @@ from torchclaims.check import check_step
 from torchclaims.check.names import own_operators, subjects
 from torchclaims.check.report import FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG
 from torchclaims.check.target import as_step, load_target
-from torchclaims.coverage.op_arguments import KIND_LEGEND
 from torchclaims.coverage.operators import OUTCOMES, SAMPLE_CODES
+from torchclaims.evidence.coverage_table import ARGUMENT_KINDS as KIND_LEGEND
 from torchclaims.evidence.coverage_table import TableBuilder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
+from rendered import written
 from torchclaims.claims import load_claims
 from torchclaims.evidence.admission import Admission
 from torchclaims.evidence.freshness import outdated_results, stale_reason
@@ -113,7 +114,7 @@ def test_every_committed_record_says_beside_its_verdict_whether_it_ran_sandboxed
             cell = Cell(claims[entry.record.claim_id], entry.record.environment.backend, "2.13.0", shown)
             lines = {
                 "badge": verdict_badge(shown).astext(),
-                "matrix cell": _run(cell, True, ""),
+                "matrix cell": written(_run(cell, True, "")),
                 "chip": chip(cell).astext(),
             }
             for where, line in lines.items():

@@ -157,7 +157,7 @@ def retyped_kind_lists(text: str) -> list[str]:
 
 
 def test_each_argument_kind_has_the_word_prose_names_it_by():
-    from torchclaims.coverage.op_arguments import KIND_LEGEND
+    from torchclaims.evidence.coverage_table import ARGUMENT_KINDS as KIND_LEGEND
 
     assert set(KIND_WORDS) == set(KIND_LEGEND)
     assert all(KIND_WORDS[letter] in meaning for letter, meaning in KIND_LEGEND.items())

@@ -340,7 +340,8 @@ def test_an_accelerator_page_counts_the_claims_about_it_from_the_records(site):
     assert "1 claim is about AWS Trainium (TorchNeuron)." in text
     assert "0 of the 1 executable ones ran on neuron hardware: no record from there yet." in text
     assert re.search(
-        r"1 was checked only on a stand-in: on cpu \(.+?, torch 2\.13\.0\+cpu \(CPU-only build\)\), 1 claim: ✔ 1 held\. "
+        r"1 was checked only on a stand-in: on cpu \(.+?, torch 2\.13\.0\+cpu \(CPU-only build\)\), 1 claim: "
+        r"✔ 1 held\. "
         r"A stand-in.s verdict is evidence about what ran there, never about AWS Trainium \(TorchNeuron\)\.",
         text,
     )

@@ -130,7 +130,8 @@ def test_a_claim_known_to_differ_shows_its_workaround_with_the_verdict_that_meas
         "defect",
     )
     assert f"Workaround: {WHAT}" in text
-    assert "Measured by: Claim fix xla · XLA on the CPU (Test CPU) · torch_xla 2.9.0 ✔ holds" in text, text
+    measured = "Measured by: Claim fix xla · XLA on the CPU (Test CPU) · torch_xla 2.9.0 on torch 2.9.0 ✔ holds"
+    assert measured in text, text
 
 
 @pytest.mark.parametrize("verdict", [Verdict.REFUTED, Verdict.UNVERIFIED])
@@ -217,8 +218,8 @@ def test_check_carries_a_defect_claims_measured_workaround_into_every_report(tmp
     evidence = mul_evidence(report)
     assert evidence.status == WRONG
     assert evidence.workaround == (
-        f"{WHAT} (claim fix measures it: holds on xla · torch_xla 2.9.0, "
-        "docs/topics/numerics.html#claim-fix--xla--torch-xla-2-9-0)"
+        f"{WHAT} (claim fix measures it: holds on xla · torch_xla 2.9.0 on torch 2.13.0, "
+        "docs/topics/numerics.html#claim-fix--xla--torch-xla-2-9-0-on-torch-2-13-0)"
     )
     assert f"workaround: {evidence.workaround}" in summary(report)
     assert Markup("<strong>Workaround:</strong> {}").format(evidence.workaround) in html_report.render(report)
@@ -231,7 +232,7 @@ def test_check_carries_a_defect_claims_measured_workaround_into_every_report(tmp
 
 def test_check_says_when_no_record_measures_the_workaround(tmp_path):
     evidence = mul_evidence(check_step(scale_step(), root=defect_kb(tmp_path, MEASURED, fix=None), site_url=""))
-    assert evidence.workaround == f"{WHAT} (claim fix measures it: no record on xla · torch_xla 2.9.0)"
+    assert evidence.workaround == f"{WHAT} (claim fix measures it: no record on xla · torch_xla 2.9.0 on torch 2.13.0)"
 
 
 def test_check_names_who_states_a_cited_workaround(tmp_path):

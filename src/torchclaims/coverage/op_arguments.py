@@ -5,9 +5,10 @@ A cell's outcome is its worst sample's, and a sample is not a model's call:
 calls when the table records what the sample was. :func:`kinds` gives each
 sample a short token: the rank of each tensor input in order (one digit, ``+``
 above 9), then, after ``/``, a letter for each notable kind of argument
-(:data:`KIND_LEGEND`): ``0/`` is nothing but a 0-dim tensor, ``22/ak`` two 2-D
-tensors with ``accumulate=True`` and ``keepdim=True``. Tokens are bounded (at
-most :data:`MAX_TENSORS` ranks), so a cell's tokens stay small.
+(``ARGUMENT_KINDS`` of :mod:`torchclaims.evidence.coverage_table`): ``0/`` is
+nothing but a 0-dim tensor, ``22/ak`` two 2-D tensors with ``accumulate=True``
+and ``keepdim=True``. Tokens are bounded (at most ``MAX_TENSORS`` ranks), so a
+cell's tokens stay small.
 
 :func:`describe` says the same in words, with shapes and dtypes, for the
 detail of a cell whose worker died on the sample (the process leaves nothing

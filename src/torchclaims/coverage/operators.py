@@ -61,9 +61,8 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..evidence.coverage_table import NOT_REACHED, SweepTable, TableBuilder, clip
+from ..evidence.coverage_table import ARGUMENT_KINDS, NOT_REACHED, SweepTable, TableBuilder, clip
 from .machine import device_count, first_workers, machine_workers
-from .op_arguments import KIND_LEGEND
 from .op_list import DTYPES, KERNELS_RECORDED, Cell, cells_for, op_label
 from .op_overloads import DEFINITION, backend_relevant
 from .pool import Failure, Progress, WorkerPool
@@ -228,7 +227,7 @@ def sweep_operators(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rows, cells = list_cells(backend.device_type, dtypes, only)
-    builder = TableBuilder("operators", "operator", rows, {d: OUTCOMES for d in dtypes}, SAMPLE_CODES, KIND_LEGEND)
+    builder = TableBuilder("operators", "operator", rows, {d: OUTCOMES for d in dtypes}, SAMPLE_CODES, ARGUMENT_KINDS)
     for cell in cells:
         if cell.excluded:
             builder.set(cell.op, cell.dtype, "X", cell.excluded)
