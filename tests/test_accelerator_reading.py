@@ -3,11 +3,10 @@ accelerator and why, and what a team must do, from the records and the claim's s
 
 from __future__ import annotations
 
-from factories import make_environment, make_record, write_claim
-from test_backend_summary import NEURON, XLA_CPU, XLA_TPU
-from torchclaims.claims import load_claims
+from factories import make_environment, make_record
+from test_backend_summary import NEURON, XLA_CPU, XLA_TPU, grid_of
 from torchclaims.evidence.records import Verdict
-from torchclaims.evidence.store import THIS_BUILD, Entry, Store
+from torchclaims.evidence.store import THIS_BUILD, Entry
 from torchclaims.sphinxext.views.backend_summary import summarize
 from torchclaims.sphinxext.views.grid import Grid
 from torchclaims.sphinxext.views.reading import Action, Layer, layer_of, read
@@ -15,15 +14,6 @@ from torchclaims.sphinxext.views.reading import Action, Layer, layer_of, read
 CUDA = make_environment(backend="cuda", device="cuda:0", device_name="NVIDIA H200", torch="2.11.0")
 # torch-tpu installed on a host without a TPU: a slice of the cpu column of its own
 CPU_WITH_TORCH_TPU = make_environment(packages={"torch": "2.13.0", "torch-tpu": "0.2.0"})
-
-
-def grid_of(tmp_path, claims: dict[str, dict], entries: list[Entry]) -> Grid:
-    for claim_id, fields in claims.items():
-        write_claim(tmp_path / "claims", claim_id, **fields)
-    store = Store(build_environment=make_environment())
-    for entry in entries:
-        store.add(entry)
-    return Grid(load_claims(tmp_path / "claims"), store)
 
 
 def read_all(grid: Grid, backend: str) -> dict:
