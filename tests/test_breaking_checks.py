@@ -834,10 +834,8 @@ def test_hf_architecture_coverage_is_not_refuted_where_only_the_cpu_reference_fa
 # Checks (claim id, check as the inventory writes it) with neither a breaking test here nor a reason under
 # [no_breaking_test] in their record yet. The list may only shrink: a new check comes with a breaking test or says
 # why it has none, and `torchclaims lint` reads this list as the test does.
-LEFT = {
-    ("hf-static-cache-shapes", "static cache: every decoding step feeds the model inputs of one fixed shape"),
-}
-LEFT_AT_MOST = 1  # lower it as LEFT shrinks; never raise it
+LEFT: set[tuple[str, str]] = set()
+LEFT_AT_MOST = 0  # lower it as LEFT shrinks; never raise it
 
 
 def test_every_check_is_refuted_by_a_test_or_says_why_not():
@@ -849,7 +847,7 @@ def test_every_check_is_refuted_by_a_test_or_says_why_not():
     figures = {what: inventory.count(what) for what in ("checks", "covered", "explained", "bare")}
     assert not inventory.problems, "\n".join(map(str, inventory.problems)) + f"\n{figures}"
     assert figures["bare"] == len(LEFT) <= LEFT_AT_MOST, figures
-    assert figures["covered"] >= 112, figures  # what the tests above refute, check by check
+    assert figures["covered"] >= 117, figures  # what the tests above refute, check by check
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
@@ -994,6 +992,112 @@ def test_xla_cpu_thread_replicas_is_refuted_where_all_reduce_reduces_nothing(mon
     assert refuted(record, "thread replicas all-reduce to the sum", "(the sum is [3.0, 6.0, 9.0, 12.0])"), outcomes(
         record
     )
+
+
+# The 'xla' process group as PJRT's CPU runtime gives it to processes started as torchrun starts them: the xla://
+# rendezvous answers every process "rank 0 of 1" (each process is its own host), so each joins a group of its own.
+GROUP_OF_ONE_PER_PROCESS = """
+import torch.distributed as dist
+
+def _rendezvous(url, timeout=None, **options):
+    yield dist.HashStore(), 0, 1
+
+dist.Backend.register_backend("xla", lambda store, rank, size, timeout: dist.ProcessGroupGloo(store, rank, size))
+dist.register_rendezvous_handler("xla", _rendezvous)
+"""
+
+
+def test_xla_process_group_is_refuted_where_each_process_joins_a_group_of_its_own(monkeypatch, tmp_path):
+    import importlib
+
+    thread_replicas(monkeypatch, tmp_path, xla_backend=GROUP_OF_ONE_PER_PROCESS)
+    register = lambda: importlib.import_module("torch_xla.distributed.xla_backend")  # noqa: E731 - child only
+    record = run_gallery("xla_process_group_two_processes", monkeypatch, tmp_path, as_backend="xla", in_child=register)
+    assert refuted(
+        record, "in one group of two and holds the sum", "worker 0 joined a group of 1 and all_reduce returned"
+    ), outcomes(record)
+
+
+# torch_xla's SPMD on one CPU: the program runs whole, and mark_sharding records the sharding XLA reports for the
+# tensor (torch_xla._XLAC._get_xla_sharding_spec); KEEP (given by the test) changes what a sharded tensor holds,
+# given its tiles per dimension.
+SPMD_ON_ONE_CPU = """
+import types
+import torch, torch_xla
+
+class Mesh:
+    def __init__(self, device_ids, mesh_shape, axis_names):
+        self.device_ids, self.mesh_shape, self.axis_names = list(device_ids), mesh_shape, axis_names
+
+def mark_sharding(tensor, mesh, partition_spec):
+    tiles = [1 if axis is None else mesh.mesh_shape[mesh.axis_names.index(axis)] for axis in partition_spec]
+    tensor._sharding = "{devices=[%s]%s}" % (",".join(map(str, tiles)), ",".join(map(str, mesh.device_ids)))
+    with torch.no_grad():
+        KEEP(tensor, tiles)
+
+torch_xla._XLAC = types.SimpleNamespace(_get_xla_sharding_spec=lambda tensor: getattr(tensor, "_sharding", ""))
+"""
+KEEPS_EVERY_SHARD = "KEEP = lambda tensor, tiles: None\n"
+# A partition computed from the first device's shard alone, as if the others' never joined: they hold zeros.
+KEEPS_THE_FIRST_SHARD = """
+def KEEP(tensor, tiles):
+    for dim, count in enumerate(tiles):
+        first = -(-tensor.shape[dim] // count)
+        tensor.narrow(dim, first, tensor.shape[dim] - first).zero_()
+"""
+# FSDPv2 on the stand-in SPMD: wraps the module as _orig_module, and SHARD (given by the test) marks each parameter.
+FSDPV2 = """
+import torch
+import torch_xla.distributed.spmd as xs
+
+class SpmdFullyShardedDataParallel(torch.nn.Module):
+    def __init__(self, module, mesh):
+        super().__init__()
+        self._orig_module = module
+        for parameter in module.parameters():
+            SHARD(parameter, mesh)
+
+    def forward(self, *args, **kwargs):
+        return self._orig_module(*args, **kwargs)
+"""
+SHARDS_ON_THE_FSDP_AXIS = 'SHARD = lambda p, mesh: xs.mark_sharding(p, mesh, ("fsdp",) + (None,) * (p.dim() - 1))\n'
+
+
+def spmd_on_one_cpu(monkeypatch, tmp_path, keep: str, shard: str = SHARDS_ON_THE_FSDP_AXIS) -> None:
+    thread_replicas(monkeypatch, tmp_path, spmd=keep + SPMD_ON_ONE_CPU, fsdpv2=shard + FSDPV2)
+
+
+def test_xla_spmd_parallel_step_holds_where_the_partition_keeps_every_shard(monkeypatch, tmp_path):
+    spmd_on_one_cpu(monkeypatch, tmp_path, KEEPS_EVERY_SHARD)
+    record = run_gallery("xla_spmd_parallel_step", monkeypatch, tmp_path, as_backend="xla")
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_xla_spmd_parallel_step_is_refuted_where_the_partition_keeps_one_shard(monkeypatch, tmp_path):
+    spmd_on_one_cpu(monkeypatch, tmp_path, KEEPS_THE_FIRST_SHARD)
+    record = run_gallery("xla_spmd_parallel_step", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "a data parallel SPMD step", "loss: max abs error"), outcomes(record)
+    assert refuted(record, "a tensor parallel SPMD step", "loss: max abs error"), outcomes(record)
+
+
+def test_xla_spmd_fsdp_step_holds_where_the_partition_keeps_every_shard(monkeypatch, tmp_path):
+    spmd_on_one_cpu(monkeypatch, tmp_path, KEEPS_EVERY_SHARD)
+    record = run_gallery("xla_spmd_fsdp_step", monkeypatch, tmp_path, as_backend="xla")
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_xla_spmd_fsdp_step_is_refuted_where_fsdpv2_shards_no_parameter(monkeypatch, tmp_path):
+    spmd_on_one_cpu(monkeypatch, tmp_path, KEEPS_EVERY_SHARD, shard="SHARD = lambda p, mesh: None\n")
+    record = run_gallery("xla_spmd_fsdp_step", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "every parameter is sharded", "0.weight is not sharded: ''"), outcomes(record)
+    assert outcomes(record)["an FSDPv2 step over 2 CPU devices matches one step on the CPU"] is Verdict.HOLDS
+
+
+def test_xla_spmd_fsdp_step_is_refuted_where_the_partition_keeps_one_shard(monkeypatch, tmp_path):
+    spmd_on_one_cpu(monkeypatch, tmp_path, KEEPS_THE_FIRST_SHARD)
+    record = run_gallery("xla_spmd_fsdp_step", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "an FSDPv2 step", "loss: max abs error"), outcomes(record)
+    assert outcomes(record)["every parameter is sharded over the 2 CPU devices"] is Verdict.HOLDS
 
 
 def mixed_precision_helper(bfloat16_for):
@@ -1257,6 +1361,25 @@ def test_hf_static_cache_is_refuted_where_the_dynamic_cache_is_static(monkeypatc
     monkeypatch.setattr(transformers.LlamaForCausalLM, "generate", always_static)
     record = run_gallery("hf_static_cache_shapes", monkeypatch, tmp_path)
     assert refuted(record, "the K/V cache grows by one position", "between steps, not by 1"), outcomes(record)
+
+
+def test_hf_static_cache_is_refuted_where_the_static_cache_gets_a_growing_mask(monkeypatch, tmp_path):
+    # A transformers that feeds a static cache's model a 2D attention mask over the tokens so far, one position
+    # longer at every step, instead of a 4D mask of the cache's fixed length: the cache keeps its shape, the model's
+    # inputs do not, and generation completes.
+    import transformers
+
+    prepare = transformers.LlamaForCausalLM.prepare_inputs_for_generation
+
+    def growing_mask(model, input_ids, *args, **kwargs):
+        return {**prepare(model, input_ids, *args, **kwargs), "attention_mask": torch.ones_like(input_ids)}
+
+    monkeypatch.setattr(transformers.LlamaForCausalLM, "prepare_inputs_for_generation", growing_mask)
+    record = run_gallery("hf_static_cache_shapes", monkeypatch, tmp_path)
+    assert refuted(record, "inputs of one fixed shape", "different input shape sets during decoding"), outcomes(record)
+    assert outcomes(record)["static cache: every layer's K/V cache has one shape at every decoding step"] is (
+        Verdict.HOLDS
+    )
 
 
 def summing_ddp(module, **options):
