@@ -847,7 +847,7 @@ def test_every_check_is_refuted_by_a_test_or_says_why_not():
     figures = {what: inventory.count(what) for what in ("checks", "covered", "explained", "bare")}
     assert not inventory.problems, "\n".join(map(str, inventory.problems)) + f"\n{figures}"
     assert figures["bare"] == len(LEFT) <= LEFT_AT_MOST, figures
-    assert figures["covered"] >= 117, figures  # what the tests above refute, check by check
+    assert figures["covered"] >= 127, figures  # what the tests above refute, check by check
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
@@ -1098,6 +1098,219 @@ def test_xla_spmd_fsdp_step_is_refuted_where_the_partition_keeps_one_shard(monke
     record = run_gallery("xla_spmd_fsdp_step", monkeypatch, tmp_path, as_backend="xla")
     assert refuted(record, "an FSDPv2 step", "loss: max abs error"), outcomes(record)
     assert outcomes(record)["every parameter is sharded over the 2 CPU devices"] is Verdict.HOLDS
+
+
+# torch_xla.backends' matmul precision: LEVELS (given by the test) maps each level it accepts to where it keeps it.
+MATMUL_PRECISION = """
+import torch
+_level = ["default"]
+
+def set_mat_mul_precision(level):
+    if level not in LEVELS:
+        raise ValueError(f"{level!r} is not one of {list(LEVELS)}")
+    LEVELS[level](level)
+
+def get_mat_mul_precision():
+    return READ()
+"""
+OWN_LEVEL = """
+LEVELS = dict.fromkeys(("default", "high", "highest"), lambda level: _level.__setitem__(0, level))
+READ = lambda: _level[0]
+"""
+# A torch_xla that keeps its level in torch's own setting (default as 'medium'), and reads it back from there.
+IN_TORCHS_SETTING = """
+TORCH = {"default": "medium", "high": "high", "highest": "highest"}
+LEVELS = {level: lambda level: torch.set_float32_matmul_precision(TORCH[level]) for level in TORCH}
+READ = lambda: {value: level for level, value in TORCH.items()}[torch.get_float32_matmul_precision()]
+"""
+
+
+def test_xla_matmul_precision_is_refuted_where_a_fourth_level_is_accepted(monkeypatch, tmp_path):
+    also_medium = OWN_LEVEL + "LEVELS['medium'] = LEVELS['default']\n"
+    thread_replicas(monkeypatch, tmp_path, backends=also_medium + MATMUL_PRECISION)
+    record = run_gallery("xla_matmul_precision", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "accepts exactly 'default', 'high' and 'highest'", "('medium') was accepted"), outcomes(
+        record
+    )
+    assert outcomes(record)["the level is separate from torch.set_float32_matmul_precision"] is Verdict.HOLDS
+
+
+def test_xla_matmul_precision_is_refuted_where_the_level_is_torchs_setting(monkeypatch, tmp_path):
+    thread_replicas(monkeypatch, tmp_path, backends=IN_TORCHS_SETTING + MATMUL_PRECISION)
+    record = run_gallery("xla_matmul_precision", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "separate from torch.set_float32_matmul_precision", "after changing torch's setting: got"), (
+        outcomes(record)
+    )
+    assert (
+        outcomes(record)["torch_xla.backends.set_mat_mul_precision accepts exactly 'default', 'high' and 'highest'"]
+        is Verdict.HOLDS
+    )
+
+
+def test_xla_matmul_precision_is_refuted_on_a_tpu_whose_default_keeps_float32(monkeypatch, tmp_path):
+    # The CPU's float32 matmul, on a device that says it is a TPU: 'default' rounds nothing to bfloat16.
+    monkeypatch.setenv("PJRT_DEVICE", "TPU")
+    thread_replicas(monkeypatch, tmp_path, backends=OWN_LEVEL + MATMUL_PRECISION)
+    record = run_gallery("xla_matmul_precision", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "'default' downcasts float32 inputs", "is not closer to the bfloat16-rounded product"), (
+        outcomes(record)
+    )
+
+
+# torch_xla.debug.metrics: counters the stand-in device adds to (count), and CompileTime, one sample for each
+# torch_xla.sync() that COMPILES (given by the test: samples so far -> whether this graph compiles) says compiles.
+METRICS = """
+import torch_xla
+_counters, _compile_time = {}, [0]
+
+def clear_all():
+    _counters.clear()
+    _compile_time[0] = 0
+
+def count(name):
+    _counters[name] = _counters.get(name, 0) + 1
+
+def counter_names():
+    return list(_counters)
+
+def counter_value(name):
+    return _counters.get(name)
+
+def metrics_report():
+    return "".join(f"Counter: {name}\\n  Value: {value}\\n" for name, value in _counters.items())
+
+def executed_fallback_ops():
+    return [name for name in _counters if name.startswith("aten::")]
+
+def metric_data(name):
+    return (_compile_time[0], 0.0, []) if name == "CompileTime" and _compile_time[0] else None
+
+def _sync():
+    if COMPILES(_compile_time[0]):
+        _compile_time[0] += 1
+
+torch_xla.sync = _sync
+"""
+
+
+def run_with_xla_metrics(script, monkeypatch, tmp_path, compiles: str = "lambda samples: False"):
+    """``script`` on a stand-in torch_xla with METRICS, synchronised by torch_xla.sync() as the xla backend is."""
+    from torchclaims.backends import all_backends
+
+    thread_replicas(monkeypatch, tmp_path, metrics=f"COMPILES = {compiles}\n" + METRICS)
+    synchronize = all_backends()["xla"].synchronize
+    return run_gallery(script, monkeypatch, tmp_path, as_backend="xla", synchronize=synchronize)
+
+
+def test_xla_static_shapes_is_refuted_where_one_dynamic_graph_serves_every_length(monkeypatch, tmp_path):
+    record = run_with_xla_metrics("xla_static_shapes_recompile", monkeypatch, tmp_path, "lambda samples: samples == 0")
+    assert refuted(record, "5 distinct sequence lengths", "samples after 5 lengths: got 1, expected 5"), outcomes(
+        record
+    )
+    assert outcomes(record)["the same 5 lengths padded to 16 add 1 sample to CompileTime"] is Verdict.HOLDS
+
+
+def test_xla_static_shapes_is_refuted_where_every_step_compiles_again(monkeypatch, tmp_path):
+    record = run_with_xla_metrics("xla_static_shapes_recompile", monkeypatch, tmp_path, "lambda samples: True")
+    assert refuted(record, "padded to", "samples after 5 padded lengths: got 5, expected 1"), outcomes(record)
+    assert outcomes(record)["5 distinct sequence lengths add 5 samples to CompileTime"] is Verdict.HOLDS
+
+
+def histc_falls_back(monkeypatch, tmp_path, fallback):
+    """xla_cpu_fallback_ops on a stand-in device with no kernel for aten::histc (the dispatcher says so), where
+    torch.histc computes ``fallback(metrics, tensor, **options)``; the other candidates run as on the CPU."""
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    no_histc = lambda name, key: name != "aten::histc" and has_kernel(name, key)  # noqa: E731
+    monkeypatch.setattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", no_histc)
+
+    def histc(tensor, **options):
+        import torch_xla.debug.metrics as metrics
+
+        return fallback(metrics, tensor, **options)
+
+    device_computes(monkeypatch, torch.histc, histc)
+    return run_with_xla_metrics("xla_cpu_fallback_ops", monkeypatch, tmp_path)
+
+
+def counted_on_the_cpu(metrics, tensor, **options):
+    """A CPU fallback as torch_xla's: counted as aten::histc, computed by the CPU's kernel."""
+    metrics.count("aten::histc")
+    return torch.histc(tensor, **options)
+
+
+def test_xla_cpu_fallback_holds_where_the_operator_falls_back_counted(monkeypatch, tmp_path):
+    record = histc_falls_back(monkeypatch, tmp_path, counted_on_the_cpu)
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_xla_cpu_fallback_is_refuted_where_an_operator_without_a_kernel_raises(monkeypatch, tmp_path):
+    def no_fallback(metrics, tensor, **options):
+        raise NotImplementedError("Could not run 'aten::histc' with arguments from the 'XLA' backend.")
+
+    record = histc_falls_back(monkeypatch, tmp_path, no_fallback)
+    assert refuted(record, "run without raising", "aten::histc raised NotImplementedError: Could not run"), outcomes(
+        record
+    )
+
+
+def test_xla_cpu_fallback_is_refuted_where_the_fallback_returns_other_values(monkeypatch, tmp_path):
+    record = histc_falls_back(monkeypatch, tmp_path, lambda *args, **options: counted_on_the_cpu(*args, **options) + 1)
+    assert refuted(record, "with the CPU's values", "aten::histc: max abs error"), outcomes(record)
+    assert outcomes(record)["operators without an XLA kernel run without raising"] is Verdict.HOLDS
+
+
+def test_xla_cpu_fallback_is_refuted_where_the_fallback_leaves_no_counter(monkeypatch, tmp_path):
+    record = histc_falls_back(monkeypatch, tmp_path, lambda metrics, tensor, **options: torch.histc(tensor, **options))
+    assert refuted(record, "appears as an aten:: counter", "no 'Counter: aten::histc' in metrics_report()"), outcomes(
+        record
+    )
+    assert outcomes(record)["their results come back as XLA tensors with the CPU's values"] is Verdict.HOLDS
+
+
+# torch_xla.core.xla_model.save, writing each tensor as TO_FILE (given by the test) makes it; XlaTensor stands for the
+# device's own tensor type, a class of torch_xla's that a process without torch_xla cannot load.
+XM_SAVE = """
+import torch
+
+class XlaTensor(torch.Tensor):
+    pass
+
+def save(data, path):
+    torch.save({name: TO_FILE(tensor) for name, tensor in data.items()}, path)
+"""
+SAVES_CPU_COPIES = "TO_FILE = lambda tensor: tensor.cpu()\n"
+
+
+def test_xla_checkpoint_holds_where_xm_save_writes_cpu_tensors(monkeypatch, tmp_path):
+    thread_replicas(monkeypatch, tmp_path, xla_model=SAVES_CPU_COPIES + XM_SAVE)
+    record = run_gallery("xla_checkpoint_cpu_save", monkeypatch, tmp_path, as_backend="xla")
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_xla_checkpoint_is_refuted_where_xm_save_writes_the_device_tensors(monkeypatch, tmp_path):
+    device_tensors = "TO_FILE = lambda tensor: tensor.as_subclass(XlaTensor)\n"
+    thread_replicas(monkeypatch, tmp_path, xla_model=device_tensors + XM_SAVE)
+    record = run_gallery("xla_checkpoint_cpu_save", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "saved with xm.save loads", "torch.load without map_location raised"), outcomes(record)
+    assert outcomes(record)["a state_dict saved after moving the tensors to the CPU does the same"] is Verdict.HOLDS
+
+
+def cpu_keeps_the_device_type():
+    """``tensor.cpu()`` returns torch_xla's tensor type, as DTensor.cpu() returns a DTensor (child only: for good)."""
+    import torch_xla.core.xla_model as xm
+
+    cpu = torch.Tensor.cpu
+    torch.Tensor.cpu = lambda tensor, *args, **kwargs: cpu(tensor, *args, **kwargs).as_subclass(xm.XlaTensor)
+
+
+def test_xla_checkpoint_is_refuted_where_cpu_copies_keep_the_device_type(monkeypatch, tmp_path):
+    thread_replicas(monkeypatch, tmp_path, xla_model=SAVES_CPU_COPIES + XM_SAVE)
+    record = run_gallery(
+        "xla_checkpoint_cpu_save", monkeypatch, tmp_path, as_backend="xla", in_child=cpu_keeps_the_device_type
+    )
+    assert refuted(record, "after moving the tensors to the CPU", "torch.load without map_location raised"), outcomes(
+        record
+    )
 
 
 def mixed_precision_helper(bfloat16_for):
