@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -847,7 +848,7 @@ def test_every_check_is_refuted_by_a_test_or_says_why_not():
     figures = {what: inventory.count(what) for what in ("checks", "covered", "explained", "bare")}
     assert not inventory.problems, "\n".join(map(str, inventory.problems)) + f"\n{figures}"
     assert figures["bare"] == len(LEFT) <= LEFT_AT_MOST, figures
-    assert figures["covered"] >= 127, figures  # what the tests above refute, check by check
+    assert figures["covered"] >= 133, figures  # what the tests above refute, check by check
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
@@ -1311,6 +1312,151 @@ def test_xla_checkpoint_is_refuted_where_cpu_copies_keep_the_device_type(monkeyp
     assert refuted(record, "after moving the tensors to the CPU", "torch.load without map_location raised"), outcomes(
         record
     )
+
+
+def a_neuron_device(monkeypatch, device_count: int = 1) -> None:
+    """The configured device is of type 'neuron': torch's PrivateUse1 slot named so, as torch-neuronx names it (the
+    rename cannot be undone: the test gives ``rename_to_neuron`` as ``in_child``), with a ``torch.neuron`` module
+    that counts ``device_count`` devices; no kernel runs on it."""
+    import types
+
+    from torchclaims import backends
+
+    module = types.ModuleType("torch.neuron")
+    module.device_count = lambda: device_count
+    module.is_available = lambda: True
+    module.current_device = lambda: 0
+    monkeypatch.setitem(sys.modules, "torch.neuron", module)
+    monkeypatch.setattr(torch, "neuron", module, raising=False)
+    monkeypatch.setattr(backends.Backend, "device", lambda self: torch.device("neuron"))
+
+
+def rename_to_neuron():
+    torch.utils.rename_privateuse1_backend("neuron")
+
+
+def run_on_a_neuron_device(script, monkeypatch, tmp_path, in_child=rename_to_neuron, device_count: int = 1):
+    """``script`` on a_neuron_device; ``in_child`` names the slot 'neuron' (and may do more)."""
+    a_neuron_device(monkeypatch, device_count)
+    return run_gallery(script, monkeypatch, tmp_path, as_backend="neuron", in_child=in_child)
+
+
+def test_neuron_device_count_is_refuted_where_it_counts_chips_not_neuroncores(monkeypatch, tmp_path):
+    # Two Neuron chips of two NeuronCores each, all visible; torch counts the chips.
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "0-3")
+    monkeypatch.setattr(torch.accelerator, "device_count", lambda: 2)
+    record = run_on_a_neuron_device("neuron_device_count_neuroncores", monkeypatch, tmp_path, device_count=2)
+    assert refuted(record, "equals the NeuronCores visible", "visible to the process: got 2, expected 4"), outcomes(
+        record
+    )
+
+
+def neuron_allocating_on_the_cpu():
+    """A 'neuron' device whose allocator hands back CPU memory: its empty kernel (Python, for the PrivateUse1 key)
+    returns a CPU tensor, so a tensor created on the device lands on the CPU (child only: for good)."""
+    rename_to_neuron()
+    torch.library.impl("aten::empty.memory_format", "PrivateUse1")(
+        lambda size, **options: torch.empty(size, dtype=options.get("dtype"))
+    )
+
+
+def test_privateuse1_is_refuted_where_a_tensor_created_on_the_device_lands_on_the_cpu(monkeypatch, tmp_path):
+    record = run_on_a_neuron_device("backends_use_privateuse1", monkeypatch, tmp_path, neuron_allocating_on_the_cpu)
+    assert refuted(record, "a tensor on the device is dispatched", "device type of the tensor: got 'cpu'"), outcomes(
+        record
+    )
+    assert outcomes(record)["the PrivateUse1 backend carries the configured device type's name"] is Verdict.HOLDS
+
+
+def test_hf_device_map_placement_is_refuted_where_transformers_resolves_neuron_to_the_cpu(monkeypatch, tmp_path):
+    from transformers.integrations import accelerate
+
+    monkeypatch.setattr(accelerate, "check_and_set_device_map", lambda device_map: {"": torch.device("cpu")})
+    record = run_on_a_neuron_device("hf_device_map_backend_placement", monkeypatch, tmp_path)
+    assert refuted(record, "resolves device_map=", "resolved to {'': device(type='cpu')}"), outcomes(record)
+
+
+def test_hf_device_map_placement_is_refuted_where_from_pretrained_leaves_the_model_on_the_cpu(monkeypatch, tmp_path):
+    import transformers
+
+    from_pretrained = transformers.AutoModelForCausalLM.from_pretrained.__func__
+    ignoring_the_map = lambda cls, *args, device_map=None, **kwargs: from_pretrained(cls, *args, **kwargs)  # noqa: E731
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", classmethod(ignoring_the_map))
+    record = run_on_a_neuron_device("hf_device_map_backend_placement", monkeypatch, tmp_path)
+    assert refuted(record, "places every parameter on", "parameters: got ['cpu'], expected ['neuron']"), outcomes(
+        record
+    )
+    assert outcomes(record)["Transformers resolves device_map='neuron' to that device"] is Verdict.HOLDS
+
+
+class OnANeuronDevice(torch.Tensor):
+    """A tensor on the 'neuron' device (see a_neuron_device) that holds its values on the CPU: every function falls
+    back to the CPU's kernel, as TorchNeuron's CPU fallback does, and its results stay on the device until .cpu(),
+    except those in ``instead`` (function -> what it does on the device instead). Functions are caught before
+    torch's C++ layer, which would look for the device's guard (torch has none for a renamed slot)."""
+
+    instead: dict = {}
+
+    @staticmethod
+    def __new__(cls, value):
+        return torch.Tensor._make_wrapper_subclass(
+            cls, value.shape, strides=value.stride(), dtype=value.dtype, device=torch.device("neuron")
+        )
+
+    def __init__(self, value):
+        self.value = value
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") == "__get__":  # an attribute (.device, .shape...) of the tensor itself
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **(kwargs or {}))
+        return cls.__torch_dispatch__(func, types, args, kwargs)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        from torch.utils._pytree import tree_map
+
+        args, kwargs = tree_map(lambda x: x.value if isinstance(x, cls) else x, (args, kwargs or {}))
+        out = cls.instead.get(func, func)(*args, **kwargs)
+        return out if func is torch.Tensor.cpu else tree_map(lambda x: cls(x) if type(x) is torch.Tensor else x, out)
+
+
+def run_neuron_fallback(monkeypatch, tmp_path, instead: dict):
+    """neuron_cpu_fallback_default on a_neuron_device where ``tensor.to(device)`` gives OnANeuronDevice, with
+    ``instead`` for its functions."""
+    monkeypatch.setattr(OnANeuronDevice, "instead", instead)
+    to = torch.Tensor.to
+
+    def moved(self, *args, **kwargs):
+        target = args[0] if args else kwargs.get("device")
+        on_neuron = isinstance(target, torch.device) and target.type == "neuron"
+        return OnANeuronDevice(self) if on_neuron else to(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "to", moved)
+    return run_on_a_neuron_device("neuron_cpu_fallback_default", monkeypatch, tmp_path)
+
+
+def test_neuron_cpu_fallback_holds_where_every_operator_falls_back_to_the_cpu(monkeypatch, tmp_path):
+    record = run_neuron_fallback(monkeypatch, tmp_path, {})
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_neuron_cpu_fallback_is_refuted_where_an_operator_without_a_kernel_raises(monkeypatch, tmp_path):
+    def no_kernel(*args, **kwargs):
+        raise NotImplementedError("Could not run 'aten::histc' with arguments from the 'PrivateUse1' backend.")
+
+    record = run_neuron_fallback(monkeypatch, tmp_path, {torch.histc: no_kernel})
+    assert refuted(record, "run without raising", "aten::histc raised NotImplementedError: Could not run"), outcomes(
+        record
+    )
+
+
+def test_neuron_cpu_fallback_is_refuted_where_a_fallback_returns_other_values(monkeypatch, tmp_path):
+    one_more = lambda *args, **kwargs: torch.histc(*args, **kwargs) + 1  # noqa: E731
+    record = run_neuron_fallback(monkeypatch, tmp_path, {torch.histc: one_more})
+    assert refuted(record, "with the CPU's values", "aten::histc: max abs error"), outcomes(record)
+    assert outcomes(record)["operators without a Neuron kernel run without raising"] is Verdict.HOLDS
 
 
 def mixed_precision_helper(bfloat16_for):
