@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -29,6 +29,7 @@ from breaking import (
     thread_replicas,
     triton_on_the_cpu,
 )
+from torchclaims.backends import all_backends
 from torchclaims.evidence.records import Verdict
 
 pytestmark = pytest.mark.claims  # runs the real claim scripts against broken stand-ins
@@ -848,7 +849,7 @@ def test_every_check_is_refuted_by_a_test_or_says_why_not():
     figures = {what: inventory.count(what) for what in ("checks", "covered", "explained", "bare")}
     assert not inventory.problems, "\n".join(map(str, inventory.problems)) + f"\n{figures}"
     assert figures["bare"] == len(LEFT) <= LEFT_AT_MOST, figures
-    assert figures["covered"] >= 133, figures  # what the tests above refute, check by check
+    assert figures["covered"] >= 136, figures  # what the tests above refute, check by check
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
@@ -1314,30 +1315,47 @@ def test_xla_checkpoint_is_refuted_where_cpu_copies_keep_the_device_type(monkeyp
     )
 
 
-def a_neuron_device(monkeypatch, device_count: int = 1) -> None:
-    """The configured device is of type 'neuron': torch's PrivateUse1 slot named so, as torch-neuronx names it (the
-    rename cannot be undone: the test gives ``rename_to_neuron`` as ``in_child``), with a ``torch.neuron`` module
-    that counts ``device_count`` devices; no kernel runs on it."""
-    import types
-
+def a_neuron_device(monkeypatch) -> None:
+    """The neuron backend is the CPU's descriptor (so distributed workers resolve it too) with a device of type
+    'neuron', which run_on_a_neuron_device makes exist."""
     from torchclaims import backends
 
-    module = types.ModuleType("torch.neuron")
-    module.device_count = lambda: device_count
-    module.is_available = lambda: True
-    module.current_device = lambda: 0
-    monkeypatch.setitem(sys.modules, "torch.neuron", module)
-    monkeypatch.setattr(torch, "neuron", module, raising=False)
-    monkeypatch.setattr(backends.Backend, "device", lambda self: torch.device("neuron"))
+    stand_in = dataclasses.replace(all_backends()["cpu"], name="neuron")
+    resolve, device = backends.resolve_backend, backends.Backend.device
+    monkeypatch.setattr(
+        backends, "resolve_backend", lambda requested: (stand_in, "") if requested == "neuron" else resolve(requested)
+    )
+    monkeypatch.setattr(
+        backends.Backend, "device", lambda self: torch.device("neuron") if self.name == "neuron" else device(self)
+    )
 
 
-def rename_to_neuron():
-    torch.utils.rename_privateuse1_backend("neuron")
+def neuron_python_backend(device_count: int) -> None:
+    """torch's PrivateUse1 slot named 'neuron', as torch-neuronx names it, set up by torch as a backend written in
+    Python (the hooks, device guard and device module torch asks a backend for), with a torch.neuron that counts
+    ``device_count`` devices; no operator has a kernel on it. It cannot be undone: the script's process only."""
+    from torch.utils import backend_registration
+
+    module = SimpleNamespace(
+        is_available=lambda: True,
+        is_initialized=lambda: True,
+        current_device=lambda: 0,
+        device_count=lambda: device_count,
+        manual_seed_all=lambda seed: None,
+        _is_in_bad_fork=lambda: False,
+    )
+    backend_registration._setup_privateuseone_for_python_backend("neuron", backend_module=module)
 
 
-def run_on_a_neuron_device(script, monkeypatch, tmp_path, in_child=rename_to_neuron, device_count: int = 1):
-    """``script`` on a_neuron_device; ``in_child`` names the slot 'neuron' (and may do more)."""
-    a_neuron_device(monkeypatch, device_count)
+def run_on_a_neuron_device(script, monkeypatch, tmp_path, then=None, device_count: int = 1):
+    """``script`` on a_neuron_device, in a process where neuron_python_backend set the device up, then ``then``."""
+    a_neuron_device(monkeypatch)
+
+    def in_child():
+        neuron_python_backend(device_count)
+        if then is not None:
+            then()
+
     return run_gallery(script, monkeypatch, tmp_path, as_backend="neuron", in_child=in_child)
 
 
@@ -1354,7 +1372,6 @@ def test_neuron_device_count_is_refuted_where_it_counts_chips_not_neuroncores(mo
 def neuron_allocating_on_the_cpu():
     """A 'neuron' device whose allocator hands back CPU memory: its empty kernel (Python, for the PrivateUse1 key)
     returns a CPU tensor, so a tensor created on the device lands on the CPU (child only: for good)."""
-    rename_to_neuron()
     torch.library.impl("aten::empty.memory_format", "PrivateUse1")(
         lambda size, **options: torch.empty(size, dtype=options.get("dtype"))
     )
@@ -1457,6 +1474,41 @@ def test_neuron_cpu_fallback_is_refuted_where_a_fallback_returns_other_values(mo
     record = run_neuron_fallback(monkeypatch, tmp_path, {torch.histc: one_more})
     assert refuted(record, "with the CPU's values", "aten::histc: max abs error"), outcomes(record)
     assert outcomes(record)["operators without a Neuron kernel run without raising"] is Verdict.HOLDS
+
+
+def moves_to_neuron_keep_the_cpu(monkeypatch) -> None:
+    """A 'neuron' device whose moves do nothing: ``tensor.to(<neuron>)`` (and so ``module.to``) leaves it on the CPU,
+    as a plugin that silently keeps the work on the host would."""
+    to = torch.Tensor.to
+
+    def moved(self, *args, **kwargs):
+        target = args[0] if args else kwargs.get("device")
+        return self if isinstance(target, torch.device) and target.type == "neuron" else to(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "to", moved)
+
+
+def test_device_switch_parity_is_refuted_where_moves_to_the_device_keep_the_cpu(monkeypatch, tmp_path):
+    moves_to_neuron_keep_the_cpu(monkeypatch)
+    record = run_on_a_neuron_device("device_switch_parity", monkeypatch, tmp_path)
+    assert refuted(record, "moves to the device and runs forward", "device type of the output: got 'cpu'"), outcomes(
+        record
+    )
+    assert outcomes(record)["forward output matches the CPU reference"] is Verdict.HOLDS
+
+
+def test_ddp_is_refuted_where_moves_to_the_device_keep_the_cpu(monkeypatch, tmp_path):
+    moves_to_neuron_keep_the_cpu(monkeypatch)
+    record = run_on_a_neuron_device("ddp_matches_single_process", monkeypatch, tmp_path)
+    assert refuted(record, "one DDP step runs on", "rank 0: device type of the output: got 'cpu'"), outcomes(record)
+    assert outcomes(record)["the parameters match one single-process step on the whole batch"] is Verdict.HOLDS
+
+
+def test_cpu_gloo_parity_is_refuted_where_moves_to_the_device_keep_the_cpu(monkeypatch, tmp_path):
+    moves_to_neuron_keep_the_cpu(monkeypatch)
+    record = run_on_a_neuron_device("cpu_gloo_reference_parity", monkeypatch, tmp_path)
+    assert refuted(record, "ranks on the configured backend", "rank 0: device type: got 'cpu'"), outcomes(record)
+    assert outcomes(record)["the job runs on 2 ranks on the CPU with gloo (the reference)"] is Verdict.HOLDS
 
 
 def mixed_precision_helper(bfloat16_for):
