@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+import python_device
 from breaking import (
     GALLERY,
     SECOND_CPU,
@@ -849,7 +849,7 @@ def test_every_check_is_refuted_by_a_test_or_says_why_not():
     figures = {what: inventory.count(what) for what in ("checks", "covered", "explained", "bare")}
     assert not inventory.problems, "\n".join(map(str, inventory.problems)) + f"\n{figures}"
     assert figures["bare"] == len(LEFT) <= LEFT_AT_MOST, figures
-    assert figures["covered"] >= 136, figures  # what the tests above refute, check by check
+    assert figures["covered"] >= 140, figures  # what the tests above refute, check by check
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
@@ -1197,7 +1197,6 @@ torch_xla.sync = _sync
 
 def run_with_xla_metrics(script, monkeypatch, tmp_path, compiles: str = "lambda samples: False"):
     """``script`` on a stand-in torch_xla with METRICS, synchronised by torch_xla.sync() as the xla backend is."""
-    from torchclaims.backends import all_backends
 
     thread_replicas(monkeypatch, tmp_path, metrics=f"COMPILES = {compiles}\n" + METRICS)
     synchronize = all_backends()["xla"].synchronize
@@ -1315,70 +1314,33 @@ def test_xla_checkpoint_is_refuted_where_cpu_copies_keep_the_device_type(monkeyp
     )
 
 
-def a_neuron_device(monkeypatch) -> None:
-    """The neuron backend is the CPU's descriptor (so distributed workers resolve it too) with a device of type
-    'neuron', which run_on_a_neuron_device makes exist."""
-    from torchclaims import backends
-
-    stand_in = dataclasses.replace(all_backends()["cpu"], name="neuron")
-    resolve, device = backends.resolve_backend, backends.Backend.device
-    monkeypatch.setattr(
-        backends, "resolve_backend", lambda requested: (stand_in, "") if requested == "neuron" else resolve(requested)
-    )
-    monkeypatch.setattr(
-        backends.Backend, "device", lambda self: torch.device("neuron") if self.name == "neuron" else device(self)
-    )
-
-
-def neuron_python_backend(device_count: int) -> None:
-    """torch's PrivateUse1 slot named 'neuron', as torch-neuronx names it, set up by torch as a backend written in
-    Python (the hooks, device guard and device module torch asks a backend for), with a torch.neuron that counts
-    ``device_count`` devices; no operator has a kernel on it. It cannot be undone: the script's process only."""
-    from torch.utils import backend_registration
-
-    module = SimpleNamespace(
-        is_available=lambda: True,
-        is_initialized=lambda: True,
-        current_device=lambda: 0,
-        device_count=lambda: device_count,
-        manual_seed_all=lambda seed: None,
-        _is_in_bad_fork=lambda: False,
-    )
-    backend_registration._setup_privateuseone_for_python_backend("neuron", backend_module=module)
-
-
-def run_on_a_neuron_device(script, monkeypatch, tmp_path, then=None, device_count: int = 1):
-    """``script`` on a_neuron_device, in a process where neuron_python_backend set the device up, then ``then``."""
-    a_neuron_device(monkeypatch)
+def run_on_a_python_device(script, monkeypatch, tmp_path, name="neuron", then=None, device_count: int = 1):
+    """``script`` on a device of type ``name`` set up as torch's Python backend (python_device.set_up) with
+    ``device_count`` devices; ``then`` runs in the script's process after the set-up."""
+    python_device.resolved_to_the_cpu(monkeypatch, name)
 
     def in_child():
-        neuron_python_backend(device_count)
+        python_device.set_up(name, device_count)
         if then is not None:
             then()
 
-    return run_gallery(script, monkeypatch, tmp_path, as_backend="neuron", in_child=in_child)
+    return run_gallery(script, monkeypatch, tmp_path, as_backend=name, in_child=in_child)
 
 
 def test_neuron_device_count_is_refuted_where_it_counts_chips_not_neuroncores(monkeypatch, tmp_path):
     # Two Neuron chips of two NeuronCores each, all visible; torch counts the chips.
     monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "0-3")
     monkeypatch.setattr(torch.accelerator, "device_count", lambda: 2)
-    record = run_on_a_neuron_device("neuron_device_count_neuroncores", monkeypatch, tmp_path, device_count=2)
+    record = run_on_a_python_device("neuron_device_count_neuroncores", monkeypatch, tmp_path, device_count=2)
     assert refuted(record, "equals the NeuronCores visible", "visible to the process: got 2, expected 4"), outcomes(
         record
     )
 
 
-def neuron_allocating_on_the_cpu():
-    """A 'neuron' device whose allocator hands back CPU memory: its empty kernel (Python, for the PrivateUse1 key)
-    returns a CPU tensor, so a tensor created on the device lands on the CPU (child only: for good)."""
-    torch.library.impl("aten::empty.memory_format", "PrivateUse1")(
-        lambda size, **options: torch.empty(size, dtype=options.get("dtype"))
-    )
-
-
 def test_privateuse1_is_refuted_where_a_tensor_created_on_the_device_lands_on_the_cpu(monkeypatch, tmp_path):
-    record = run_on_a_neuron_device("backends_use_privateuse1", monkeypatch, tmp_path, neuron_allocating_on_the_cpu)
+    record = run_on_a_python_device(
+        "backends_use_privateuse1", monkeypatch, tmp_path, then=python_device.allocating_on_the_cpu
+    )
     assert refuted(record, "a tensor on the device is dispatched", "device type of the tensor: got 'cpu'"), outcomes(
         record
     )
@@ -1389,7 +1351,7 @@ def test_hf_device_map_placement_is_refuted_where_transformers_resolves_neuron_t
     from transformers.integrations import accelerate
 
     monkeypatch.setattr(accelerate, "check_and_set_device_map", lambda device_map: {"": torch.device("cpu")})
-    record = run_on_a_neuron_device("hf_device_map_backend_placement", monkeypatch, tmp_path)
+    record = run_on_a_python_device("hf_device_map_backend_placement", monkeypatch, tmp_path)
     assert refuted(record, "resolves device_map=", "resolved to {'': device(type='cpu')}"), outcomes(record)
 
 
@@ -1399,59 +1361,18 @@ def test_hf_device_map_placement_is_refuted_where_from_pretrained_leaves_the_mod
     from_pretrained = transformers.AutoModelForCausalLM.from_pretrained.__func__
     ignoring_the_map = lambda cls, *args, device_map=None, **kwargs: from_pretrained(cls, *args, **kwargs)  # noqa: E731
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", classmethod(ignoring_the_map))
-    record = run_on_a_neuron_device("hf_device_map_backend_placement", monkeypatch, tmp_path)
+    record = run_on_a_python_device("hf_device_map_backend_placement", monkeypatch, tmp_path)
     assert refuted(record, "places every parameter on", "parameters: got ['cpu'], expected ['neuron']"), outcomes(
         record
     )
     assert outcomes(record)["Transformers resolves device_map='neuron' to that device"] is Verdict.HOLDS
 
 
-class OnANeuronDevice(torch.Tensor):
-    """A tensor on the 'neuron' device (see a_neuron_device) that holds its values on the CPU: every function falls
-    back to the CPU's kernel, as TorchNeuron's CPU fallback does, and its results stay on the device until .cpu(),
-    except those in ``instead`` (function -> what it does on the device instead). Functions are caught before
-    torch's C++ layer, which would look for the device's guard (torch has none for a renamed slot)."""
-
-    instead: dict = {}
-
-    @staticmethod
-    def __new__(cls, value):
-        return torch.Tensor._make_wrapper_subclass(
-            cls, value.shape, strides=value.stride(), dtype=value.dtype, device=torch.device("neuron")
-        )
-
-    def __init__(self, value):
-        self.value = value
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        if getattr(func, "__name__", "") == "__get__":  # an attribute (.device, .shape...) of the tensor itself
-            with torch._C.DisableTorchFunctionSubclass():
-                return func(*args, **(kwargs or {}))
-        return cls.__torch_dispatch__(func, types, args, kwargs)
-
-    @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        from torch.utils._pytree import tree_map
-
-        args, kwargs = tree_map(lambda x: x.value if isinstance(x, cls) else x, (args, kwargs or {}))
-        out = cls.instead.get(func, func)(*args, **kwargs)
-        return out if func is torch.Tensor.cpu else tree_map(lambda x: cls(x) if type(x) is torch.Tensor else x, out)
-
-
 def run_neuron_fallback(monkeypatch, tmp_path, instead: dict):
-    """neuron_cpu_fallback_default on a_neuron_device where ``tensor.to(device)`` gives OnANeuronDevice, with
-    ``instead`` for its functions."""
-    monkeypatch.setattr(OnANeuronDevice, "instead", instead)
-    to = torch.Tensor.to
-
-    def moved(self, *args, **kwargs):
-        target = args[0] if args else kwargs.get("device")
-        on_neuron = isinstance(target, torch.device) and target.type == "neuron"
-        return OnANeuronDevice(self) if on_neuron else to(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.Tensor, "to", moved)
-    return run_on_a_neuron_device("neuron_cpu_fallback_default", monkeypatch, tmp_path)
+    """neuron_cpu_fallback_default on a 'neuron' device where every function falls back to the CPU, with
+    ``instead`` for those that do something else."""
+    python_device.moves_fall_back(monkeypatch, "neuron", instead)
+    return run_on_a_python_device("neuron_cpu_fallback_default", monkeypatch, tmp_path)
 
 
 def test_neuron_cpu_fallback_holds_where_every_operator_falls_back_to_the_cpu(monkeypatch, tmp_path):
@@ -1476,21 +1397,9 @@ def test_neuron_cpu_fallback_is_refuted_where_a_fallback_returns_other_values(mo
     assert outcomes(record)["operators without a Neuron kernel run without raising"] is Verdict.HOLDS
 
 
-def moves_to_neuron_keep_the_cpu(monkeypatch) -> None:
-    """A 'neuron' device whose moves do nothing: ``tensor.to(<neuron>)`` (and so ``module.to``) leaves it on the CPU,
-    as a plugin that silently keeps the work on the host would."""
-    to = torch.Tensor.to
-
-    def moved(self, *args, **kwargs):
-        target = args[0] if args else kwargs.get("device")
-        return self if isinstance(target, torch.device) and target.type == "neuron" else to(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.Tensor, "to", moved)
-
-
 def test_device_switch_parity_is_refuted_where_moves_to_the_device_keep_the_cpu(monkeypatch, tmp_path):
-    moves_to_neuron_keep_the_cpu(monkeypatch)
-    record = run_on_a_neuron_device("device_switch_parity", monkeypatch, tmp_path)
+    python_device.moves_keep_the_cpu(monkeypatch, "neuron")
+    record = run_on_a_python_device("device_switch_parity", monkeypatch, tmp_path)
     assert refuted(record, "moves to the device and runs forward", "device type of the output: got 'cpu'"), outcomes(
         record
     )
@@ -1498,17 +1407,67 @@ def test_device_switch_parity_is_refuted_where_moves_to_the_device_keep_the_cpu(
 
 
 def test_ddp_is_refuted_where_moves_to_the_device_keep_the_cpu(monkeypatch, tmp_path):
-    moves_to_neuron_keep_the_cpu(monkeypatch)
-    record = run_on_a_neuron_device("ddp_matches_single_process", monkeypatch, tmp_path)
+    python_device.moves_keep_the_cpu(monkeypatch, "neuron")
+    record = run_on_a_python_device("ddp_matches_single_process", monkeypatch, tmp_path)
     assert refuted(record, "one DDP step runs on", "rank 0: device type of the output: got 'cpu'"), outcomes(record)
     assert outcomes(record)["the parameters match one single-process step on the whole batch"] is Verdict.HOLDS
 
 
 def test_cpu_gloo_parity_is_refuted_where_moves_to_the_device_keep_the_cpu(monkeypatch, tmp_path):
-    moves_to_neuron_keep_the_cpu(monkeypatch)
-    record = run_on_a_neuron_device("cpu_gloo_reference_parity", monkeypatch, tmp_path)
+    python_device.moves_keep_the_cpu(monkeypatch, "neuron")
+    record = run_on_a_python_device("cpu_gloo_reference_parity", monkeypatch, tmp_path)
     assert refuted(record, "ranks on the configured backend", "rank 0: device type: got 'cpu'"), outcomes(record)
     assert outcomes(record)["the job runs on 2 ranks on the CPU with gloo (the reference)"] is Verdict.HOLDS
+
+
+def test_torchtpu_device_is_refuted_where_a_tensor_created_on_tpu_lands_on_the_cpu(monkeypatch, tmp_path):
+    record = run_on_a_python_device(
+        "torchtpu_device_string", monkeypatch, tmp_path, name="tpu", then=python_device.allocating_on_the_cpu
+    )
+    assert refuted(record, "torch.device('tpu') is a usable device", "created on torch.device('tpu'): got 'cpu'"), (
+        outcomes(record)
+    )
+
+
+def test_torchtpu_device_is_refuted_where_the_tpu_matmul_is_two_percent_off(monkeypatch, tmp_path):
+    off = lambda a, b: torch.matmul(a, b) * 1.02  # noqa: E731
+    python_device.moves_fall_back(monkeypatch, "tpu", {torch.Tensor.matmul: off})  # what a @ b calls
+    record = run_on_a_python_device(
+        "torchtpu_device_string", monkeypatch, tmp_path, name="tpu", then=python_device.allocating_on_the_device
+    )
+    assert refuted(record, "matmul on 'tpu' matches the CPU", "relative error 0.02 exceeds"), outcomes(record)
+    assert outcomes(record)["torch.device('tpu') is a usable device"] is Verdict.HOLDS
+
+
+def tpu_dist_registered(*device_types):
+    """What ``then`` gets: a 'tpu_dist' process-group backend (gloo's groups under that name), registered as the
+    default for ``device_types``."""
+
+    def register():
+        import torch.distributed as dist
+
+        gloo = lambda store, rank, size, timeout: dist.ProcessGroupGloo(store, rank, size)  # noqa: E731
+        dist.Backend.register_backend("tpu_dist", gloo, devices=list(device_types))
+
+    return register
+
+
+def test_torchtpu_dist_backend_is_refuted_where_tpu_dist_is_not_the_default_for_tpu(monkeypatch, tmp_path):
+    python_device.moves_keep_the_cpu(monkeypatch, "tpu")
+    then = tpu_dist_registered("cpu")
+    record = run_on_a_python_device("torchtpu_dist_backend", monkeypatch, tmp_path, name="tpu", then=then)
+    assert refuted(record, "available process-group backend and the default", "map['tpu']: got None"), outcomes(record)
+
+
+def test_torchtpu_dist_backend_is_refuted_where_all_reduce_reduces_nothing(monkeypatch, tmp_path):
+    python_device.moves_keep_the_cpu(monkeypatch, "tpu")
+    monkeypatch.setattr(torch.distributed, "all_reduce", lambda tensor, op=None, group=None, async_op=False: None)
+    then = tpu_dist_registered("cpu", "tpu")
+    record = run_on_a_python_device("torchtpu_dist_backend", monkeypatch, tmp_path, name="tpu", then=then)
+    assert refuted(record, "gives the sum on every rank", "rank 0: all_reduce result: values differ"), outcomes(record)
+    assert outcomes(record)["'tpu_dist' is an available process-group backend and the default for 'tpu' tensors"] is (
+        Verdict.HOLDS
+    )
 
 
 def mixed_precision_helper(bfloat16_for):
