@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import python_device
+import standin_torch_tpu
 from breaking import (
     GALLERY,
     SECOND_CPU,
@@ -849,7 +850,7 @@ def test_every_check_is_refuted_by_a_test_or_says_why_not():
     figures = {what: inventory.count(what) for what in ("checks", "covered", "explained", "bare")}
     assert not inventory.problems, "\n".join(map(str, inventory.problems)) + f"\n{figures}"
     assert figures["bare"] == len(LEFT) <= LEFT_AT_MOST, figures
-    assert figures["covered"] >= 140, figures  # what the tests above refute, check by check
+    assert figures["covered"] >= 145, figures  # what the tests above refute, check by check
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
@@ -1468,6 +1469,60 @@ def test_torchtpu_dist_backend_is_refuted_where_all_reduce_reduces_nothing(monke
     assert outcomes(record)["'tpu_dist' is an available process-group backend and the default for 'tpu' tensors"] is (
         Verdict.HOLDS
     )
+
+
+def run_with_torch_tpu(script, monkeypatch, tmp_path, wheel=None, sitecustomize=""):
+    """``script`` where ``wheel`` (by default a Wheel as the claim describes it) is installed, for this process and
+    for every fresh one (which runs ``sitecustomize``), and imported in the script's process as torch's autoload
+    imports it."""
+    import importlib
+
+    fresh_processes_run(monkeypatch, tmp_path, sitecustomize)
+    standin_torch_tpu.install(tmp_path / "site", wheel or standin_torch_tpu.Wheel())
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    return run_gallery(script, monkeypatch, tmp_path, in_child=lambda: importlib.import_module("torch_tpu"))
+
+
+def test_torchtpu_package_holds_where_the_wheel_is_as_the_claim_says(monkeypatch, tmp_path):
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path)
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_torchtpu_package_is_refuted_where_it_imports_itself_with_autoload_off(monkeypatch, tmp_path):
+    # As a .pth line would: torch first (its autoload, when on, imports torch_tpu whole), then torch_tpu.
+    sitecustomize = "import torch, torch_tpu"
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, sitecustomize=sitecustomize)
+    assert refuted(record, "autoload off stops it", "imported with TORCH_DEVICE_BACKEND_AUTOLOAD=0: got True"), (
+        outcomes(record)
+    )
+
+
+def test_torchtpu_package_is_refuted_where_a_layer_of_the_range_is_missing(monkeypatch, tmp_path):
+    wheel = standin_torch_tpu.Wheel(layers=(standin_torch_tpu.MINOR,))
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, wheel)
+    assert refuted(record, "compiled layers name the same releases", "do not match the range"), outcomes(record)
+
+
+def test_torchtpu_package_is_refuted_where_it_names_the_device_slot_without_a_tpu(monkeypatch, tmp_path):
+    # The slot named on import, with a torch.tpu.is_available() that answers (torch.accelerator asks it).
+    renames = "torch.utils.rename_privateuse1_backend('tpu')\ntpu.is_available = lambda: False"
+    wheel = standin_torch_tpu.Wheel(on_import=renames)
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, wheel)
+    assert refuted(record, "it registers no device", "PrivateUse1 backend name: got 'tpu'"), outcomes(record)
+
+
+def test_torchtpu_package_is_refuted_where_the_default_eager_mode_defers(monkeypatch, tmp_path):
+    wheel = standin_torch_tpu.Wheel(eager_mode="DEFER_ALWAYS")
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, wheel)
+    assert refuted(record, "default eager mode is DEFER_NEVER", "torch.tpu.eager_mode: got 'DEFER_ALWAYS'"), outcomes(
+        record
+    )
+
+
+def test_torchtpu_package_is_refuted_where_torch_tpu_offers_memory_counters(monkeypatch, tmp_path):
+    wheel = standin_torch_tpu.Wheel(memory_calls=True)
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, wheel)
+    assert refuted(record, "but none of its memory counters", "memory counters in torch.tpu: got ["), outcomes(record)
 
 
 def mixed_precision_helper(bfloat16_for):
