@@ -850,7 +850,7 @@ def test_every_check_is_refuted_by_a_test_or_says_why_not():
     figures = {what: inventory.count(what) for what in ("checks", "covered", "explained", "bare")}
     assert not inventory.problems, "\n".join(map(str, inventory.problems)) + f"\n{figures}"
     assert figures["bare"] == len(LEFT) <= LEFT_AT_MOST, figures
-    assert figures["covered"] >= 145, figures  # what the tests above refute, check by check
+    assert figures["covered"] >= 151, figures  # what the tests above refute, check by check
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
@@ -1523,6 +1523,76 @@ def test_torchtpu_package_is_refuted_where_torch_tpu_offers_memory_counters(monk
     wheel = standin_torch_tpu.Wheel(memory_calls=True)
     record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, wheel)
     assert refuted(record, "but none of its memory counters", "memory counters in torch.tpu: got ["), outcomes(record)
+
+
+def a_rocm_build(monkeypatch, arch: str = "gfx942:sramecc+:xnack-") -> None:
+    """A ROCm build of torch (torch.version.hip set) whose GPU is the configured device, the CPU under index 0, and
+    whose torch.cuda reports an AMD GPU of architecture ``arch`` (gfx942: MI300)."""
+    monkeypatch.setattr(torch.version, "hip", "7.0.0")
+    a_second_cpu(monkeypatch)
+    props = SimpleNamespace(name="AMD Instinct MI300X", gcnArchName=arch)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: props)
+
+
+def test_rocm_ck_is_refuted_where_ck_is_the_default(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)
+    fresh_processes_run(monkeypatch, tmp_path, "import torch\ntorch.backends.cuda.preferred_blas_library('ck')\n")
+    record = run_gallery("rocm_ck_optin", monkeypatch, tmp_path)
+    assert refuted(record, "CK is not used for BLAS unless selected", "is CK before anything selected it"), outcomes(
+        record
+    )
+
+
+CK_RAISES = """
+import torch
+blas = torch.backends.cuda.preferred_blas_library
+def refusing_ck(backend=None):
+    if backend == "ck":
+        raise RuntimeError("Cannot set preferred BLAS backend to CK on this architecture")
+    return blas(backend)
+torch.backends.cuda.preferred_blas_library = refusing_ck
+"""
+
+
+def test_rocm_ck_is_refuted_where_selecting_ck_raises(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)
+    fresh_processes_run(monkeypatch, tmp_path, CK_RAISES)
+    record = run_gallery("rocm_ck_optin", monkeypatch, tmp_path)
+    assert refuted(record, "selecting 'ck' switches to CK", "selecting 'ck' raised instead of warning"), outcomes(
+        record
+    )
+    assert outcomes(record)["CK is not used for BLAS unless selected"] is Verdict.HOLDS
+
+
+def test_rocm_dist_backends_is_refuted_where_the_build_has_no_nccl(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)  # this CPU build of torch.distributed has no NCCL (RCCL on ROCm)
+    record = run_gallery("rocm_dist_backends", monkeypatch, tmp_path)
+    assert refuted(record, "nccl (GPU tensor) and gloo (CPU tensor)", "nccl: "), outcomes(record)
+    assert outcomes(record)["no other torch.distributed backend works on the ROCm GPU"] is Verdict.HOLDS
+
+
+def test_rocm_reuses_torch_cuda_is_refuted_where_torch_cuda_does_not_find_the_gpu(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)  # the GPU is the configured device, but this build's torch.cuda finds none
+    record = run_gallery("rocm_reuses_torch_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "GPU is used through torch.cuda", "torch.cuda.is_available(): got False"), outcomes(record)
+
+
+def test_tf32_on_rocm_is_refuted_on_an_mi300_whose_high_precision_keeps_float32(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)  # the CPU's matmul: 'high' computes as 'highest' does
+    record = run_gallery("tf32_on_rocm", monkeypatch, tmp_path)
+    assert refuted(record, "turns TF32 on for float32 matmuls", "no sign of TF32"), outcomes(record)
+
+
+ACCEPTS_ANY_PRECISION = (
+    "import torch, types\ntorch.backends.cuda.matmul = types.SimpleNamespace(fp32_precision='none')\n"
+)
+
+
+def test_tf32_on_rocm_is_refuted_where_bfx9_is_accepted(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)
+    fresh_processes_run(monkeypatch, tmp_path, ACCEPTS_ANY_PRECISION)
+    record = run_gallery("tf32_on_rocm", monkeypatch, tmp_path)
+    assert refuted(record, "'bfx9' precision mode raises", "'bfx9' was accepted, reads back 'bfx9'"), outcomes(record)
 
 
 def mixed_precision_helper(bfloat16_for):
