@@ -356,6 +356,12 @@ def global_ordinal():
     return _replica.ordinal
 def world_size():
     return int(os.environ.get("CPU_NUM_DEVICES", "1"))
+def use_spmd():
+    pass
+def global_runtime_device_count():
+    return world_size()
+def device_type():
+    return os.environ.get("PJRT_DEVICE", "CPU")
 """,
     "core/__init__.py": "",
     "debug/__init__.py": "",
@@ -367,12 +373,18 @@ def world_size():
 def thread_replicas(monkeypatch, tmp_path: Path, **modules: str) -> None:
     """A ``torch_xla`` package whose ``launch`` runs thread replicas on the CPU, with the other modules a test
     gives (``xla_model`` for ``core/xla_model.py``, ``xla_backend`` for ``distributed/xla_backend.py``,
-    ``xla_multiprocessing`` for ``distributed/xla_multiprocessing.py``), ahead on the path of the fresh processes
-    the script starts (on their PYTHONPATH too, for those that do not get the script's sys.path)."""
+    ``xla_multiprocessing`` for ``distributed/xla_multiprocessing.py``, ``spmd`` for ``distributed/spmd.py``,
+    ``fsdpv2`` for ``experimental/spmd_fully_sharded_data_parallel.py``, ``backends`` for ``backends.py``,
+    ``metrics`` for ``debug/metrics.py``), ahead on the path of the fresh processes the script starts (on their
+    PYTHONPATH too, for those that do not get the script's sys.path)."""
     paths = {
         "xla_model": "core/xla_model.py",
         "xla_backend": "distributed/xla_backend.py",
         "xla_multiprocessing": "distributed/xla_multiprocessing.py",
+        "spmd": "distributed/spmd.py",
+        "fsdpv2": "experimental/spmd_fully_sharded_data_parallel.py",
+        "backends": "backends.py",
+        "metrics": "debug/metrics.py",
     }
     package = tmp_path / "standin" / "torch_xla"
     files = {**THREAD_REPLICAS, "distributed/__init__.py": "", **{paths[name]: text for name, text in modules.items()}}

@@ -7,6 +7,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+import python_device
+import standin_torch_tpu
 from breaking import (
     GALLERY,
     SECOND_CPU,
@@ -28,6 +30,7 @@ from breaking import (
     thread_replicas,
     triton_on_the_cpu,
 )
+from torchclaims.backends import all_backends
 from torchclaims.evidence.records import Verdict
 
 pytestmark = pytest.mark.claims  # runs the real claim scripts against broken stand-ins
@@ -834,10 +837,8 @@ def test_hf_architecture_coverage_is_not_refuted_where_only_the_cpu_reference_fa
 # Checks (claim id, check as the inventory writes it) with neither a breaking test here nor a reason under
 # [no_breaking_test] in their record yet. The list may only shrink: a new check comes with a breaking test or says
 # why it has none, and `torchclaims lint` reads this list as the test does.
-LEFT = {
-    ("hf-static-cache-shapes", "static cache: every decoding step feeds the model inputs of one fixed shape"),
-}
-LEFT_AT_MOST = 1  # lower it as LEFT shrinks; never raise it
+LEFT: set[tuple[str, str]] = set()
+LEFT_AT_MOST = 0  # lower it as LEFT shrinks; never raise it
 
 
 def test_every_check_is_refuted_by_a_test_or_says_why_not():
@@ -849,7 +850,7 @@ def test_every_check_is_refuted_by_a_test_or_says_why_not():
     figures = {what: inventory.count(what) for what in ("checks", "covered", "explained", "bare")}
     assert not inventory.problems, "\n".join(map(str, inventory.problems)) + f"\n{figures}"
     assert figures["bare"] == len(LEFT) <= LEFT_AT_MOST, figures
-    assert figures["covered"] >= 112, figures  # what the tests above refute, check by check
+    assert figures["covered"] >= 151, figures  # what the tests above refute, check by check
 
 
 def test_hf_device_strings_is_refuted_where_torch_knows_the_device_type(monkeypatch, tmp_path):
@@ -994,6 +995,604 @@ def test_xla_cpu_thread_replicas_is_refuted_where_all_reduce_reduces_nothing(mon
     assert refuted(record, "thread replicas all-reduce to the sum", "(the sum is [3.0, 6.0, 9.0, 12.0])"), outcomes(
         record
     )
+
+
+# The 'xla' process group as PJRT's CPU runtime gives it to processes started as torchrun starts them: the xla://
+# rendezvous answers every process "rank 0 of 1" (each process is its own host), so each joins a group of its own.
+GROUP_OF_ONE_PER_PROCESS = """
+import torch.distributed as dist
+
+def _rendezvous(url, timeout=None, **options):
+    yield dist.HashStore(), 0, 1
+
+dist.Backend.register_backend("xla", lambda store, rank, size, timeout: dist.ProcessGroupGloo(store, rank, size))
+dist.register_rendezvous_handler("xla", _rendezvous)
+"""
+
+
+def test_xla_process_group_is_refuted_where_each_process_joins_a_group_of_its_own(monkeypatch, tmp_path):
+    import importlib
+
+    thread_replicas(monkeypatch, tmp_path, xla_backend=GROUP_OF_ONE_PER_PROCESS)
+    register = lambda: importlib.import_module("torch_xla.distributed.xla_backend")  # noqa: E731 - child only
+    record = run_gallery("xla_process_group_two_processes", monkeypatch, tmp_path, as_backend="xla", in_child=register)
+    assert refuted(
+        record, "in one group of two and holds the sum", "worker 0 joined a group of 1 and all_reduce returned"
+    ), outcomes(record)
+
+
+# torch_xla's SPMD on one CPU: the program runs whole, and mark_sharding records the sharding XLA reports for the
+# tensor (torch_xla._XLAC._get_xla_sharding_spec); KEEP (given by the test) changes what a sharded tensor holds,
+# given its tiles per dimension.
+SPMD_ON_ONE_CPU = """
+import types
+import torch, torch_xla
+
+class Mesh:
+    def __init__(self, device_ids, mesh_shape, axis_names):
+        self.device_ids, self.mesh_shape, self.axis_names = list(device_ids), mesh_shape, axis_names
+
+def mark_sharding(tensor, mesh, partition_spec):
+    tiles = [1 if axis is None else mesh.mesh_shape[mesh.axis_names.index(axis)] for axis in partition_spec]
+    tensor._sharding = "{devices=[%s]%s}" % (",".join(map(str, tiles)), ",".join(map(str, mesh.device_ids)))
+    with torch.no_grad():
+        KEEP(tensor, tiles)
+
+torch_xla._XLAC = types.SimpleNamespace(_get_xla_sharding_spec=lambda tensor: getattr(tensor, "_sharding", ""))
+"""
+KEEPS_EVERY_SHARD = "KEEP = lambda tensor, tiles: None\n"
+# A partition computed from the first device's shard alone, as if the others' never joined: they hold zeros.
+KEEPS_THE_FIRST_SHARD = """
+def KEEP(tensor, tiles):
+    for dim, count in enumerate(tiles):
+        first = -(-tensor.shape[dim] // count)
+        tensor.narrow(dim, first, tensor.shape[dim] - first).zero_()
+"""
+# FSDPv2 on the stand-in SPMD: wraps the module as _orig_module, and SHARD (given by the test) marks each parameter.
+FSDPV2 = """
+import torch
+import torch_xla.distributed.spmd as xs
+
+class SpmdFullyShardedDataParallel(torch.nn.Module):
+    def __init__(self, module, mesh):
+        super().__init__()
+        self._orig_module = module
+        for parameter in module.parameters():
+            SHARD(parameter, mesh)
+
+    def forward(self, *args, **kwargs):
+        return self._orig_module(*args, **kwargs)
+"""
+SHARDS_ON_THE_FSDP_AXIS = 'SHARD = lambda p, mesh: xs.mark_sharding(p, mesh, ("fsdp",) + (None,) * (p.dim() - 1))\n'
+
+
+def spmd_on_one_cpu(monkeypatch, tmp_path, keep: str, shard: str = SHARDS_ON_THE_FSDP_AXIS) -> None:
+    thread_replicas(monkeypatch, tmp_path, spmd=keep + SPMD_ON_ONE_CPU, fsdpv2=shard + FSDPV2)
+
+
+def test_xla_spmd_parallel_step_holds_where_the_partition_keeps_every_shard(monkeypatch, tmp_path):
+    spmd_on_one_cpu(monkeypatch, tmp_path, KEEPS_EVERY_SHARD)
+    record = run_gallery("xla_spmd_parallel_step", monkeypatch, tmp_path, as_backend="xla")
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_xla_spmd_parallel_step_is_refuted_where_the_partition_keeps_one_shard(monkeypatch, tmp_path):
+    spmd_on_one_cpu(monkeypatch, tmp_path, KEEPS_THE_FIRST_SHARD)
+    record = run_gallery("xla_spmd_parallel_step", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "a data parallel SPMD step", "loss: max abs error"), outcomes(record)
+    assert refuted(record, "a tensor parallel SPMD step", "loss: max abs error"), outcomes(record)
+
+
+def test_xla_spmd_fsdp_step_holds_where_the_partition_keeps_every_shard(monkeypatch, tmp_path):
+    spmd_on_one_cpu(monkeypatch, tmp_path, KEEPS_EVERY_SHARD)
+    record = run_gallery("xla_spmd_fsdp_step", monkeypatch, tmp_path, as_backend="xla")
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_xla_spmd_fsdp_step_is_refuted_where_fsdpv2_shards_no_parameter(monkeypatch, tmp_path):
+    spmd_on_one_cpu(monkeypatch, tmp_path, KEEPS_EVERY_SHARD, shard="SHARD = lambda p, mesh: None\n")
+    record = run_gallery("xla_spmd_fsdp_step", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "every parameter is sharded", "0.weight is not sharded: ''"), outcomes(record)
+    assert outcomes(record)["an FSDPv2 step over 2 CPU devices matches one step on the CPU"] is Verdict.HOLDS
+
+
+def test_xla_spmd_fsdp_step_is_refuted_where_the_partition_keeps_one_shard(monkeypatch, tmp_path):
+    spmd_on_one_cpu(monkeypatch, tmp_path, KEEPS_THE_FIRST_SHARD)
+    record = run_gallery("xla_spmd_fsdp_step", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "an FSDPv2 step", "loss: max abs error"), outcomes(record)
+    assert outcomes(record)["every parameter is sharded over the 2 CPU devices"] is Verdict.HOLDS
+
+
+# torch_xla.backends' matmul precision: LEVELS (given by the test) maps each level it accepts to where it keeps it.
+MATMUL_PRECISION = """
+import torch
+_level = ["default"]
+
+def set_mat_mul_precision(level):
+    if level not in LEVELS:
+        raise ValueError(f"{level!r} is not one of {list(LEVELS)}")
+    LEVELS[level](level)
+
+def get_mat_mul_precision():
+    return READ()
+"""
+OWN_LEVEL = """
+LEVELS = dict.fromkeys(("default", "high", "highest"), lambda level: _level.__setitem__(0, level))
+READ = lambda: _level[0]
+"""
+# A torch_xla that keeps its level in torch's own setting (default as 'medium'), and reads it back from there.
+IN_TORCHS_SETTING = """
+TORCH = {"default": "medium", "high": "high", "highest": "highest"}
+LEVELS = {level: lambda level: torch.set_float32_matmul_precision(TORCH[level]) for level in TORCH}
+READ = lambda: {value: level for level, value in TORCH.items()}[torch.get_float32_matmul_precision()]
+"""
+
+
+def test_xla_matmul_precision_is_refuted_where_a_fourth_level_is_accepted(monkeypatch, tmp_path):
+    also_medium = OWN_LEVEL + "LEVELS['medium'] = LEVELS['default']\n"
+    thread_replicas(monkeypatch, tmp_path, backends=also_medium + MATMUL_PRECISION)
+    record = run_gallery("xla_matmul_precision", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "accepts exactly 'default', 'high' and 'highest'", "('medium') was accepted"), outcomes(
+        record
+    )
+    assert outcomes(record)["the level is separate from torch.set_float32_matmul_precision"] is Verdict.HOLDS
+
+
+def test_xla_matmul_precision_is_refuted_where_the_level_is_torchs_setting(monkeypatch, tmp_path):
+    thread_replicas(monkeypatch, tmp_path, backends=IN_TORCHS_SETTING + MATMUL_PRECISION)
+    record = run_gallery("xla_matmul_precision", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "separate from torch.set_float32_matmul_precision", "after changing torch's setting: got"), (
+        outcomes(record)
+    )
+    assert (
+        outcomes(record)["torch_xla.backends.set_mat_mul_precision accepts exactly 'default', 'high' and 'highest'"]
+        is Verdict.HOLDS
+    )
+
+
+def test_xla_matmul_precision_is_refuted_on_a_tpu_whose_default_keeps_float32(monkeypatch, tmp_path):
+    # The CPU's float32 matmul, on a device that says it is a TPU: 'default' rounds nothing to bfloat16.
+    monkeypatch.setenv("PJRT_DEVICE", "TPU")
+    thread_replicas(monkeypatch, tmp_path, backends=OWN_LEVEL + MATMUL_PRECISION)
+    record = run_gallery("xla_matmul_precision", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "'default' downcasts float32 inputs", "is not closer to the bfloat16-rounded product"), (
+        outcomes(record)
+    )
+
+
+# torch_xla.debug.metrics: counters the stand-in device adds to (count), and CompileTime, one sample for each
+# torch_xla.sync() that COMPILES (given by the test: samples so far -> whether this graph compiles) says compiles.
+METRICS = """
+import torch_xla
+_counters, _compile_time = {}, [0]
+
+def clear_all():
+    _counters.clear()
+    _compile_time[0] = 0
+
+def count(name):
+    _counters[name] = _counters.get(name, 0) + 1
+
+def counter_names():
+    return list(_counters)
+
+def counter_value(name):
+    return _counters.get(name)
+
+def metrics_report():
+    return "".join(f"Counter: {name}\\n  Value: {value}\\n" for name, value in _counters.items())
+
+def executed_fallback_ops():
+    return [name for name in _counters if name.startswith("aten::")]
+
+def metric_data(name):
+    return (_compile_time[0], 0.0, []) if name == "CompileTime" and _compile_time[0] else None
+
+def _sync():
+    if COMPILES(_compile_time[0]):
+        _compile_time[0] += 1
+
+torch_xla.sync = _sync
+"""
+
+
+def run_with_xla_metrics(script, monkeypatch, tmp_path, compiles: str = "lambda samples: False"):
+    """``script`` on a stand-in torch_xla with METRICS, synchronised by torch_xla.sync() as the xla backend is."""
+
+    thread_replicas(monkeypatch, tmp_path, metrics=f"COMPILES = {compiles}\n" + METRICS)
+    synchronize = all_backends()["xla"].synchronize
+    return run_gallery(script, monkeypatch, tmp_path, as_backend="xla", synchronize=synchronize)
+
+
+def test_xla_static_shapes_is_refuted_where_one_dynamic_graph_serves_every_length(monkeypatch, tmp_path):
+    record = run_with_xla_metrics("xla_static_shapes_recompile", monkeypatch, tmp_path, "lambda samples: samples == 0")
+    assert refuted(record, "5 distinct sequence lengths", "samples after 5 lengths: got 1, expected 5"), outcomes(
+        record
+    )
+    assert outcomes(record)["the same 5 lengths padded to 16 add 1 sample to CompileTime"] is Verdict.HOLDS
+
+
+def test_xla_static_shapes_is_refuted_where_every_step_compiles_again(monkeypatch, tmp_path):
+    record = run_with_xla_metrics("xla_static_shapes_recompile", monkeypatch, tmp_path, "lambda samples: True")
+    assert refuted(record, "padded to", "samples after 5 padded lengths: got 5, expected 1"), outcomes(record)
+    assert outcomes(record)["5 distinct sequence lengths add 5 samples to CompileTime"] is Verdict.HOLDS
+
+
+def histc_falls_back(monkeypatch, tmp_path, fallback):
+    """xla_cpu_fallback_ops on a stand-in device with no kernel for aten::histc (the dispatcher says so), where
+    torch.histc computes ``fallback(metrics, tensor, **options)``; the other candidates run as on the CPU."""
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    no_histc = lambda name, key: name != "aten::histc" and has_kernel(name, key)  # noqa: E731
+    monkeypatch.setattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", no_histc)
+
+    def histc(tensor, **options):
+        import torch_xla.debug.metrics as metrics
+
+        return fallback(metrics, tensor, **options)
+
+    device_computes(monkeypatch, torch.histc, histc)
+    return run_with_xla_metrics("xla_cpu_fallback_ops", monkeypatch, tmp_path)
+
+
+def counted_on_the_cpu(metrics, tensor, **options):
+    """A CPU fallback as torch_xla's: counted as aten::histc, computed by the CPU's kernel."""
+    metrics.count("aten::histc")
+    return torch.histc(tensor, **options)
+
+
+def test_xla_cpu_fallback_holds_where_the_operator_falls_back_counted(monkeypatch, tmp_path):
+    record = histc_falls_back(monkeypatch, tmp_path, counted_on_the_cpu)
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_xla_cpu_fallback_is_refuted_where_an_operator_without_a_kernel_raises(monkeypatch, tmp_path):
+    def no_fallback(metrics, tensor, **options):
+        raise NotImplementedError("Could not run 'aten::histc' with arguments from the 'XLA' backend.")
+
+    record = histc_falls_back(monkeypatch, tmp_path, no_fallback)
+    assert refuted(record, "run without raising", "aten::histc raised NotImplementedError: Could not run"), outcomes(
+        record
+    )
+
+
+def test_xla_cpu_fallback_is_refuted_where_the_fallback_returns_other_values(monkeypatch, tmp_path):
+    record = histc_falls_back(monkeypatch, tmp_path, lambda *args, **options: counted_on_the_cpu(*args, **options) + 1)
+    assert refuted(record, "with the CPU's values", "aten::histc: max abs error"), outcomes(record)
+    assert outcomes(record)["operators without an XLA kernel run without raising"] is Verdict.HOLDS
+
+
+def test_xla_cpu_fallback_is_refuted_where_the_fallback_leaves_no_counter(monkeypatch, tmp_path):
+    record = histc_falls_back(monkeypatch, tmp_path, lambda metrics, tensor, **options: torch.histc(tensor, **options))
+    assert refuted(record, "appears as an aten:: counter", "no 'Counter: aten::histc' in metrics_report()"), outcomes(
+        record
+    )
+    assert outcomes(record)["their results come back as XLA tensors with the CPU's values"] is Verdict.HOLDS
+
+
+# torch_xla.core.xla_model.save, writing each tensor as TO_FILE (given by the test) makes it; XlaTensor stands for the
+# device's own tensor type, a class of torch_xla's that a process without torch_xla cannot load.
+XM_SAVE = """
+import torch
+
+class XlaTensor(torch.Tensor):
+    pass
+
+def save(data, path):
+    torch.save({name: TO_FILE(tensor) for name, tensor in data.items()}, path)
+"""
+SAVES_CPU_COPIES = "TO_FILE = lambda tensor: tensor.cpu()\n"
+
+
+def test_xla_checkpoint_holds_where_xm_save_writes_cpu_tensors(monkeypatch, tmp_path):
+    thread_replicas(monkeypatch, tmp_path, xla_model=SAVES_CPU_COPIES + XM_SAVE)
+    record = run_gallery("xla_checkpoint_cpu_save", monkeypatch, tmp_path, as_backend="xla")
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_xla_checkpoint_is_refuted_where_xm_save_writes_the_device_tensors(monkeypatch, tmp_path):
+    device_tensors = "TO_FILE = lambda tensor: tensor.as_subclass(XlaTensor)\n"
+    thread_replicas(monkeypatch, tmp_path, xla_model=device_tensors + XM_SAVE)
+    record = run_gallery("xla_checkpoint_cpu_save", monkeypatch, tmp_path, as_backend="xla")
+    assert refuted(record, "saved with xm.save loads", "torch.load without map_location raised"), outcomes(record)
+    assert outcomes(record)["a state_dict saved after moving the tensors to the CPU does the same"] is Verdict.HOLDS
+
+
+def cpu_keeps_the_device_type():
+    """``tensor.cpu()`` returns torch_xla's tensor type, as DTensor.cpu() returns a DTensor (child only: for good)."""
+    import torch_xla.core.xla_model as xm
+
+    cpu = torch.Tensor.cpu
+    torch.Tensor.cpu = lambda tensor, *args, **kwargs: cpu(tensor, *args, **kwargs).as_subclass(xm.XlaTensor)
+
+
+def test_xla_checkpoint_is_refuted_where_cpu_copies_keep_the_device_type(monkeypatch, tmp_path):
+    thread_replicas(monkeypatch, tmp_path, xla_model=SAVES_CPU_COPIES + XM_SAVE)
+    record = run_gallery(
+        "xla_checkpoint_cpu_save", monkeypatch, tmp_path, as_backend="xla", in_child=cpu_keeps_the_device_type
+    )
+    assert refuted(record, "after moving the tensors to the CPU", "torch.load without map_location raised"), outcomes(
+        record
+    )
+
+
+def run_on_a_python_device(script, monkeypatch, tmp_path, name="neuron", then=None, device_count: int = 1):
+    """``script`` on a device of type ``name`` set up as torch's Python backend (python_device.set_up) with
+    ``device_count`` devices; ``then`` runs in the script's process after the set-up."""
+    python_device.resolved_to_the_cpu(monkeypatch, name)
+
+    def in_child():
+        python_device.set_up(name, device_count)
+        if then is not None:
+            then()
+
+    return run_gallery(script, monkeypatch, tmp_path, as_backend=name, in_child=in_child)
+
+
+def test_neuron_device_count_is_refuted_where_it_counts_chips_not_neuroncores(monkeypatch, tmp_path):
+    # Two Neuron chips of two NeuronCores each, all visible; torch counts the chips.
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "0-3")
+    monkeypatch.setattr(torch.accelerator, "device_count", lambda: 2)
+    record = run_on_a_python_device("neuron_device_count_neuroncores", monkeypatch, tmp_path, device_count=2)
+    assert refuted(record, "equals the NeuronCores visible", "visible to the process: got 2, expected 4"), outcomes(
+        record
+    )
+
+
+def test_privateuse1_is_refuted_where_a_tensor_created_on_the_device_lands_on_the_cpu(monkeypatch, tmp_path):
+    record = run_on_a_python_device(
+        "backends_use_privateuse1", monkeypatch, tmp_path, then=python_device.allocating_on_the_cpu
+    )
+    assert refuted(record, "a tensor on the device is dispatched", "device type of the tensor: got 'cpu'"), outcomes(
+        record
+    )
+    assert outcomes(record)["the PrivateUse1 backend carries the configured device type's name"] is Verdict.HOLDS
+
+
+def test_hf_device_map_placement_is_refuted_where_transformers_resolves_neuron_to_the_cpu(monkeypatch, tmp_path):
+    from transformers.integrations import accelerate
+
+    monkeypatch.setattr(accelerate, "check_and_set_device_map", lambda device_map: {"": torch.device("cpu")})
+    record = run_on_a_python_device("hf_device_map_backend_placement", monkeypatch, tmp_path)
+    assert refuted(record, "resolves device_map=", "resolved to {'': device(type='cpu')}"), outcomes(record)
+
+
+def test_hf_device_map_placement_is_refuted_where_from_pretrained_leaves_the_model_on_the_cpu(monkeypatch, tmp_path):
+    import transformers
+
+    from_pretrained = transformers.AutoModelForCausalLM.from_pretrained.__func__
+    ignoring_the_map = lambda cls, *args, device_map=None, **kwargs: from_pretrained(cls, *args, **kwargs)  # noqa: E731
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", classmethod(ignoring_the_map))
+    record = run_on_a_python_device("hf_device_map_backend_placement", monkeypatch, tmp_path)
+    assert refuted(record, "places every parameter on", "parameters: got ['cpu'], expected ['neuron']"), outcomes(
+        record
+    )
+    assert outcomes(record)["Transformers resolves device_map='neuron' to that device"] is Verdict.HOLDS
+
+
+def run_neuron_fallback(monkeypatch, tmp_path, instead: dict):
+    """neuron_cpu_fallback_default on a 'neuron' device where every function falls back to the CPU, with
+    ``instead`` for those that do something else."""
+    python_device.moves_fall_back(monkeypatch, "neuron", instead)
+    return run_on_a_python_device("neuron_cpu_fallback_default", monkeypatch, tmp_path)
+
+
+def test_neuron_cpu_fallback_holds_where_every_operator_falls_back_to_the_cpu(monkeypatch, tmp_path):
+    record = run_neuron_fallback(monkeypatch, tmp_path, {})
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_neuron_cpu_fallback_is_refuted_where_an_operator_without_a_kernel_raises(monkeypatch, tmp_path):
+    def no_kernel(*args, **kwargs):
+        raise NotImplementedError("Could not run 'aten::histc' with arguments from the 'PrivateUse1' backend.")
+
+    record = run_neuron_fallback(monkeypatch, tmp_path, {torch.histc: no_kernel})
+    assert refuted(record, "run without raising", "aten::histc raised NotImplementedError: Could not run"), outcomes(
+        record
+    )
+
+
+def test_neuron_cpu_fallback_is_refuted_where_a_fallback_returns_other_values(monkeypatch, tmp_path):
+    one_more = lambda *args, **kwargs: torch.histc(*args, **kwargs) + 1  # noqa: E731
+    record = run_neuron_fallback(monkeypatch, tmp_path, {torch.histc: one_more})
+    assert refuted(record, "with the CPU's values", "aten::histc: max abs error"), outcomes(record)
+    assert outcomes(record)["operators without a Neuron kernel run without raising"] is Verdict.HOLDS
+
+
+def test_device_switch_parity_is_refuted_where_moves_to_the_device_keep_the_cpu(monkeypatch, tmp_path):
+    python_device.moves_keep_the_cpu(monkeypatch, "neuron")
+    record = run_on_a_python_device("device_switch_parity", monkeypatch, tmp_path)
+    assert refuted(record, "moves to the device and runs forward", "device type of the output: got 'cpu'"), outcomes(
+        record
+    )
+    assert outcomes(record)["forward output matches the CPU reference"] is Verdict.HOLDS
+
+
+def test_ddp_is_refuted_where_moves_to_the_device_keep_the_cpu(monkeypatch, tmp_path):
+    python_device.moves_keep_the_cpu(monkeypatch, "neuron")
+    record = run_on_a_python_device("ddp_matches_single_process", monkeypatch, tmp_path)
+    assert refuted(record, "one DDP step runs on", "rank 0: device type of the output: got 'cpu'"), outcomes(record)
+    assert outcomes(record)["the parameters match one single-process step on the whole batch"] is Verdict.HOLDS
+
+
+def test_cpu_gloo_parity_is_refuted_where_moves_to_the_device_keep_the_cpu(monkeypatch, tmp_path):
+    python_device.moves_keep_the_cpu(monkeypatch, "neuron")
+    record = run_on_a_python_device("cpu_gloo_reference_parity", monkeypatch, tmp_path)
+    assert refuted(record, "ranks on the configured backend", "rank 0: device type: got 'cpu'"), outcomes(record)
+    assert outcomes(record)["the job runs on 2 ranks on the CPU with gloo (the reference)"] is Verdict.HOLDS
+
+
+def test_torchtpu_device_is_refuted_where_a_tensor_created_on_tpu_lands_on_the_cpu(monkeypatch, tmp_path):
+    record = run_on_a_python_device(
+        "torchtpu_device_string", monkeypatch, tmp_path, name="tpu", then=python_device.allocating_on_the_cpu
+    )
+    assert refuted(record, "torch.device('tpu') is a usable device", "created on torch.device('tpu'): got 'cpu'"), (
+        outcomes(record)
+    )
+
+
+def test_torchtpu_device_is_refuted_where_the_tpu_matmul_is_two_percent_off(monkeypatch, tmp_path):
+    off = lambda a, b: torch.matmul(a, b) * 1.02  # noqa: E731
+    python_device.moves_fall_back(monkeypatch, "tpu", {torch.Tensor.matmul: off})  # what a @ b calls
+    record = run_on_a_python_device(
+        "torchtpu_device_string", monkeypatch, tmp_path, name="tpu", then=python_device.allocating_on_the_device
+    )
+    assert refuted(record, "matmul on 'tpu' matches the CPU", "relative error 0.02 exceeds"), outcomes(record)
+    assert outcomes(record)["torch.device('tpu') is a usable device"] is Verdict.HOLDS
+
+
+def tpu_dist_registered(*device_types):
+    """What ``then`` gets: a 'tpu_dist' process-group backend (gloo's groups under that name), registered as the
+    default for ``device_types``."""
+
+    def register():
+        import torch.distributed as dist
+
+        gloo = lambda store, rank, size, timeout: dist.ProcessGroupGloo(store, rank, size)  # noqa: E731
+        dist.Backend.register_backend("tpu_dist", gloo, devices=list(device_types))
+
+    return register
+
+
+def test_torchtpu_dist_backend_is_refuted_where_tpu_dist_is_not_the_default_for_tpu(monkeypatch, tmp_path):
+    python_device.moves_keep_the_cpu(monkeypatch, "tpu")
+    then = tpu_dist_registered("cpu")
+    record = run_on_a_python_device("torchtpu_dist_backend", monkeypatch, tmp_path, name="tpu", then=then)
+    assert refuted(record, "available process-group backend and the default", "map['tpu']: got None"), outcomes(record)
+
+
+def test_torchtpu_dist_backend_is_refuted_where_all_reduce_reduces_nothing(monkeypatch, tmp_path):
+    python_device.moves_keep_the_cpu(monkeypatch, "tpu")
+    monkeypatch.setattr(torch.distributed, "all_reduce", lambda tensor, op=None, group=None, async_op=False: None)
+    then = tpu_dist_registered("cpu", "tpu")
+    record = run_on_a_python_device("torchtpu_dist_backend", monkeypatch, tmp_path, name="tpu", then=then)
+    assert refuted(record, "gives the sum on every rank", "rank 0: all_reduce result: values differ"), outcomes(record)
+    assert outcomes(record)["'tpu_dist' is an available process-group backend and the default for 'tpu' tensors"] is (
+        Verdict.HOLDS
+    )
+
+
+def run_with_torch_tpu(script, monkeypatch, tmp_path, wheel=None, sitecustomize=""):
+    """``script`` where ``wheel`` (by default a Wheel as the claim describes it) is installed, for this process and
+    for every fresh one (which runs ``sitecustomize``), and imported in the script's process as torch's autoload
+    imports it."""
+    import importlib
+
+    fresh_processes_run(monkeypatch, tmp_path, sitecustomize)
+    standin_torch_tpu.install(tmp_path / "site", wheel or standin_torch_tpu.Wheel())
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    return run_gallery(script, monkeypatch, tmp_path, in_child=lambda: importlib.import_module("torch_tpu"))
+
+
+def test_torchtpu_package_holds_where_the_wheel_is_as_the_claim_says(monkeypatch, tmp_path):
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path)
+    assert record.verdict is Verdict.HOLDS, outcomes(record)
+
+
+def test_torchtpu_package_is_refuted_where_it_imports_itself_with_autoload_off(monkeypatch, tmp_path):
+    # As a .pth line would: torch first (its autoload, when on, imports torch_tpu whole), then torch_tpu.
+    sitecustomize = "import torch, torch_tpu"
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, sitecustomize=sitecustomize)
+    assert refuted(record, "autoload off stops it", "imported with TORCH_DEVICE_BACKEND_AUTOLOAD=0: got True"), (
+        outcomes(record)
+    )
+
+
+def test_torchtpu_package_is_refuted_where_a_layer_of_the_range_is_missing(monkeypatch, tmp_path):
+    wheel = standin_torch_tpu.Wheel(layers=(standin_torch_tpu.MINOR,))
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, wheel)
+    assert refuted(record, "compiled layers name the same releases", "do not match the range"), outcomes(record)
+
+
+def test_torchtpu_package_is_refuted_where_it_names_the_device_slot_without_a_tpu(monkeypatch, tmp_path):
+    # The slot named on import, with a torch.tpu.is_available() that answers (torch.accelerator asks it).
+    renames = "torch.utils.rename_privateuse1_backend('tpu')\ntpu.is_available = lambda: False"
+    wheel = standin_torch_tpu.Wheel(on_import=renames)
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, wheel)
+    assert refuted(record, "it registers no device", "PrivateUse1 backend name: got 'tpu'"), outcomes(record)
+
+
+def test_torchtpu_package_is_refuted_where_the_default_eager_mode_defers(monkeypatch, tmp_path):
+    wheel = standin_torch_tpu.Wheel(eager_mode="DEFER_ALWAYS")
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, wheel)
+    assert refuted(record, "default eager mode is DEFER_NEVER", "torch.tpu.eager_mode: got 'DEFER_ALWAYS'"), outcomes(
+        record
+    )
+
+
+def test_torchtpu_package_is_refuted_where_torch_tpu_offers_memory_counters(monkeypatch, tmp_path):
+    wheel = standin_torch_tpu.Wheel(memory_calls=True)
+    record = run_with_torch_tpu("torchtpu_package_without_tpu", monkeypatch, tmp_path, wheel)
+    assert refuted(record, "but none of its memory counters", "memory counters in torch.tpu: got ["), outcomes(record)
+
+
+def a_rocm_build(monkeypatch, arch: str = "gfx942:sramecc+:xnack-") -> None:
+    """A ROCm build of torch (torch.version.hip set) whose GPU is the configured device, the CPU under index 0, and
+    whose torch.cuda reports an AMD GPU of architecture ``arch`` (gfx942: MI300)."""
+    monkeypatch.setattr(torch.version, "hip", "7.0.0")
+    a_second_cpu(monkeypatch)
+    props = SimpleNamespace(name="AMD Instinct MI300X", gcnArchName=arch)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: props)
+
+
+def test_rocm_ck_is_refuted_where_ck_is_the_default(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)
+    fresh_processes_run(monkeypatch, tmp_path, "import torch\ntorch.backends.cuda.preferred_blas_library('ck')\n")
+    record = run_gallery("rocm_ck_optin", monkeypatch, tmp_path)
+    assert refuted(record, "CK is not used for BLAS unless selected", "is CK before anything selected it"), outcomes(
+        record
+    )
+
+
+CK_RAISES = """
+import torch
+blas = torch.backends.cuda.preferred_blas_library
+def refusing_ck(backend=None):
+    if backend == "ck":
+        raise RuntimeError("Cannot set preferred BLAS backend to CK on this architecture")
+    return blas(backend)
+torch.backends.cuda.preferred_blas_library = refusing_ck
+"""
+
+
+def test_rocm_ck_is_refuted_where_selecting_ck_raises(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)
+    fresh_processes_run(monkeypatch, tmp_path, CK_RAISES)
+    record = run_gallery("rocm_ck_optin", monkeypatch, tmp_path)
+    assert refuted(record, "selecting 'ck' switches to CK", "selecting 'ck' raised instead of warning"), outcomes(
+        record
+    )
+    assert outcomes(record)["CK is not used for BLAS unless selected"] is Verdict.HOLDS
+
+
+def test_rocm_dist_backends_is_refuted_where_the_build_has_no_nccl(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)  # this CPU build of torch.distributed has no NCCL (RCCL on ROCm)
+    record = run_gallery("rocm_dist_backends", monkeypatch, tmp_path)
+    assert refuted(record, "nccl (GPU tensor) and gloo (CPU tensor)", "nccl: "), outcomes(record)
+    assert outcomes(record)["no other torch.distributed backend works on the ROCm GPU"] is Verdict.HOLDS
+
+
+def test_rocm_reuses_torch_cuda_is_refuted_where_torch_cuda_does_not_find_the_gpu(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)  # the GPU is the configured device, but this build's torch.cuda finds none
+    record = run_gallery("rocm_reuses_torch_cuda", monkeypatch, tmp_path)
+    assert refuted(record, "GPU is used through torch.cuda", "torch.cuda.is_available(): got False"), outcomes(record)
+
+
+def test_tf32_on_rocm_is_refuted_on_an_mi300_whose_high_precision_keeps_float32(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)  # the CPU's matmul: 'high' computes as 'highest' does
+    record = run_gallery("tf32_on_rocm", monkeypatch, tmp_path)
+    assert refuted(record, "turns TF32 on for float32 matmuls", "no sign of TF32"), outcomes(record)
+
+
+ACCEPTS_ANY_PRECISION = (
+    "import torch, types\ntorch.backends.cuda.matmul = types.SimpleNamespace(fp32_precision='none')\n"
+)
+
+
+def test_tf32_on_rocm_is_refuted_where_bfx9_is_accepted(monkeypatch, tmp_path):
+    a_rocm_build(monkeypatch)
+    fresh_processes_run(monkeypatch, tmp_path, ACCEPTS_ANY_PRECISION)
+    record = run_gallery("tf32_on_rocm", monkeypatch, tmp_path)
+    assert refuted(record, "'bfx9' precision mode raises", "'bfx9' was accepted, reads back 'bfx9'"), outcomes(record)
 
 
 def mixed_precision_helper(bfloat16_for):
@@ -1257,6 +1856,25 @@ def test_hf_static_cache_is_refuted_where_the_dynamic_cache_is_static(monkeypatc
     monkeypatch.setattr(transformers.LlamaForCausalLM, "generate", always_static)
     record = run_gallery("hf_static_cache_shapes", monkeypatch, tmp_path)
     assert refuted(record, "the K/V cache grows by one position", "between steps, not by 1"), outcomes(record)
+
+
+def test_hf_static_cache_is_refuted_where_the_static_cache_gets_a_growing_mask(monkeypatch, tmp_path):
+    # A transformers that feeds a static cache's model a 2D attention mask over the tokens so far, one position
+    # longer at every step, instead of a 4D mask of the cache's fixed length: the cache keeps its shape, the model's
+    # inputs do not, and generation completes.
+    import transformers
+
+    prepare = transformers.LlamaForCausalLM.prepare_inputs_for_generation
+
+    def growing_mask(model, input_ids, *args, **kwargs):
+        return {**prepare(model, input_ids, *args, **kwargs), "attention_mask": torch.ones_like(input_ids)}
+
+    monkeypatch.setattr(transformers.LlamaForCausalLM, "prepare_inputs_for_generation", growing_mask)
+    record = run_gallery("hf_static_cache_shapes", monkeypatch, tmp_path)
+    assert refuted(record, "inputs of one fixed shape", "different input shape sets during decoding"), outcomes(record)
+    assert outcomes(record)["static cache: every layer's K/V cache has one shape at every decoding step"] is (
+        Verdict.HOLDS
+    )
 
 
 def summing_ddp(module, **options):
