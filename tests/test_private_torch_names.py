@@ -312,3 +312,11 @@ def test_every_answer_the_sweep_wrote_shows_every_listed_name_resolving():
     releases = load_releases(ROOT)
     every = [r for s in releases.series for r in select(releases, [s], [])]
     assert problems(Folders(ROOT).results, select(releases, [], []), every) == []
+
+
+def test_every_release_the_sweep_covers_has_an_answer():
+    """Each release of the default series (what `torchclaims sweep` runs unasked) has been probed:
+    `nox -s sweep` writes the answers it lacks (results/private-torch-names/)."""
+    releases = load_releases(ROOT)
+    unanswered = lacking(Folders(ROOT).results, select(releases, [], []))
+    assert unanswered == [], f"no answer to the private-name probe for {', '.join(unanswered)}: run nox -s sweep"
