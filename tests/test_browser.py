@@ -991,18 +991,38 @@ def test_a_row_link_opens_that_row_in_view(width, server):
     assert state["search"] == "norm"  # the search that hid it gave way to the row's name
 
 
-def test_the_site_search_lists_an_operator_and_leads_to_its_row(desktop, server):
-    desktop.get(server.url + "search.html?q=histc")
-    link = wait_for(
-        lambda: [
-            a for a in desktop.find_elements("css selector", "#search-results a") if "#row-" in a.get_attribute("href")
-        ],
+def row_results(driver, url: str) -> list:
+    """The site search's results that lead to a coverage row (#row-… or #run-…/row-…), in their order."""
+    driver.get(url)
+    links = "#search-results a"
+    return wait_for(
+        lambda: [a for a in driver.find_elements("css selector", links) if "row-" in a.get_attribute("href")],
         "an operator result",
-    )[0]
+    )
+
+
+def test_the_site_search_lists_an_operator_and_leads_to_its_row(desktop, server):
+    link = row_results(desktop, server.url + "search.html?q=histc")[0]
     assert link.get_attribute("href").endswith("docs/coverage.html#row-histc") and link.text == "histc"
     click(desktop, link)
     wait_for(lambda: desktop.find_elements("css selector", ".tc-sweep-details"), "the operator's row, open")
     assert desktop.execute_script("return document.activeElement.closest('tr').dataset.name") == "histc"
+    assert console_errors(desktop) == []
+
+
+def test_the_site_search_lists_the_run_where_a_row_fails_first_and_opens_the_table_on_it(desktop, server):
+    links = row_results(desktop, server.url + "search.html?q=norm")
+    titles = [a.text for a in links]
+    assert titles[0].startswith("norm — mismatch on xla · torch_xla 2.9.0 on torch") and "norm" in titles[1:], titles
+    assert "/row-norm" in links[0].get_attribute("href") and "#run-" in links[0].get_attribute("href")
+    click(desktop, links[0])
+    wait_for(lambda: desktop.find_elements("css selector", ".tc-sweep-details"), "the row, open")
+    state = sweep_state(desktop)
+    assert state["run"] == run_named(desktop, "xla") == state["query"]["run"], state
+    assert desktop.execute_script("return document.activeElement.closest('tr').dataset.name") == "norm"
+    norm = next(r for r in sweep_rows(desktop) if r[0] == "norm")
+    assert norm[1] == "mismatch"  # the xla run's cell, not the CPU reference's
+    assert desktop.current_url.endswith("#row-norm")  # the run now lives in the query, as when picked by hand
     assert console_errors(desktop) == []
 
 

@@ -110,20 +110,67 @@ def test_the_searchable_table_comes_before_the_summaries(site):
     assert raw.index('class="tc-sweep"') < raw.index("tc-sweep-run") < raw.index("tc-sweep-plot")
 
 
-def test_the_site_search_lists_every_row_name_with_its_anchor(site):
+def search_objects(site) -> tuple[dict, dict]:
+    """The search index's data, and its objects by their shown name."""
     index = (site / "_build" / "html" / "searchindex.js").read_text()
     data = json.loads(index[index.index("(") + 1 : index.rindex(")")])
-    page = data["docnames"].index("docs/coverage")
     objects = {
         (prefix + "." if prefix else "") + entry[4]: entry
         for prefix, entries in data["objects"].items()
         for entry in entries
     }
+    return data, objects
+
+
+def test_the_site_search_lists_every_row_name_with_its_anchor(site):
+    data, objects = search_objects(site)
+    page = data["docnames"].index("docs/coverage")
     for name in ("add", "histc", "norm"):
         doc, kind, priority, anchor, _ = objects[name]
-        assert doc == page and priority == 1
+        assert doc == page and priority == (2 if name == "norm" else 1)  # norm fails on xla: its run comes first
         assert data["objnames"][str(kind)][2] == "operator"
         assert anchor == f"row-{name}"
+
+
+def test_the_site_search_lists_a_run_where_a_row_fails_first_linking_to_that_run(site):
+    data, objects = search_objects(site)
+    raw = (site / "_build" / "html" / "docs" / "coverage.html").read_text()
+    runs = json.loads(html.unescape(re.search(r'data-runs="([^"]+)"', raw).group(1)))
+    xla = next(run["name"] for run in runs if run["label"].startswith("xla"))
+    failing = {shown: entry for shown, entry in objects.items() if " — " in shown}
+    # Only norm fails (a mismatch on xla); histc falls back to the CPU, which is no failure.
+    assert list(failing) == [f"norm — mismatch on {objects_column(raw)}"], list(failing)
+    doc, kind, priority, anchor, _ = next(iter(failing.values()))
+    assert doc == data["docnames"].index("docs/coverage") and data["objnames"][str(kind)][2] == "operator"
+    assert anchor == f"run-{xla}/row-norm"
+    # searchtools.js: priority 0 adds 15, 2 adds -5; the exact name match (11) cannot lift the plain row above it.
+    assert priority == 0 and objects["norm"][2] == 2
+
+
+def objects_column(raw: str) -> str:
+    """The xla run's column as the page names it: 'xla · torch_xla 2.9.0 on torch …'."""
+    return re.search(r"<strong>(xla · [^<]+)</strong>", raw).group(1)
+
+
+def test_only_failing_outcomes_list_a_run_and_each_outcome_once():
+    from torchclaims.coverage.operators import OUTCOMES
+    from torchclaims.evidence.coverage_table import TableBuilder
+    from torchclaims.sphinxext.build.coverage_index import failing_outcomes
+
+    builder = TableBuilder("operators", "operator", ["a", "b", "c"], {"float32": OUTCOMES, "int64": OUTCOMES})
+    for row, codes in {"a": "NF", "b": "MR", "c": "KK"}.items():
+        builder.set(row, "float32", codes[0])
+        builder.set(row, "int64", codes[1])
+    assert failing_outcomes(builder.table()) == {"b": ["mismatch", "raises"], "c": ["no kernel"]}
+
+
+def test_every_failing_outcome_is_one_a_sweep_writes():
+    """A renamed outcome would silently stop a failing row from coming first in the search."""
+    from torchclaims.coverage.architectures import CAUSES, STAGES
+    from torchclaims.coverage.operators import OUTCOMES
+    from torchclaims.sphinxext.build.coverage_index import FAILING
+
+    assert FAILING <= {*OUTCOMES.values(), *STAGES.values(), *CAUSES.values()}
 
 
 def test_a_second_table_on_one_page_is_refused_with_a_warning(new_site):
@@ -157,3 +204,10 @@ def test_a_row_anchor_is_a_safe_fragment_whatever_the_name():
     hostile = row_anchor('x" onmouseover="alert(1)#<b> é')
     assert hostile == "row-x%22%20onmouseover%3D%22alert%281%29%23%3Cb%3E%20%C3%A9"
     assert re.fullmatch(r"[A-Za-z0-9._~%-]+", hostile)
+
+
+def test_a_row_anchor_in_a_run_keeps_the_run_apart_from_any_name():
+    from torchclaims.site_addresses import run_row_anchor
+
+    assert run_row_anchor("kb-sweep-xla-1", "a/row-b") == "run-kb-sweep-xla-1/row-a%2Frow-b"  # the first / ends the run
+    assert run_row_anchor("Run <x>", "n") == "run-run-x/row-n"

@@ -26,6 +26,7 @@ SITE_URL_VAR = "TORCHCLAIMS_SITE_URL"  # the published site's address, set where
 COVERAGE_PAGES = {"operators": "docs/coverage/operators", "architectures": "docs/coverage/architectures"}
 CHECK_PAGE = "docs/check"  # what `torchclaims check` reports and how to read it
 ROW_PREFIX = "row-"  # the anchor of a coverage row; torchclaims-sweep.js reads the same prefix
+RUN_PREFIX = "run-"  # a row's anchor in one run of its table: run-<run>/row-<name>; the JS reads it too
 
 
 def slug(text: str) -> str:
@@ -48,6 +49,11 @@ def matrix_anchor(claim_id: str) -> str:
 def row_anchor(name: str) -> str:
     """``row-<name>``, percent-encoded: a row name from a stranger's file is a safe fragment."""
     return ROW_PREFIX + quote(name, safe="._-~")
+
+
+def run_row_anchor(run: str, name: str) -> str:
+    """``run-<run>/row-<name>``: the row opened in that run; a run's name is a slug, so its first ``/`` ends it."""
+    return f"{RUN_PREFIX}{slug(run)}/{row_anchor(name)}"
 
 
 def site_base(given: str | None = None, environ=os.environ) -> str:

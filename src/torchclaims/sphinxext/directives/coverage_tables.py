@@ -7,7 +7,9 @@ claim that carries a coverage table:
   run, search by name, filter by column and outcome, and compare two runs row
   by row (what became native, what started to mismatch). What it shows lives in
   the URL, so a finding can be linked; ``#row-<name>`` opens that row, which is
-  where the site search sends a row's name (coverage_index.py). Its data are
+  where the site search sends a row's name, and ``#run-<run>/row-<name>`` opens
+  it in that run, where the search sends a run in which the row fails
+  (coverage_index.py). Its data are
   loaded per run from ``_static/coverage/<run>.js`` only when picked
   (page_data.py), so the page stays small however large the tables are; what
   only an opened row shows (samples with their argument kinds, operators and
@@ -241,7 +243,7 @@ class CoverageTableDirective(SphinxDirective):
         if not runs:
             return [nodes.paragraph("", "No result record of this claim carries a coverage table yet.")]
         item = runs[0][1].item
-        domain.note_rows(self.env.docname, item, (row for _, sweep in runs for row in sweep.rows))
+        domain.note_rows(self.env.docname, item, ((run_name(claim_id, e), e.column, sweep) for e, sweep in runs))
         base = posixpath.dirname(self.env.docname)
         relative = lambda path: posixpath.relpath(path, base)  # noqa: E731
         options = [

@@ -1,7 +1,8 @@
 // Coverage tables: search, filter and compare two runs of a sweep, row by row.
 // What the controls show lives in the URL (?run=…&vs=…&q=…&column=…&outcome=…&show=…),
 // so a finding can be linked and Back restores it; #row-<name> (where the site
-// search links: sphinxext/build/coverage_index.py) or ?row=<name> opens that row.
+// search links: sphinxext/build/coverage_index.py) or ?row=<name> opens that row,
+// #run-<run>/row-<name> (the search's link to a run where the row fails) opens it in that run.
 // Each run's data is loaded when picked (tcLoadData, torchclaims.js), so the
 // page stays light; what only an opened row shows (its samples with their
 // argument kinds, the operators and kernels it dispatched) when a row of the
@@ -10,6 +11,7 @@
   "use strict";
   const PAGE = 200; // rows rendered at a time: keeps phones responsive
   const ROW = "row-"; // a row's anchor: row-<name>
+  const RUN = "run-"; // a row's anchor in one run: run-<run>/row-<name> (a run's name is a slug: no "/")
   const slug = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
   const el = (tag, attrs, ...children) => {
     const node = document.createElement(tag);
@@ -100,16 +102,20 @@
     "started to raise": (a, b) => b === "raises" && a !== "raises",
   };
 
-  // The row the address names: #row-<name>, or ?row=<name> (the links torchclaims check writes); else null.
-  const targetName = () => {
+  // The run and row the fragment names: #row-<name> or #run-<run>/row-<name>; nulls where it names none.
+  const fragment = () => {
     try {
       const id = decodeURIComponent(location.hash.slice(1));
-      if (id.startsWith(ROW)) return id.slice(ROW.length);
+      const inRun = id.startsWith(RUN) ? id.indexOf("/") : -1;
+      const run = inRun > 0 ? id.slice(RUN.length, inRun) : null, rest = inRun > 0 ? id.slice(inRun + 1) : id;
+      if (rest.startsWith(ROW)) return { run, row: rest.slice(ROW.length) };
     } catch (error) {
       // a malformed %-escape names no row
     }
-    return new URLSearchParams(location.search).get("row");
+    return { run: null, row: null };
   };
+  // The row the address names: the fragment's, or ?row=<name> (the links torchclaims check writes); else null.
+  const targetName = () => fragment().row ?? new URLSearchParams(location.search).get("row");
 
   function setup(root) {
     const runs = JSON.parse(root.dataset.runs);
@@ -138,7 +144,7 @@
     // The URL decides what the controls show: on load, after Back, from a shared link.
     function read() {
       const params = new URLSearchParams(location.search);
-      const run = params.get("run"), vs = params.get("vs"), show = params.get("show");
+      const run = fragment().run || params.get("run"), vs = params.get("vs"), show = params.get("show");
       runSelect.value = byName.has(run) ? run : runs[0].name;
       note = run && !byName.has(run) ? `The linked run is not on this page (any more); showing ${runs[0].label}. ` : "";
       compareSelect.value = byName.has(vs) ? vs : "";
@@ -279,7 +285,10 @@
       if (!tr) return;
       opened.add(name);
       if (!tr.nextElementSibling || !tr.nextElementSibling.classList.contains("tc-sweep-details")) showDetails(tr, a.rows.find((r) => r.name === name), b ? b.rows.find((r) => r.name === name) : null, visibleColumns());
-      if (!location.hash) setHash(ROW + name); // ?row=<name> becomes #row-<name>
+      if (!location.hash || fragment().run) { // ?row=<name> and #run-<run>/row-<name> become ?run=<run>#row-<name>
+        write();
+        setHash(ROW + name);
+      }
       wrapper.querySelectorAll(".tc-sweep-target").forEach((t) => t.classList.remove("tc-sweep-target"));
       tr.classList.add("tc-sweep-target");
       tr.scrollIntoView({ block: "center" });
@@ -323,7 +332,7 @@
     // Back or Forward into this page, from the cache or the history: the URL decides again.
     window.addEventListener("pageshow", (event) => { if (event.persisted) { read(); pick(); } });
     window.addEventListener("popstate", () => { read(); pick(); });
-    window.addEventListener("hashchange", openTarget);
+    window.addEventListener("hashchange", () => { if (fragment().run) { read(); pick(); } else openTarget(); });
     read();
     pick();
   }
