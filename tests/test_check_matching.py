@@ -17,7 +17,7 @@ import torch
 from factories import make_environment, make_kb, make_record, script_info, write_claim, write_results_file, write_script
 from torchclaims.check import check_step
 from torchclaims.check.names import own_operators, subjects
-from torchclaims.check.report import FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG
+from torchclaims.check.report import BY_NAME, FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG
 from torchclaims.check.target import as_step, load_target
 from torchclaims.coverage.operators import OUTCOMES, SAMPLE_CODES
 from torchclaims.evidence.coverage_table import ARGUMENT_KINDS as KIND_LEGEND
@@ -80,9 +80,11 @@ def test_an_in_place_operator_is_measured_through_its_out_of_place_row(vision):
 @pytest.mark.parametrize("label", COLUMNS)
 def test_sdpa_is_looked_up_through_its_family_and_its_row_cited(transformer, label):
     """The CPU dispatches SDPA as _scaled_dot_product_flash_attention_for_cpu; the row of the op family is found
-    on every backend, and says why it judges nothing (OpInfo excludes it from the comparison with the CPU)."""
+    on every backend by the family's name (op_db's samples take SDPA's math path on the CPU), and says so."""
     found = finding(transformer, label, "aten::_scaled_dot_product_flash_attention_for_cpu")
-    assert "row nn.functional.scaled_dot_product_attention: excluded by OpInfo" in found.note
+    (evidence,) = found.evidence
+    assert evidence.what.startswith("opinfo-coverage row nn.functional.scaled_dot_product_attention [float32]: ")
+    assert "matched by its family's name" in evidence.what and evidence.match == BY_NAME
     backward = finding(transformer, label, "aten::_scaled_dot_product_flash_attention_for_cpu_backward")
     assert backward.status == NOT_COVERED and "backward kernel" in backward.note
 
@@ -105,11 +107,12 @@ def test_a_raise_only_for_a_0_dim_sample_does_not_apply_to_a_model_without_one(
     assert "had a 0-dim input; your calls: " in evidence.what and "not affected" in evidence.what
 
 
-def test_a_raise_the_table_cannot_attribute_stays_and_says_it_could_not_tell(vision):
+def test_a_raise_on_samples_whose_argument_kinds_the_model_lacks_does_not_apply(vision):
+    # the table records each sample's argument kinds: logsumexp raised on two 0-dim samples; the model's calls are 3-D
     found = finding(vision, COLUMNS[1], "aten::logsumexp")
-    assert found.status == RAISES
+    assert found.status == NATIVE
     (evidence,) = found.evidence
-    assert "sample 0 of 8 had a 0-dim input" in evidence.what and "could not tell whether yours match" in evidence.what
+    assert "samples 0, 5 of 8 had a 0-dim input; your calls: 3-D inputs: not affected" in evidence.what
 
 
 def test_the_example_blocks_pass_and_each_backend_states_its_denominator(vision, transformer):

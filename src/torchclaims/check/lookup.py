@@ -38,7 +38,7 @@ from ..evidence.coverage_table import SweepTable
 from ..evidence.records import Verdict
 from ..site_addresses import Links
 from .knowledge import Column, Knowledge, Measured
-from .names import BACKWARD_SUFFIX, CAST, CAST_TARGETS, aten_names, out_of_place, own_operators, subjects
+from .names import BACKWARD_SUFFIX, CAST, CAST_TARGETS, FAMILIES, aten_names, out_of_place, own_operators, subjects
 from .recorder import UsedOperator
 from .report import (
     BY_NAME,
@@ -57,6 +57,7 @@ from .report import (
 from .samples import read_cell
 
 # The codes that judge, of operator cells (coverage.operators) and of architecture stages (coverage.arch_check) alike
+FAMILY_NAMES = set(FAMILIES.values())
 CELL_STATUS = {"N": NATIVE, "F": FALLBACK, "M": WRONG, "R": RAISES, "K": RAISES}
 SKIPPED_DETAIL = 120  # characters of a row's detail quoted when its cell judges nothing
 
@@ -73,9 +74,11 @@ class RowIndex:
             dispatched = table.operators.get(index, ())
             for operator in own_operators(row, dispatched):
                 self.dispatched.setdefault(operator, set()).add(index)
-            if not dispatched:
-                for name in aten_names(row):
-                    self.named.setdefault(name, set()).add(index)
+            # by name: a row that recorded nothing, and a family's row whichever path its samples took (on the
+            # CPU, op_db's SDPA samples run its math path: no kernel of the family is among what they dispatched)
+            names = aten_names(row)
+            for name in names & FAMILY_NAMES if dispatched else names:
+                self.named.setdefault(name, set()).add(index)
 
     def matching(self, operator: UsedOperator) -> list[int]:
         rows = self.dispatched.get(operator.name, set()) | self.dispatched.get(out_of_place(operator.name), set())
@@ -83,9 +86,10 @@ class RowIndex:
             rows = rows | self.named.get(name, set())
         return sorted(i for i in rows if _casts_alike(self.table.rows[i], operator))
 
-    def match(self, index: int) -> str:
-        """How row ``index`` was matched: EXACT when the table records what it dispatched."""
-        return EXACT if self.table.operators.get(index) else BY_NAME
+    def match(self, index: int, operator: UsedOperator) -> str:
+        """How row ``index`` was matched for ``operator``: EXACT when the row dispatched it (as the table records)."""
+        exact = (self.dispatched.get(name, set()) for name in (operator.name, out_of_place(operator.name)))
+        return EXACT if any(index in rows for rows in exact) else BY_NAME
 
 
 def _casts_alike(row: str, operator: UsedOperator) -> bool:
@@ -145,7 +149,10 @@ def _cells(
             continue
         if status != CELL_STATUS[code]:
             said += f"; for your calls: {status}"
-        if operator.name not in index.table.operators.get(i, (operator.name,)):
+        how = index.match(i, operator)
+        if how == BY_NAME and index.table.operators.get(i):
+            said += "; matched by its family's name: the row's samples dispatched none of the family's kernels"
+        elif operator.name not in index.table.operators.get(i, (operator.name,)):
             said += f"; measured as {out_of_place(operator.name)}"
         found.append(
             Evidence(
@@ -154,7 +161,7 @@ def _cells(
                 links.row("operators", row),
                 column.label,
                 measured.record.date,
-                index.match(i),
+                how,
                 detail,
                 row in accepted,
                 row,
