@@ -832,8 +832,9 @@ def test_an_accelerator_page_answers_in_its_first_screen_and_its_chips_lead_to_t
     assert low == [], "\n".join(low)
     chip = desktop.find_element("css selector", ".tc-standing a:has(> .tc-chip)")
     assert "cpu ✔ holds" in chip.text and "outside its scope" in chip.text
+    target = chip.get_attribute("href").rpartition("#")[2]
+    assert target.startswith("claim-kb-vendor--cpu--torch-2-13-0"), target  # the run the chip names
     click(desktop, chip)
-    target = "claim-kb-vendor--cpu--torch-2-13-0"
     wait_for(lambda: desktop.current_url.endswith("#" + target), "the evidence")
     landed = settled(desktop, target)
     assert landed["open"] and 0 <= landed["top"] < landed["height"], landed
