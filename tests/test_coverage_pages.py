@@ -64,9 +64,10 @@ def test_each_run_ships_once_as_a_data_script_and_a_csv(site):
     assert (data_dir / f"{xla['name']}.csv").read_text().splitlines()[
         2
     ] == "histc,float32,CPU fallback,,CPU fallback: aten::histc"
-    # One copy of each table: a script for the first view, one for opened rows and a CSV per run, no JSON.
+    # One copy of each table: a script for the first view, one for opened rows and a CSV per run, no JSON; and
+    # the list of its unknown dispatcher overloads, as text (empty for a table that states none)
     suffixes = sorted("".join(p.suffixes) for p in data_dir.iterdir())
-    assert suffixes == [".csv", ".csv", ".details.js", ".details.js", ".js", ".js"]
+    assert suffixes == [".csv", ".csv", ".details.js", ".details.js", ".js", ".js", ".txt", ".txt"]
 
 
 def run_data(site, label: str) -> tuple[dict, dict]:

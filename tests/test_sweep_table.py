@@ -163,16 +163,19 @@ def test_a_row_names_dispatched_operators_of_any_namespace_and_nothing_else():
         builder.table()
 
 
-def test_the_operators_page_states_the_denominator_in_overloads_and_lists_the_unknown_ones_escaped():
+def test_the_operators_page_states_the_denominator_in_overloads_and_links_the_unknown_ones():
     from rendered import written
-    from torchclaims.sphinxext.directives.coverage_tables import _overloads
+    from torchclaims.sphinxext.directives.coverage_tables import _overloads, unknown_overloads
 
     table = small_table()
-    html = written(_overloads(table))
-    assert "Dispatcher overloads: 1 of 3 backend-relevant overloads measured, 2 unknown" in html
-    assert "<code>aten::mul.Tensor</code>, <code>aten::sin</code>" in html
+    html = written(_overloads(table, "run-unknown-overloads.txt"))
+    assert "1 of 3 backend-relevant overloads measured, 2 unknown" in html
+    assert '<a href="run-unknown-overloads.txt">The unknown overloads (text)</a>' in html
+    assert "aten::sin" not in html  # thousands of names on a real table: a download, not the page
+    assert unknown_overloads(table) == "aten::mul.Tensor\naten::sin\n"
     data = json.loads(table.model_dump_json())
     data["overloads"]["definition"] = "<script>x</script>"
-    assert "&lt;script&gt;" in written(_overloads(SweepTable.model_validate(data)))
+    assert "&lt;script&gt;" in written(_overloads(SweepTable.model_validate(data), "x.txt"))
     del data["overloads"]
-    assert _overloads(SweepTable.model_validate(data)) is None  # a table recorded before: nothing stated
+    assert _overloads(SweepTable.model_validate(data), "x.txt") is None  # a table recorded before: nothing stated
+    assert unknown_overloads(SweepTable.model_validate(data)) == ""

@@ -18,7 +18,8 @@ claim that carries a coverage table:
 * then, for the newest run of each backend column: the outcome counts of every
   column with their shares and the denominator, the denominator in dispatcher
   overloads where the table states one ("N of M backend-relevant overloads
-  measured, K unknown", with the unknown ones listed), a stacked-bar plot
+  measured, K unknown", the unknown ones in ``<run>-unknown-overloads.txt``
+  beside the data files, linked), a stacked-bar plot
   (inline SVG, as HTML element nodes: no script, no image file), a CSV download of the table and a
   link to the results file that holds the record.
 
@@ -48,7 +49,7 @@ from ..build.page_data import write_data_script
 from ..build.state import get_state, warn
 from ..build.tracking import note_shown
 from ..views.downloads import download_for, table_csv
-from ..views.elements import element, html_element, joined
+from ..views.elements import element, html_element
 from ..views.markup import table
 from ..views.sweep_data import first_view, row_details
 
@@ -57,6 +58,7 @@ DATA_KEY = "torchclaims-coverage.key"  # in the doctrees folder: what the data f
 SCRIPT = "torchclaims-sweep.js"  # added only to pages that hold a table
 # A run's data for opened rows, beside its first view's; torchclaims-sweep.js finds it by these two names.
 DETAILS = ".details.js"
+UNKNOWN = "-unknown-overloads.txt"  # a run's unknown dispatcher overloads, linked from its denominator line
 
 
 def run_name(claim_id: str, entry: Entry) -> str:
@@ -115,7 +117,7 @@ def write_data(app, exception) -> None:
     names = [
         run_name(claim_id, entry) for claim_id in with_tables for entry, _ in runs_with_tables(state.store, claim_id)
     ]
-    files = [out / f"{name}{suffix}" for name in names for suffix in (".csv", ".js", DETAILS)]
+    files = [out / f"{name}{suffix}" for name in names for suffix in (".csv", ".js", DETAILS, UNKNOWN)]
     if made_from(key_file, key, files):
         return
     out.mkdir(parents=True, exist_ok=True)
@@ -125,6 +127,7 @@ def write_data(app, exception) -> None:
             write_data_script(out / f"{name}.js", name, payload(claim_id, entry, sweep))
             write_data_script(out / f"{name}{DETAILS}", details_name(name), row_details(sweep))
             write_if_changed(out / f"{name}.csv", table_csv(sweep))
+            write_if_changed(out / f"{name}{UNKNOWN}", unknown_overloads(sweep))
     for stale in {path for path in out.iterdir() if path.is_file()} - set(files):
         stale.unlink()
     write_if_changed(key_file, key)
@@ -197,26 +200,29 @@ def _summary(sweep: SweepTable) -> nodes.table:
     return table(["outcome"] + [column.name for column in sweep.columns], rows, ["tc-sweep-summary"])
 
 
-def _overloads(sweep: SweepTable) -> html_element | None:
-    """The table's denominator in dispatcher overloads, the unknown ones folded away; None when it states none."""
+def _overloads(sweep: SweepTable, listing: str) -> html_element | None:
+    """The table's denominator in dispatcher overloads, with a link to ``listing``, the unknown ones as text (one
+    per line: thousands of names, which would weigh more than the rest of the page); None when it states none."""
     count = sweep.overloads
     if count is None:
         return None
-    unknown = count.relevant - count.measured
-    listed = joined(", ", [element("code", name) for name in count.unknown])
-    more = unknown - len(count.unknown)
     definition = count.definition or "ATen overloads a backend must implement"
     return element(
-        "details",
-        element("summary", f"Dispatcher overloads: {count.summary()}"),
-        element(
-            "p",
-            f"{definition}. The rows dispatched them on the CPU reference. Unknown: ",
-            *(listed or ["none"]),
-            f" and {more} more" if more > 0 else "",
-        ),
+        "p",
+        element("strong", "Dispatcher overloads: "),
+        f"{count.summary()}. {definition}. The rows dispatched them on the CPU reference. ",
+        element("a", "The unknown overloads (text)", href=listing),
+        ".",
         class_="tc-sweep-overloads",
     )
+
+
+def unknown_overloads(sweep: SweepTable) -> str:
+    """The unknown overloads of a table, one per line, as its download lists them."""
+    count = sweep.overloads
+    names = count.unknown if count is not None else []
+    more = count.relevant - count.measured - len(names) if count is not None else 0
+    return "".join(f"{name}\n" for name in names) + (f"... and {more} more\n" if more > 0 else "")
 
 
 class CoverageTableDirective(SphinxDirective):
@@ -276,7 +282,7 @@ class CoverageTableDirective(SphinxDirective):
             head += nodes.reference("", "results file (JSON)", refuri=relative(download_for(entry).json))
             section += head
             section += _summary(sweep)
-            overloads = _overloads(sweep)
+            overloads = _overloads(sweep, relative(f"{DATA_DIR}/{run_name(claim_id, entry)}{UNKNOWN}"))
             if overloads is not None:
                 section += overloads
             section += _bar_svg(sweep)

@@ -40,6 +40,11 @@ UNCONFINED = (
 )
 
 
+# Characters of a run's reason a landing without JavaScript shows: every run of a page has one there, and an
+# error's reason can hold a traceback; the whole record is linked beside it.
+LANDING_REASON = 400
+
+
 def verdict_badge(entry: Entry | None, stale: str = "") -> nodes.inline:
     """'✔ holds' (with what the verdict alone does not show), never colour alone, and
     always where it came from: a file submitted by hand looks different."""
@@ -163,18 +168,21 @@ def _against_bound(m) -> str:
     return f"{m.name} = {_value(m)}" + (f" (bound: {m.tolerance})" if m.tolerance else "")
 
 
-def failed_checks(record: ResultRecord) -> list[nodes.Node]:
-    """Each check that did not hold, with its measurements against their bounds: what a landing shows first."""
+def failed_checks(record: ResultRecord, unverified: bool = True) -> list[nodes.Node]:
+    """Each check that did not hold: what a landing shows first. A check refuted or in error comes with its
+    measurements against their bounds; an unverified one (left out unless ``unverified``) with why it decides
+    nothing: its measurements say nothing against a bound, and all of them, on every run of a page, made the
+    page too heavy."""
     out = []
     for check in record.checks:
-        if check.outcome is Verdict.HOLDS:
+        if check.outcome is Verdict.HOLDS or (check.outcome is Verdict.UNVERIFIED and not unverified):
             continue
         parts: list = [
             nodes.emphasis("", check.name),
             " ",
             badge(f"{SYMBOLS[check.outcome]} {check.outcome.value}", check.outcome.value),
         ]
-        if check.measurements:
+        if check.measurements and check.outcome is not Verdict.UNVERIFIED:
             parts.append(value_text(" " + "; ".join(_against_bound(m) for m in check.measurements)))
         if check.detail and check.detail not in record.reason:  # the reason says it already
             parts.append(f" {check.detail}")
@@ -242,9 +250,13 @@ def figures(state: BuildState, entry: Entry, label: str) -> list[nodes.Node]:
     return out
 
 
-def reason(entry: Entry, stale: str = "") -> list[nodes.Node]:
-    """The reason a record gives, and why it is stale: visible text, never a tooltip."""
-    out = [paragraph(nodes.emphasis("", "Reason: "), entry.record.reason)] if entry.record.reason else []
+def reason(entry: Entry, stale: str = "", limit: int | None = None) -> list[nodes.Node]:
+    """The reason a record gives, and why it is stale: visible text, never a tooltip; past ``limit`` characters
+    cut, saying so (a landing links the whole record)."""
+    text = entry.record.reason
+    if limit is not None and len(text) > limit:
+        text = text[:limit].rstrip() + " … (cut here: the whole record has the rest)"
+    out = [paragraph(nodes.emphasis("", "Reason: "), text)] if text else []
     return out + ([paragraph(nodes.emphasis("", "Stale: "), stale)] if stale else [])
 
 
@@ -265,9 +277,15 @@ def claim_title(claim: Claim, anchors: list[str] = ()) -> nodes.paragraph:
     return title
 
 
-def reading(entry: Entry, stale: str = "") -> list[nodes.Node]:
-    """A run's verdict with its own reason, then the checks that did not hold against their bounds."""
-    return [paragraph(verdict_badge(entry, stale)), *reason(entry, stale), *failed_checks(entry.record)]
+def reading(entry: Entry, stale: str = "", landing: bool = False) -> list[nodes.Node]:
+    """A run's verdict with its own reason, then the checks that did not hold against their bounds. A
+    ``landing`` (the page's own text, for every run) cuts a long reason and leaves out unverified checks,
+    which its reason accounts for; the runs table, loaded when opened, has them whole."""
+    return [
+        paragraph(verdict_badge(entry, stale)),
+        *reason(entry, stale, LANDING_REASON if landing else None),
+        *failed_checks(entry.record, unverified=not landing),
+    ]
 
 
 def _landings(state: BuildState, claim: Claim, landings: list[tuple[list[str], Cell, str]]) -> list[nodes.Node]:
@@ -280,18 +298,20 @@ def _landings(state: BuildState, claim: Claim, landings: list[tuple[list[str], C
         lines += nodes.list_item(
             "",
             claim_title(claim, anchors),
-            paragraph(*run_where(state, cell.entry)),
-            *reading(cell.entry, cell.stale),
+            paragraph(*run_where(state, cell.entry, labelled=False)),
+            *reading(cell.entry, cell.stale, landing=True),
             paragraph(link("the whole record (JSON)", url)),
         )
     return [lines]
 
 
-def run_where(state: BuildState, entry: Entry) -> list[nodes.Node]:
-    """'xla · XLA on the CPU (AMD EPYC) · torch_xla 2.9.0 2026-11-29, xla-run.json'."""
+def run_where(state: BuildState, entry: Entry, labelled: bool = True) -> list[nodes.Node]:
+    """'xla · XLA on the CPU (AMD EPYC) · torch_xla 2.9.0 2026-11-29, xla-run.json' and, when ``labelled``, the
+    file's label (a landing leaves it to the whole record it links)."""
+    origin = origin_text(entry) if labelled else entry.origin
     return [
         nodes.strong("", state.grid.column(entry.backend).header(entry.version)),
-        nodes.Text(f" {entry.record.date}, {origin_text(entry)}"),
+        nodes.Text(f" {entry.record.date}, {origin}"),
     ]
 
 
