@@ -56,8 +56,8 @@ from .report import (
 )
 from .samples import read_cell
 
+FAMILY_NAMES = set(FAMILIES.values())  # a family's row is also found by name (RowIndex)
 # The codes that judge, of operator cells (coverage.operators) and of architecture stages (coverage.arch_check) alike
-FAMILY_NAMES = set(FAMILIES.values())
 CELL_STATUS = {"N": NATIVE, "F": FALLBACK, "M": WRONG, "R": RAISES, "K": RAISES}
 SKIPPED_DETAIL = 120  # characters of a row's detail quoted when its cell judges nothing
 
