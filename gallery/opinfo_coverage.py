@@ -12,7 +12,13 @@ int64, bool and complex64, and give each operator × dtype one outcome:
 *native*, *CPU fallback* (it matched, but ran a kernel on the CPU), *mismatch*,
 *raises*, *no kernel*, *excluded* by OpInfo's own metadata, *random* (ran, but
 draws random numbers, so values cannot be compared), *no CPU reference*, or
-*not reached* when the stated time guard ran out. A cell OpInfo excludes is
+*not reached* when the stated time guard ran out. Each operator that
+supports autograd is also measured backward, in float32: the gradients of
+its outputs w.r.t. its floating inputs, given the same ``grad_outputs`` drawn
+on the CPU, on the device against the CPU (PyTorch's
+``test_output_grad_match``), in a ``float32 backward`` column with the same
+outcomes, and *not run (forward failed)* where the forward call those
+gradients need failed on the device. A cell OpInfo excludes is
 still run once (its first sample, values not compared): the table shows what
 that showed beside OpInfo's reason, and a worker killed there makes it a
 *raises* cell, since a crash is a crash whatever the metadata says. A crash
@@ -39,7 +45,7 @@ accumulate) are kept, so that ``torchclaims check`` can tell whether a bad
 sample looks like a model's calls. The table's denominator is also stated
 in the dispatcher's own units: how many of the ATen overloads a backend must
 implement (those with a CPU, CUDA or CompositeExplicitAutograd kernel) the
-rows dispatched, and which are unknown. The engine is
+rows dispatched, forward and backward, and which are unknown. The engine is
 ``torchclaims.coverage.operators``; the whole table, searchable and with
 downloads, is on :doc:`/docs/coverage/operators`.
 
@@ -52,7 +58,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from torchclaims.coverage import worker_settings
-from torchclaims.coverage.operators import DEFAULT_MAX_SAMPLES, OUTCOMES, sweep_operators
+from torchclaims.coverage.operators import BACKWARD_OUTCOMES, DEFAULT_MAX_SAMPLES, sweep_operators
 from torchclaims.verify import verification
 
 MAX_SAMPLES = DEFAULT_MAX_SAMPLES  # the first samples of each operator x dtype, in OpInfo's order
@@ -62,13 +68,15 @@ v = verification(
     "opinfo-coverage",
     model="torch.testing._internal.common_methods_invocations.op_db: every entry",
     inputs=f"the first {MAX_SAMPLES} sample inputs of each operator x dtype (float32, bfloat16, float16, int64, "
-    "bool, complex64 where the CPU supports it), made on the CPU from seed 0 (torch, random, numpy)",
+    "bool, complex64 where the CPU supports it), made on the CPU from seed 0 (torch, random, numpy); for the "
+    "float32 backward, made with requires_grad, and grad_outputs drawn on the CPU from seed 0",
     method="test_compare_cpu: the device call, then the CPU call; output_process_fn_grad; within atol = rtol = "
     "1e-3 or looser (OpInfo overrides, torch.testing's dtype defaults); indices of ties through the values they "
     "point at; NaN equal; an element within the tolerance of the float64 result accepted; op_db skips and expected "
     "failures excluded, each such cell run once on its first sample to see whether it crashes, raises or falls back; "
-    "CPU fallback from the backend's own counters, for any operator a sample reached; worker processes grown into "
-    "idle CPUs",
+    "CPU fallback from the backend's own counters, for any operator a sample reached; the float32 gradients of "
+    "operators that support autograd compared the same way (test_output_grad_match), each with the fallbacks of its "
+    "backward alone; worker processes grown into idle CPUs",
 )
 
 # %%
@@ -100,12 +108,14 @@ print(f"dispatcher overloads: {table.overloads.summary()}")
 # %%
 # What does not match
 # -------------------
-# Operators that differ from the CPU, raise or have no kernel, with the first
-# sample that shows it (the whole table has every cell).
+# Operators that differ from the CPU, raise or have no kernel, forward or
+# backward, with the first sample that shows it, and the backward cells whose
+# forward failed (the whole table has every cell).
 
-for code in "MRK":
-    cells = [(row, column, detail) for row, column, outcome, detail, _ in table.cells() if outcome == OUTCOMES[code]]
-    print(f"\n{OUTCOMES[code]}: {len(cells)} operator x dtype cells")
+for code in "MRKW":
+    outcome = BACKWARD_OUTCOMES[code]
+    cells = [(row, column, detail) for row, column, said, detail, _ in table.cells() if said == outcome]
+    print(f"\n{outcome}: {len(cells)} operator x dtype cells")
     for row, column, detail in cells[:25]:
         print(f"  {row} [{column}]: {detail[:150]}")
     if len(cells) > 25:
@@ -127,6 +137,7 @@ colors = {
     "C": "tab:brown",
     "E": "black",
     "T": "whitesmoke",
+    "W": "tab:pink",
 }
 fig, ax = plt.subplots(figsize=(9, 3.2))
 for row, column in enumerate(table.columns):
@@ -139,12 +150,12 @@ for row, column in enumerate(table.columns):
             color=color,
             edgecolor="gray",
             linewidth=0.3,
-            label=OUTCOMES[code] if row == 0 else None,
+            label=BACKWARD_OUTCOMES[code] if row == 0 else None,
         )
         start += counts[code]
 ax.set_yticks(range(len(table.columns)), [f"{c.name} ({c.listed})" for c in table.columns])
 ax.invert_yaxis()
-ax.set_xlabel("operators listed for the dtype")
+ax.set_xlabel("operators listed for the dtype (backward: for its gradients)")
 ax.set_title(f"op_db on {v.device.type} against the CPU (torch {torch.__version__})")
 ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=5, fontsize=7, frameon=False)
 fig.tight_layout()
@@ -153,17 +164,18 @@ fig.tight_layout()
 # The verdict
 # -----------
 # The claim holds only if every listed operator × dtype ran on the device and
-# matched (natively or through a fallback). A mismatch, an exception or a
-# missing kernel refutes it; cells without a CPU reference or hit by a harness
-# error leave it unverified, and so do cells not reached: the record's own
+# matched (natively or through a fallback), forward and backward. A mismatch,
+# an exception or a missing kernel refutes it; cells without a CPU reference,
+# hit by a harness error or whose backward did not run because the forward
+# failed leave it unverified, and so do cells not reached: the record's own
 # check of the table's reach states the share reached, and a partial table
 # decides nothing about the rest.
 
-counts = {code: sum(c.count()[code] for c in table.columns) for code in OUTCOMES}
+counts = {code: sum(c.count()[code] for c in table.columns) for code in BACKWARD_OUTCOMES}
 listed = sum(c.listed for c in table.columns)
 with v.check("every listed operator x dtype runs on the device and matches the CPU") as check:
     check.measure("operator x dtype cells listed", listed)
-    for code, outcome in OUTCOMES.items():
+    for code, outcome in BACKWARD_OUTCOMES.items():
         check.measure(f"cells: {outcome}", counts[code], unit=f"of {listed}")
     for column in table.columns:
         check.measure(f"{column.name}: native", f"{column.count()['N']}/{column.listed}")
@@ -192,7 +204,10 @@ with v.check("every listed operator x dtype runs on the device and matches the C
             "the configured backend is the CPU reference itself: the table shows what the CPU "
             "supports, but the comparison with the CPU needs another device"
         )
-    if (counts["C"] or counts["E"]) and not refuted:
-        check.unsupported(f"{counts['C']} cells without a CPU reference, {counts['E']} hit by a harness error")
+    if (counts["C"] or counts["E"] or counts["W"]) and not refuted:
+        check.unsupported(
+            f"{counts['C']} cells without a CPU reference, {counts['E']} hit by a harness error, "
+            f"{counts['W']} backward cells not run because the forward failed"
+        )
 
 v.finish()

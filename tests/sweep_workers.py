@@ -54,3 +54,31 @@ def serve_dying_on_device_dropout(conn, slot, *args):
 
     torch.nn.functional.dropout = dying
     _serve(conn, slot, *args)
+
+
+def serve_dying_in_device_gelu_backward(conn, slot, *args):
+    """The operator sweep's worker on a "device" whose runtime kills the process with SIGFPE in gelu's backward
+    kernel, while gelu's forward runs: the device call is told apart as above, by the missing mark."""
+    import torch
+
+    from torchclaims.coverage.op_samples import FOR_DEVICE
+    from torchclaims.coverage.operators import _serve
+
+    gelu = torch.nn.functional.gelu
+
+    class DiesInBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, input, approximate):
+            ctx.save_for_backward(input)
+            ctx.approximate, ctx.on_device = approximate, not getattr(input, FOR_DEVICE, False)
+            return gelu(input, approximate=approximate)
+
+        @staticmethod
+        def backward(ctx, grad):
+            if ctx.on_device:
+                os.kill(os.getpid(), signal.SIGFPE)
+            (input,) = ctx.saved_tensors
+            return torch.ops.aten.gelu_backward(grad, input, approximate=ctx.approximate), None
+
+    torch.nn.functional.gelu = lambda input, approximate="none": DiesInBackward.apply(input, approximate)
+    _serve(conn, slot, *args)

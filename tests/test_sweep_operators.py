@@ -117,7 +117,7 @@ def test_dropout_like_random_samples_run_but_are_not_compared():
 
 
 def test_metadata_skips_and_tolerance_overrides_are_honoured():
-    (dropout,) = [c for c in cells_for(op("nn.functional.dropout"), "xla") if c.dtype == "float32"]
+    (dropout,) = [c for c in cells_for(op("nn.functional.dropout"), "xla") if c.column == "float32"]
     assert dropout.excluded.startswith("op_db skips test_compare_cpu")
     bf16 = [c for c in cells_for(op("add"), "xla") if c.dtype == "bfloat16"][0]
     assert bf16.rtol == pytest.approx(0.016)  # torch.testing's bfloat16 default is looser than 1e-3
@@ -192,7 +192,7 @@ def test_a_crash_names_its_signal_and_the_sample_it_died_on_with_that_samples_in
 
 
 def test_a_row_op_db_excludes_shows_what_running_it_once_showed_and_a_crash_there_is_a_crash_cell():
-    (excluded,) = [c.excluded for c in cells_for(op("roll"), "xla") if c.dtype == "float32"]
+    (excluded,) = [c.excluded for c in cells_for(op("roll"), "xla") if c.column == "float32"]
     assert excluded == "op_db: onlyNativeDeviceTypes (not run on xla)"  # torch_xla 2.9.0 dies on it all the same
     code, detail = once_outcome(excluded, ROLL_DIED)
     assert code == "R"
@@ -307,7 +307,7 @@ SDPA = "nn.functional.scaled_dot_product_attention"
 
 
 def test_sdpa_is_compared_although_op_db_skips_it_for_dropouts_randomness_which_the_sweep_detects():
-    (cell,) = [c for c in cells_for(op(SDPA), "xla") if c.dtype == "float32"]
+    (cell,) = [c for c in cells_for(op(SDPA), "xla") if c.column == "float32"]
     assert not cell.excluded and "non-deterministic when dropout_p > 0" in cell.note
     answer = run(op(SDPA), kernels=True)
     assert set(answer["samples"]) <= {"n", "d"} and "n" in answer["samples"]  # dropout samples: not compared

@@ -106,6 +106,9 @@ def test_details_are_clipped_to_one_bounded_line():
         (lambda d: d["overloads"].update(relevant=-1), "overloads.relevant"),
         (lambda d: d.update(kernels={"9": ["aten::x"]}), "kernels for row index 9, outside the table"),
         (lambda d: d.update(kernels={"0": ["aten::x"] * 65}), "kernels of row 'add': 65"),
+        (lambda d: d.update(backward_operators={"3": ["aten::x"]}), "backward_operators for row index 3, outside"),
+        (lambda d: d.update(backward_operators={"1": ["aten::x"] * 65}), "backward_operators of row 'mul': 65"),
+        (lambda d: d.update(backward_operators={"1": ["<script>"]}), "backward_operators.1.0"),
     ],
 )
 def test_hostile_tables_are_rejected_with_the_reason(change, message):
@@ -179,3 +182,14 @@ def test_the_operators_page_states_the_denominator_in_overloads_and_links_the_un
     del data["overloads"]
     assert _overloads(SweepTable.model_validate(data), "x.txt") is None  # a table recorded before: nothing stated
     assert unknown_overloads(SweepTable.model_validate(data)) == ""
+
+
+def test_the_denominator_counts_the_overloads_a_rows_gradients_dispatched_which_the_row_keeps_apart():
+    builder = TableBuilder("operators", "operator", ["mul"], {"float32": LEGEND})
+    builder.add_operators("mul", ["aten::mul.Tensor"])
+    builder.add_operators("mul", ["aten::mul.Tensor", "aten::sum.dim_IntList"], backward=True)
+    builder.count_overloads(["aten::mul.Tensor", "aten::sum.dim_IntList", "aten::sin"])
+    table = builder.table()
+    assert table.operators == {0: ["aten::mul.Tensor"]}
+    assert table.backward_operators == {0: ["aten::mul.Tensor", "aten::sum.dim_IntList"]}
+    assert table.overloads.summary() == "2 of 3 backend-relevant overloads measured, 1 unknown"

@@ -16,6 +16,13 @@ and every piece of evidence says which:
   cell excluded by OpInfo or not reached), so that the report cites the row
   and why it judges nothing.
 
+A backward kernel (``aten::convolution_backward``) is looked up in the
+backward column of its dtype (``float32 backward``), among the rows whose
+gradients dispatched it and speak for it (:func:`.names.own_backward_operators`),
+exactly only: a table without backward columns has no answer for it. Every
+other operator of the model's backward pass is an ordinary kernel, looked up
+as in the forward.
+
 The cell of the operator's dtype decides, read sample by sample against the
 model's calls (:mod:`.samples`): native, CPU fallback, mismatch (known
 wrong), raises or no kernel (raises); other outcomes (excluded by OpInfo,
@@ -34,11 +41,21 @@ states it or what the claim measuring it shows in that column.
 from __future__ import annotations
 
 from ..claims import Claim
-from ..evidence.coverage_table import SweepTable
+from ..evidence.coverage_table import SweepTable, backward_column
 from ..evidence.records import Verdict
 from ..site_addresses import Links
 from .knowledge import Column, Knowledge, Measured
-from .names import BACKWARD_SUFFIX, CAST, CAST_TARGETS, FAMILIES, aten_names, out_of_place, own_operators, subjects
+from .names import (
+    CAST,
+    CAST_TARGETS,
+    FAMILIES,
+    aten_names,
+    is_backward,
+    out_of_place,
+    own_backward_operators,
+    own_operators,
+    subjects,
+)
 from .recorder import UsedOperator
 from .report import (
     BY_NAME,
@@ -70,10 +87,13 @@ class RowIndex:
         self.exact = bool(table.operators)
         self.dispatched: dict[str, set[int]] = {}  # aten::name.overload -> rows named for it that dispatched it
         self.named: dict[str, set[int]] = {}  # a name (names.subjects) -> rows named for it, matched by name
+        self.backward: dict[str, set[int]] = {}  # a backward kernel -> rows whose gradients dispatched it, for it
         for index, row in enumerate(table.rows):
             dispatched = table.operators.get(index, ())
             for operator in own_operators(row, dispatched):
                 self.dispatched.setdefault(operator, set()).add(index)
+            for operator in own_backward_operators(row, dispatched, table.backward_operators.get(index, ())):
+                self.backward.setdefault(operator, set()).add(index)
             # by name: a row that recorded nothing, and a family's row whichever path its samples took (on the
             # CPU, op_db's SDPA samples run its math path: no kernel of the family is among what they dispatched)
             names = aten_names(row)
@@ -81,6 +101,8 @@ class RowIndex:
                 self.named.setdefault(name, set()).add(index)
 
     def matching(self, operator: UsedOperator) -> list[int]:
+        if is_backward(operator.name):
+            return sorted(self.backward.get(operator.name, set()))
         rows = self.dispatched.get(operator.name, set()) | self.dispatched.get(out_of_place(operator.name), set())
         for name in subjects(operator.name):
             rows = rows | self.named.get(name, set())
@@ -88,6 +110,8 @@ class RowIndex:
 
     def match(self, index: int, operator: UsedOperator) -> str:
         """How row ``index`` was matched for ``operator``: EXACT when the row dispatched it (as the table records)."""
+        if is_backward(operator.name):
+            return EXACT  # a backward kernel is only ever matched where the row's gradients dispatched it
         exact = (self.dispatched.get(name, set()) for name in (operator.name, out_of_place(operator.name)))
         return EXACT if any(index in rows for rows in exact) else BY_NAME
 
@@ -103,13 +127,15 @@ def _worst(statuses) -> str:
     return min(statuses, key=STATUSES.index)
 
 
-def _uncovered(operator: UsedOperator, exact: bool) -> str:
+def _uncovered(operator: UsedOperator, table: SweepTable) -> str:
     """Why no row speaks for the operator."""
-    if operator.name.split(".")[0].endswith(BACKWARD_SUFFIX):
-        return "a backward kernel, which no row runs: the operator sweep compares each row's forward call only"
+    if is_backward(operator.name) and not table.backward_operators:
+        return "a backward kernel, and this table records no backward pass: its sweep compared forward calls only"
+    if is_backward(operator.name):
+        return "a backward kernel that no row's gradients dispatched as its own"
     if operator.packet == CAST:
         return f"no cast row for a cast to {', '.join(sorted(operator.out_dtypes)) or 'its dtype'}"
-    return "no row of the operator table is named for it" + (" and dispatched it" if exact else "")
+    return "no row of the operator table is named for it" + (" and dispatched it" if table.operators else "")
 
 
 def _cells(
@@ -118,11 +144,13 @@ def _cells(
     """(evidence, why not covered)"""
     rows = index.matching(operator)
     if not rows:
-        return [], _uncovered(operator, index.exact)
-    names = {c.name for c in index.table.columns}
-    if operator.dtype not in names:
-        return [], f"the table has no {operator.dtype or 'dtype-less'} column"
-    table_column = index.table.column(operator.dtype)
+        return [], _uncovered(operator, index.table)
+    backward = is_backward(operator.name)
+    name = backward_column(operator.dtype) if backward else operator.dtype
+    if name not in {c.name for c in index.table.columns}:
+        return [], f"the table has no {name or 'dtype-less'} column"
+    table_column = index.table.column(name)
+    recorded = index.table.backward_operators if backward else index.table.operators
     found, skipped = [], []
     for i in rows:
         code, row = table_column.codes[i], index.table.rows[i]
@@ -139,9 +167,7 @@ def _cells(
             table_column.arguments.get(i, ""),
         )
         status = CELL_STATUS[code] if reading is None else reading.status
-        said = f"{measured.claim.id} row {row} [{operator.dtype}]: {outcome}" + (
-            " (accepted)" if row in accepted else ""
-        )
+        said = f"{measured.claim.id} row {row} [{name}]: {outcome}" + (" (accepted)" if row in accepted else "")
         if reading is not None and reading.note:
             said += f" ({reading.note})"
         if not status:
@@ -152,7 +178,7 @@ def _cells(
         how = index.match(i, operator)
         if how == BY_NAME and index.table.operators.get(i):
             said += "; matched by its family's name: the row's samples dispatched none of the family's kernels"
-        elif operator.name not in index.table.operators.get(i, (operator.name,)):
+        elif operator.name not in recorded.get(i, (operator.name,)):
             said += f"; measured as {out_of_place(operator.name)}"
         found.append(
             Evidence(

@@ -21,7 +21,7 @@ tests it. An operator family (:data:`FAMILIES`) has a kernel per backend:
 ``_scaled_dot_product_flash_attention_for_cpu`` on the CPU and under other
 ``_scaled_dot_product_*`` names elsewhere, so a row or a defect claim about
 any of them speaks for all of them (never for their backward kernels, which
-the operator sweep does not run). The cast rows (``long``, ``chalf``...) all
+the backward columns measure). The cast rows (``long``, ``chalf``...) all
 dispatch ``aten::_to_copy``; each speaks only for casts to its own dtype
 (:data:`CAST_TARGETS`).
 
@@ -33,6 +33,18 @@ dispatched when that is one kernel (in one or more ranks, as
 ``reflection_pad1d`` and ``reflection_pad2d``) once the layout and allocation
 operators that only take part (:data:`LAYOUT`) are set aside: a row that
 composes several kernels speaks for none of them.
+
+A backward kernel (a name with ``_backward`` in it: ``convolution_backward``,
+``_softmax_backward_data``) is measured by a row's backward column, where the
+table records what each row's gradients dispatched
+(``SweepTable.backward_operators``). A row speaks there for the backward
+kernels of the operators it speaks for (:func:`forward_of`:
+``aten::convolution_backward`` belongs to ``aten::convolution``,
+``aten::nll_loss_backward`` to ``aten::nll_loss_forward``), else, by the same
+one-kernel rule, for the one backward kernel its gradients dispatched
+(``relu``'s ``threshold_backward``); any other operator its gradients
+dispatched (a ``mul``, a ``gather``) is an ordinary kernel, which the forward
+columns measure.
 """
 
 from __future__ import annotations
@@ -105,6 +117,7 @@ EXTRA = {
 # The kernels of one operator that each backend dispatches under its own name: prefix -> the family's name
 FAMILIES = {"aten::_scaled_dot_product_": "aten::scaled_dot_product_attention"}
 BACKWARD_SUFFIX = "_backward"
+FORWARD_SUFFIX = "_forward"  # aten::nll_loss_forward: its backward kernel is aten::nll_loss_backward
 # Operators that reshape, alias or allocate: they take part in a row's samples without being what it tests
 LAYOUT = frozenset(
     f"aten::{name}"
@@ -172,6 +185,28 @@ def own_operators(row: str, dispatched) -> set[str]:
         return named
     kernels = {operator for operator in dispatched if packet(operator) not in LAYOUT} or set(dispatched)
     return kernels if len({RANK_SUFFIX.sub("", packet(k)) for k in kernels}) == 1 else set()
+
+
+def is_backward(operator: str) -> bool:
+    """Whether the operator is a backward kernel, which only a backward column measures."""
+    return BACKWARD_SUFFIX in packet(operator)
+
+
+def forward_of(operator: str) -> str:
+    """The operator a backward kernel belongs to, without overload or a ``_forward`` suffix:
+    aten::_softmax_backward_data -> aten::_softmax; aten::nll_loss_forward.default -> aten::nll_loss."""
+    return packet(operator).split(BACKWARD_SUFFIX)[0].removesuffix(FORWARD_SUFFIX)
+
+
+def own_backward_operators(row: str, dispatched, backward) -> set[str]:
+    """The backward kernels, of those a row's gradients dispatched (``backward``), that the row speaks for
+    (see the module docstring); ``dispatched``: what its forward calls dispatched."""
+    kernels = {operator for operator in backward if is_backward(operator)}
+    forwards = {forward_of(name) for name in own_operators(row, dispatched) | aten_names(row)}
+    named = {kernel for kernel in kernels if forward_of(kernel) in forwards}
+    if named:
+        return named
+    return kernels if len({RANK_SUFFIX.sub("", forward_of(k)) for k in kernels}) == 1 else set()
 
 
 def subjects(operator: str) -> set[str]:

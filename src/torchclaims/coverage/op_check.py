@@ -33,6 +33,10 @@ sample that ran on the device runs there once more under a dispatch mode, and
 the answer names the ATen operators the device dispatched (``kernels``: the
 backend's own kernel names, say ``_scaled_dot_product_flash_attention`` on
 CUDA where the CPU dispatches ``..._for_cpu``).
+
+The same loop runs a cell's backward pass (``backward=True``): each sample's
+gradients instead of its result, by :class:`.op_backward.BackwardPass`, with
+one more code, ``x``: not run, the forward call it needs failed on the device.
 """
 
 from __future__ import annotations
@@ -82,6 +86,44 @@ def device_usable(sync, probe) -> str | None:
     return None
 
 
+class SamplePass:
+    """How :func:`check_cell` runs one sample on the device and judges it against the CPU: ``first_stage``, the
+    stage the device call starts in, and ``on_device``, ``device_kernels``, ``cpu_operators``,
+    ``failure_code`` and ``judge``."""
+
+    first_stage = DEVICE
+
+    def __init__(self, op, probe, sync, atol: float, rtol: float, compare_with_cpu: bool):
+        self.op, self.probe, self.sync = op, probe, sync
+        self.atol, self.rtol, self.compare_with_cpu = atol, rtol, compare_with_cpu
+
+
+class ForwardPass(SamplePass):
+    """The forward call of a sample on the device, and its CPU reference: test_compare_cpu's one pass."""
+
+    def on_device(self, moved, entered) -> tuple:
+        """(the result on the CPU, the operators that ran through the CPU fallback)."""
+        with self.probe.watch() as seen:
+            actual = to_cpu(call(self.op, moved))
+            self.sync()
+        return actual, seen
+
+    def device_kernels(self, moved) -> set[str]:
+        # unwatched: the copy back is not the operator's, but a lazy device runs the call there
+        return dispatched(lambda: call(self.op, moved), then=to_cpu)
+
+    def cpu_operators(self, sample) -> set[str]:
+        return dispatched(lambda: call(self.op, sample))
+
+    def failure_code(self, stage: str, exc: Exception) -> str:
+        return "k" if isinstance(exc, NotImplementedError) else "r"
+
+    def judge(self, sample, actual, fallbacks, problems: dict, index: int, operators: set):
+        return _judge(
+            self.op, sample, actual, fallbacks, self.atol, self.rtol, self.compare_with_cpu, problems, index, operators
+        )
+
+
 def check_cell(
     op,
     dtype: str,
@@ -95,46 +137,60 @@ def check_cell(
     max_samples: int | None,
     report=None,
     kernels: bool = False,
+    backward: bool = False,
 ) -> dict:
-    """Run one cell; a plain dict answer (it crosses a pipe), see the module docstring."""
+    """Run one cell; a plain dict answer (it crosses a pipe), see the module docstring. With ``backward``, each
+    sample's gradients rather than its forward result (:mod:`.op_backward`)."""
+    if backward:
+        from .op_backward import BackwardPass  # it builds on this module's stages and helpers
+
+        steps = BackwardPass(op, probe, sync, atol, rtol, compare_with_cpu)
+    else:
+        steps = ForwardPass(op, probe, sync, atol, rtol, compare_with_cpu)
     timing = {"samples_s": 0.0, "device_s": 0.0, "cpu_s": 0.0}
     answer = {"samples": "", "problems": {}, "fallbacks": [], "operators": [], "timing": timing}
     problems, fallbacks, operators, difference = answer["problems"], set(), set(), Comparison()
     began = time.perf_counter()
     try:
-        samples = make_samples(op, getattr(torch, dtype), max_samples)
+        samples = make_samples(op, getattr(torch, dtype), max_samples, requires_grad=backward)
     except Exception as exc:
         problems["c"] = f"{BUILD}: {first_line(exc)}"
         return answer
     timing["samples_s"] = time.perf_counter() - began
     answer["kinds"] = [kinds(sample) for sample in samples]
-    codes = []
-    for index, sample in enumerate(samples):
+    codes, stage, progress = [], BUILD, {}
+
+    def entered(now: str) -> None:
+        """The sample's device call reached stage ``now``: the sweep hears it, since a crash leaves nothing else."""
+        nonlocal stage
+        stage = now
         if report is not None:
-            report(
-                {"sample": index, "codes": "".join(codes), "kinds": answer["kinds"], "inputs": describe_inputs(sample)}
-            )
+            report(progress | {"stage": now})
+
+    for index, sample in enumerate(samples):
+        # what the sweep hears before each sample: a crash names the sample, its inputs and the stage it ran
+        progress = {"sample": index, "codes": "".join(codes), "kinds": answer["kinds"], "stage": steps.first_stage}
+        if report is not None:
+            progress["inputs"] = describe_inputs(sample)
+            report(progress)
         began = time.perf_counter()
         moved = failure = None
         stage = BUILD
         try:
             moved = for_device(sample, device, op.name)
-            stage = DEVICE
-            with probe.watch() as seen:
-                actual = to_cpu(call(op, moved))
-                sync()
+            stage = steps.first_stage
+            actual, seen = steps.on_device(moved, entered)
             fallbacks.update(seen)
             if kernels:
-                answer.setdefault("kernels", set()).update(dispatched_on_device(op, moved))
+                answer.setdefault("kernels", set()).update(steps.device_kernels(moved))
         except Exception as exc:
-            code = "k" if isinstance(exc, NotImplementedError) else "r"
-            failure = (code, f"{stage}: sample {index}: {first_line(exc)}")
+            failure = (steps.failure_code(stage, exc), f"{stage}: sample {index}: {first_line(exc)}")
         timing["device_s"] += time.perf_counter() - began
         if failure is not None:
             codes.append(failure[0])
             problems.setdefault(*failure)
             del moved  # outside the except block, so the traceback's frames are gone too
-            operators.update(dispatched_on_cpu(op, sample))
+            operators.update(steps.cpu_operators(sample))
             unusable = device_usable(sync, probe)
             if unusable:
                 answer["restart"] = unusable
@@ -142,7 +198,7 @@ def check_cell(
                 break
             continue
         began = time.perf_counter()
-        code, result = _judge(op, sample, actual, seen, atol, rtol, compare_with_cpu, problems, index, operators)
+        code, result = steps.judge(sample, actual, seen, problems, index, operators)
         codes.append(code)
         if result is not None:
             _widen(difference, result)
@@ -158,27 +214,18 @@ def check_cell(
     return answer
 
 
-def dispatched_on_device(op, moved) -> set[str]:
-    """The ATen operators a second device call dispatches: the backend's own kernels (a watched call of its
-    own, so the compared call never runs under a dispatch mode, which can change values)."""
+def dispatched(watched, then=None) -> set[str]:
+    """The ATen operators ``watched()`` dispatches, under a dispatch mode of its own (so that a compared call
+    never runs under one, which can change values); ``then(result)`` runs unwatched. What dispatched before a
+    raise is still named: the call that mattered already ran (or failed) without the mode."""
     watch = DrawsRandom()
     try:
         with watch:
-            result = call(op, moved)
-        to_cpu(result)  # unwatched: the copy back is not the operator's, but a lazy device runs the call here
+            result = watched()
+        if then is not None:
+            then(result)
     except Exception:
-        pass  # the compared call succeeded: what this one dispatched before a raise still names the kernels
-    return watch.operators
-
-
-def dispatched_on_cpu(op, sample) -> set[str]:
-    """The ATen operators the CPU reference call dispatches (for a sample that failed on the device)."""
-    watch = DrawsRandom()
-    try:
-        with watch:
-            call(op, sample)
-    except Exception:
-        pass  # what dispatched before the raise is still recorded
+        pass
     return watch.operators
 
 

@@ -86,6 +86,13 @@ def compare(op, sample, actual, expected, atol: float, rtol: float, precise=None
     ``precise`` computes the sample in float64 on the CPU (None when it cannot).
     """
     actual, expected = _values_at_indices(op, sample, actual), _values_at_indices(op, sample, expected)
+    at_indices = None if precise is None else lambda: _values_at_indices(op, sample, precise())
+    return compare_values(actual, expected, atol, rtol, at_indices)
+
+
+def compare_values(actual, expected, atol: float, rtol: float, precise=None) -> Comparison:
+    """Compare two results leaf by leaf as :func:`compare` does, with no index of ties to resolve (a gradient's
+    leaves); ``precise`` gives the float64 result (None when it cannot)."""
     actual_leaves, actual_spec = tree_flatten(actual)
     expected_leaves, expected_spec = tree_flatten(expected)
     if actual_spec != expected_spec:
@@ -104,7 +111,7 @@ def compare(op, sample, actual, expected, atol: float, rtol: float, precise=None
     if precise is not None and all(
         actual_leaves[i].dtype.is_floating_point or actual_leaves[i].is_complex() for i, _ in wrong
     ):
-        reference = _precise_leaves(precise, op, sample, expected_spec)
+        reference = _precise_leaves(precise, expected_spec)
     differing = []
     for index, beyond in wrong:
         if reference is not None:
@@ -179,10 +186,10 @@ def _within(actual, precise, atol, rtol) -> torch.Tensor:
     return torch.isclose(actual.to(precise.dtype), precise, rtol=rtol, atol=atol, equal_nan=True)
 
 
-def _precise_leaves(precise, op, sample, spec) -> list | None:
-    """The float64 result's leaves, indices replaced like the others; None when it cannot be had."""
+def _precise_leaves(precise, spec) -> list | None:
+    """The float64 result's leaves; None when it cannot be had."""
     try:
-        leaves, precise_spec = tree_flatten(_values_at_indices(op, sample, precise()))
+        leaves, precise_spec = tree_flatten(precise())
     except Exception:
         return None
     if precise_spec != spec:

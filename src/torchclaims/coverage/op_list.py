@@ -15,6 +15,12 @@ sample). Tolerances are test_compare_cpu's
 (``atol = rtol = 1e-3``), raised where the operator's ``toleranceOverride`` or
 ``precisionOverride`` says so for this device type and dtype, and to
 ``torch.testing``'s defaults for the dtype where those are looser (bfloat16).
+An operator that supports autograd (``OpInfo.supports_autograd``) also gets
+a backward cell for each dtype among :data:`BACKWARD_DTYPES` that OpInfo says
+the CPU's backward supports (``supported_backward_dtypes``), in the column
+``<dtype> backward``: its gradients against the CPU's (:mod:`.op_backward`),
+excluded where its forward cell is and at the same tolerance, as PyTorch's
+``test_output_grad_match`` judges gradients at its forward tolerance.
 On MPS, PyTorch compares each operator with the CPU in
 ``TestConsistency.test_output_match`` (test_mps.py), whose tolerance
 overrides op_db carries too (bfloat16 ``addbmm``: ``atol`` 0.2, ``rtol`` 0.6):
@@ -24,9 +30,12 @@ they count there as well.
 from __future__ import annotations
 
 import unittest
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from ..evidence.coverage_table import backward_column
 
 DTYPES = ("float32", "bfloat16", "float16", "int64", "bool", "complex64")
+BACKWARD_DTYPES = ("float32",)  # the dtypes whose backward pass is swept too
 COMPARE_CPU_TOLERANCE = 1e-3  # test_compare_cpu: assertEqual(..., atol=1e-3, rtol=1e-3)
 TEST = ("TestCommon", "test_compare_cpu")
 SKIPPED = "op_db skips test_compare_cpu"  # how an exclusion by op_db's skip begins
@@ -53,6 +62,11 @@ class Cell:
     note: str = ""  # why it is compared although op_db skips it (COMPARED_DESPITE_SKIP)
     atol: float = COMPARE_CPU_TOLERANCE
     rtol: float = COMPARE_CPU_TOLERANCE
+    backward: bool = False  # the cell of the operator's gradients rather than of its result
+
+    @property
+    def column(self) -> str:
+        return backward_column(self.dtype) if self.backward else self.dtype
 
 
 def op_label(op) -> str:
@@ -63,11 +77,13 @@ def operator_table_rows(ops) -> list[str]:
     return [op_label(op) for op in ops]
 
 
-def cells_for(op, device_type: str, dtypes=DTYPES) -> list[Cell]:
-    """The cells of one operator (only dtypes the CPU supports)."""
+def cells_for(op, device_type: str, dtypes=DTYPES, backward_dtypes=BACKWARD_DTYPES) -> list[Cell]:
+    """The cells of one operator (only dtypes the CPU supports), each forward cell followed by its backward cell
+    where the operator supports autograd and the dtype is among ``backward_dtypes``."""
     import torch
 
     supported = op.supported_dtypes("cpu")
+    differentiable = op.supported_backward_dtypes("cpu") if op.supports_autograd else set()
     cells = []
     for name in dtypes:
         dtype = getattr(torch, name)
@@ -79,6 +95,8 @@ def cells_for(op, device_type: str, dtypes=DTYPES) -> list[Cell]:
             excluded, note = "", COMPARED_DESPITE_SKIP[op_label(op)]
         default_rtol, default_atol = _dtype_tolerance(dtype)
         cells.append(Cell(op_label(op), name, excluded, note, max(atol, default_atol), max(rtol, default_rtol)))
+        if name in backward_dtypes and dtype in differentiable:
+            cells.append(replace(cells[-1], backward=True))
     return cells
 
 

@@ -60,15 +60,16 @@ class _MarkForDevice(TorchFunctionMode):
         return out
 
 
-def make_samples(op, dtype: torch.dtype, limit: int | None) -> list:
-    """The first ``limit`` samples (all when None), made on the CPU from seed 0, marked."""
+def make_samples(op, dtype: torch.dtype, limit: int | None, requires_grad: bool = False) -> list:
+    """The first ``limit`` samples (all when None), made on the CPU from seed 0, marked; with ``requires_grad``,
+    as OpInfo makes them for its gradient tests (its floating inputs require gradients)."""
     from torch.testing._internal.common_utils import set_rng_seed
 
     set_rng_seed(0)  # torch, random and numpy: some sample functions draw from all three
     # op.sample_inputs() would wrap this generator in a tracker that walks the
     # stack with inspect.stack() for every sample (0.1 s each outside a unittest).
     with _MarkForDevice():
-        return list(itertools.islice(op.sample_inputs_func(op, SAMPLE_DEVICE, dtype, False), limit))
+        return list(itertools.islice(op.sample_inputs_func(op, SAMPLE_DEVICE, dtype, requires_grad), limit))
 
 
 def for_device(sample, device: torch.device, op_name: str):
@@ -80,8 +81,8 @@ def for_device(sample, device: torch.device, op_name: str):
             return value
         base = value._base
         if keep_storage and base is not None and base.is_contiguous() and base.storage_offset() == 0:
-            return _copy(base, device).as_strided(value.size(), value.stride(), value.storage_offset())
-        return _copy(value, device)
+            return _as_leaf(_copy(base, device).as_strided(value.size(), value.stride(), value.storage_offset()), value)
+        return _as_leaf(_copy(value, device), value)
 
     return sample.transform(move)
 
@@ -101,9 +102,15 @@ def twin(sample):
         else:  # not a view, or one whose bits or dtype the storage does not carry (conj, real): its values
             twin = value.clone()  # keeps the strides of a dense tensor
         setattr(twin, FOR_DEVICE, True)
-        return twin
+        return _as_leaf(twin, value)
 
     return sample.transform(copy)
+
+
+def _as_leaf(copy: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """A copy (made under ``no_grad``, as ``SampleInput.transform`` runs) that requires gradients where the
+    sample's tensor did: a leaf of its own, so that a backward pass stops at the sample's inputs."""
+    return copy.requires_grad_(True) if value.requires_grad else copy
 
 
 def _copy(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -139,7 +146,7 @@ def in_float64(sample):
         wide = value.detach().to(torch.complex128 if value.is_complex() else torch.float64)
         if getattr(value, FOR_DEVICE, False):  # the same sample, so the same marks
             setattr(wide, FOR_DEVICE, True)
-        return wide
+        return _as_leaf(wide, value)
 
     return sample.transform(widen)
 

@@ -25,7 +25,18 @@ code   outcome              meaning
 ``C``  no CPU reference     no sample, or the CPU itself raised on every one
 ``E``  harness error        the sweep's own code failed: no evidence
 ``T``  not reached          the stated time guard ran out before it ended
+``W``  not run (forward     backward cells only: the forward call with
+       failed)              gradients failed on the device, so no backward ran
 =====  ===================  ==================================================
+
+Each operator that supports autograd also gets a backward cell per dtype of
+:data:`~.op_list.BACKWARD_DTYPES`, in the column ``<dtype> backward``: the
+same codes for its gradients against the CPU's (:mod:`.op_backward`), with the
+CPU fallbacks of its backward, the worker's crash signal and sample, and the
+ATen operators the gradients dispatched on the CPU, which the row records
+apart (``SweepTable.backward_operators``). A sample whose forward failed on
+the device is ``x`` there, and such a cell is *not run (forward failed)*
+unless a sample's gradients were wrong: never *native*.
 
 A cell op_db excludes is still run once, on its first sample and without
 comparing values, to see whether the device crashes, raises or falls back on
@@ -61,9 +72,9 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..evidence.coverage_table import ARGUMENT_KINDS, NOT_REACHED, SweepTable, TableBuilder, clip
+from ..evidence.coverage_table import ARGUMENT_KINDS, NOT_REACHED, SweepTable, TableBuilder, backward_column, clip
 from .machine import device_count, first_workers, machine_workers
-from .op_list import DTYPES, KERNELS_RECORDED, Cell, cells_for, op_label
+from .op_list import BACKWARD_DTYPES, DTYPES, KERNELS_RECORDED, Cell, cells_for, op_label
 from .op_overloads import DEFINITION, backend_relevant
 from .pool import Failure, Progress, WorkerPool
 from .worker_settings import worker_environment
@@ -80,6 +91,7 @@ OUTCOMES = {
     "E": "harness error",
     "T": NOT_REACHED,
 }
+BACKWARD_OUTCOMES = OUTCOMES | {"W": "not run (forward failed)"}
 SAMPLE_CODES = {
     "n": "matched",
     "f": "matched via CPU fallback",
@@ -89,10 +101,21 @@ SAMPLE_CODES = {
     "d": "drew random numbers: not compared",
     "c": "the CPU reference raised",
     "s": "killed or hung the worker",
+    "x": "not run: the forward failed on the device",
     ".": "not run",
 }
 # Which sample code decides the cell, worst first.
-_PRECEDENCE = (("m", "M"), ("r", "R"), ("s", "R"), ("k", "K"), ("f", "F"), ("n", "N"), ("d", "U"), ("c", "C"))
+_PRECEDENCE = (
+    ("m", "M"),
+    ("r", "R"),
+    ("s", "R"),
+    ("k", "K"),
+    ("x", "W"),
+    ("f", "F"),
+    ("n", "N"),
+    ("d", "U"),
+    ("c", "C"),
+)
 DEFAULT_MAX_SAMPLES = 8  # samples per operator x dtype, in OpInfo's order
 MEMORY_PER_WORKER_GB = 2.0  # a torch_xla worker with op_db loaded peaks around 1.5 GB
 
@@ -106,17 +129,23 @@ RAN_ONCE = {
     "U": "ran (drew random numbers)",
     "C": "no CPU reference",
     "E": "harness error",
+    "W": "its forward failed",
 }
 
 
 def _died(failure: Failure) -> tuple[str, str, str]:
     """A cell whose worker crashed or hung: the signal (in the detail) and the sample it was running."""
+    from .op_backward import FORWARD_FOR_GRAD
+
     during = failure.during if isinstance(failure.during, dict) else {}
     if "sample" not in during:
         return "R", f"{failure.kind}: {failure.detail}", "s"
     index, total = during["sample"], len(during["kinds"])
-    samples = during["codes"] + "s" + "." * (total - index - 1)
-    return "R", f"{failure.kind}: {failure.detail} on sample {index} of {total} ({during['inputs']})", samples
+    # a backward cell's worker that died in the forward call its gradients need: no backward ran
+    cell, sample = ("W", "x") if during.get("stage") == FORWARD_FOR_GRAD else ("R", "s")
+    samples = during["codes"] + sample + "." * (total - index - 1)
+    where = f"{during['stage']}: " if cell == "W" else ""
+    return cell, f"{where}{failure.kind}: {failure.detail} on sample {index} of {total} ({during['inputs']})", samples
 
 
 def cell_outcome(answer: dict | Failure | None) -> tuple[str, str, str]:
@@ -130,13 +159,13 @@ def cell_outcome(answer: dict | Failure | None) -> tuple[str, str, str]:
     samples, problems = answer["samples"], answer["problems"]
     code = next((cell for sample, cell in _PRECEDENCE if sample in samples), "C")
     parts = []
-    decisive = {"M": "m", "R": "r", "K": "k", "C": "c"}.get(code)
+    decisive = {"M": "m", "R": "r", "K": "k", "C": "c", "W": "x"}.get(code)
     if decisive in problems:
         parts.append(problems[decisive])
     count = Counter(samples)
     if code == "M":
         parts.insert(0, f"{count['m']} of {len(samples)} samples differ")
-    parts += [f"also {SAMPLE_CODES[c]}: {problems[c]}" for c in "rkc" if c in problems and c != decisive]
+    parts += [f"also {SAMPLE_CODES[c]}: {problems[c]}" for c in "rkxc" if c in problems and c != decisive]
     difference = answer.get("difference")
     if difference and code != "M":  # a mismatch's own problem already gives its size
         from .op_compare import describe
@@ -163,7 +192,7 @@ def once_outcome(excluded: str, answer: dict | Failure | None) -> tuple[str, str
     if answer is None:
         return "X", excluded
     code, detail, _ = cell_outcome(answer)
-    if isinstance(answer, Failure):
+    if isinstance(answer, Failure) and code == "R":
         return "R", f"{excluded}; ran once: {detail}"
     said = RAN_ONCE[code] + (f": {detail}" if detail else "")
     return "X", f"{excluded}; ran once, values not compared: {said}"
@@ -191,18 +220,32 @@ class OperatorSweep:
         return sum(len(s) - s.count(".") for column in self.table.columns for s in column.samples.values())
 
 
-def list_cells(device_type: str, dtypes=DTYPES, only: list[str] | None = None) -> tuple[list[str], list[Cell]]:
+def list_cells(
+    device_type: str, dtypes=DTYPES, only: list[str] | None = None, backward_dtypes=BACKWARD_DTYPES
+) -> tuple[list[str], list[Cell]]:
     """Rows (every op_db entry, or those named in ``only``) and their cells."""
     from torch.testing._internal.common_methods_invocations import op_db
 
     ops = [op for op in op_db if only is None or op_label(op) in only]
-    return [op_label(op) for op in ops], [cell for op in ops for cell in cells_for(op, device_type, dtypes)]
+    cells = [cell for op in ops for cell in cells_for(op, device_type, dtypes, backward_dtypes)]
+    return [op_label(op) for op in ops], cells
+
+
+def legends(dtypes, backward_dtypes) -> dict[str, dict[str, str]]:
+    """The table's columns and their legends: each dtype, followed by its backward column where swept."""
+    columns = {}
+    for dtype in dtypes:
+        columns[dtype] = OUTCOMES
+        if dtype in backward_dtypes:
+            columns[backward_column(dtype)] = BACKWARD_OUTCOMES
+    return columns
 
 
 def sweep_operators(
     backend_name: str,
     *,
     dtypes=DTYPES,
+    backward_dtypes=BACKWARD_DTYPES,
     max_samples: int | None = None,
     workers: int | None = None,
     guard_s: float | None = None,
@@ -226,11 +269,12 @@ def sweep_operators(
     began = time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rows, cells = list_cells(backend.device_type, dtypes, only)
-    builder = TableBuilder("operators", "operator", rows, {d: OUTCOMES for d in dtypes}, SAMPLE_CODES, ARGUMENT_KINDS)
+        rows, cells = list_cells(backend.device_type, dtypes, only, backward_dtypes)
+    columns = legends(dtypes, backward_dtypes)
+    builder = TableBuilder("operators", "operator", rows, columns, SAMPLE_CODES, ARGUMENT_KINDS)
     for cell in cells:
         if cell.excluded:
-            builder.set(cell.op, cell.dtype, "X", cell.excluded)
+            builder.set(cell.op, cell.column, "X", cell.excluded)
     size = workers or machine_workers(MEMORY_PER_WORKER_GB)
     devices = device_count(backend.device_type)
     compare_with_cpu = backend.device_type != "cpu"
@@ -242,26 +286,29 @@ def sweep_operators(
         item_timeout_s=item_timeout_s,
         first=None if workers else first_workers(size),
     )
-    # (op, dtype, atol, rtol, why op_db excludes it): listed cells first, then each excluded one to run once
-    requests = [(c.op, c.dtype, c.atol, c.rtol, c.excluded) for c in sorted(cells, key=lambda c: bool(c.excluded))]
-    notes = {(c.op, c.dtype): c.note for c in cells if c.note}
+    # (op, dtype, atol, rtol, why op_db excludes it, backward): listed cells first, then each excluded one once
+    requests = [
+        (c.op, c.dtype, c.atol, c.rtol, c.excluded, c.backward) for c in sorted(cells, key=lambda c: bool(c.excluded))
+    ]
+    notes = {(c.op, c.column): c.note for c in cells if c.note}
     timing, seconds = Counter(), {}
 
     def answered(request, answer, wall_s):
-        op, dtype, excluded = request[0], request[1], request[4]
+        op, excluded, backward = request[0], request[4], request[5]
+        column = backward_column(request[1]) if backward else request[1]
         code, detail, samples = cell_outcome(answer)
         if excluded:
             code, detail = once_outcome(excluded, answer)
-        if (op, dtype) in notes:
-            detail = "; ".join(filter(None, (notes[op, dtype], detail)))
-        builder.set(op, dtype, code, detail, samples, cell_kinds(answer))
+        if (op, column) in notes:
+            detail = "; ".join(filter(None, (notes[op, column], detail)))
+        builder.set(op, column, code, detail, samples, cell_kinds(answer))
         if isinstance(answer, dict):
             timing.update(answer.get("timing", {}))
-            builder.add_operators(op, answer.get("operators", ()))
+            builder.add_operators(op, answer.get("operators", ()), backward=backward)
             builder.add_operators(op, answer.get("kernels", ()), on_device=True)
-        seconds[f"{op}/{dtype}"] = round(wall_s, 3)
+        seconds[f"{op}/{column}"] = round(wall_s, 3)
         if on_cell is not None:
-            on_cell(op, dtype, code)
+            on_cell(op, column, code)
 
     deadline = None if guard_s is None else began + guard_s
     answers = pool.run(requests, deadline=deadline, on_answer=answered)
@@ -269,7 +316,8 @@ def sweep_operators(
     unanswered = [request for request, answer in answers.items() if answer is None and not request[4]]
     for request in unanswered:
         when = "while it ran" if request in stopped else "before it started"
-        builder.set(request[0], request[1], "T", f"the time guard of {guard_s:.0f} s ran out {when}")
+        column = backward_column(request[1]) if request[5] else request[1]
+        builder.set(request[0], column, "T", f"the time guard of {guard_s:.0f} s ran out {when}")
     builder.count_overloads(backend_relevant(), DEFINITION)
     return OperatorSweep(
         table=builder.table(),
@@ -297,7 +345,7 @@ def _needed(durations: list[float], left: int, workers: int) -> float:
 def _serve(
     conn, slot: int, backend_name: str, devices: int, max_samples: int | None, compare_with_cpu: bool, env: dict
 ) -> None:
-    """Worker entry point: answer (op, dtype, atol, rtol, excluded) requests until told to stop.
+    """Worker entry point: answer (op, dtype, atol, rtol, excluded, backward) requests until told to stop.
 
     Worker ``slot`` uses device ``slot % devices``. A cell op_db excludes runs
     its first sample only, without comparing values. Before each sample the
@@ -328,7 +376,7 @@ def _serve(
     gc.freeze()
     conn.send(("ready", {"precision": precision_mode(backend.name), "device": used}))
     while (request := conn.recv()) is not None:
-        name, dtype, atol, rtol, excluded = request
+        name, dtype, atol, rtol, excluded, backward = request
         try:
             answer = check_cell(
                 ops[name],
@@ -342,6 +390,7 @@ def _serve(
                 max_samples=1 if excluded else max_samples,
                 report=lambda what: conn.send(Progress(what)),
                 kernels=name in KERNELS_RECORDED,
+                backward=backward,
             )
         except Exception as exc:  # the harness broke, not the device
             answer = {"error": f"harness: {first_line(exc)}"}

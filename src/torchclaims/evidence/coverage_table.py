@@ -14,7 +14,10 @@ A table may also name, per row, the ATen operators its samples dispatched on
 the CPU (``operators``), which ``torchclaims check`` matches a model's
 operators against; for rows whose device call the sweep watched, the ATen
 operators it dispatched there (``kernels``: each backend's own kernel names);
-per cell, the argument kinds of each sample
+for rows whose backward pass the sweep ran (in a column named
+:func:`backward_column` of the dtype), the ATen operators the gradients
+dispatched on the CPU (``backward_operators``: ``aten::convolution_backward``
+for a convolution row); per cell, the argument kinds of each sample
 (``arguments``: one token per sample code, tensor ranks then ``/`` and kind
 letters that ``argument_legend`` names, see
 :mod:`torchclaims.coverage.op_arguments`), so that it can tell whether a bad
@@ -70,6 +73,12 @@ ARGUMENT_KINDS = {
 MAX_TENSORS = 8  # ranks kept per token; the rest are summed up as "+"
 # The name (SweepTable.name) of each coverage sweep's table.
 OPERATOR_TABLE, ARCHITECTURE_TABLE = "operators", "architectures"
+BACKWARD = " backward"  # what the column of a dtype's backward pass adds to the dtype's name
+
+
+def backward_column(dtype: str) -> str:
+    """The name of the column that holds the backward pass in ``dtype``: ``float32 backward``."""
+    return dtype + BACKWARD
 
 
 class OverloadCount(BaseModel):
@@ -137,6 +146,8 @@ class SweepTable(BaseModel):
     # row index -> the ATen operators its device call dispatched, where the sweep watched for them (the
     # backend's own kernels: CUDA's _scaled_dot_product_flash_attention for the CPU's ..._for_cpu)
     kernels: dict[int, list[OperatorName]] = Field(default_factory=dict)
+    # row index -> the ATen operators the gradients of its samples dispatched on the CPU (backward columns)
+    backward_operators: dict[int, list[OperatorName]] = Field(default_factory=dict)
     argument_legend: dict[Code, Label] = Field(default_factory=dict)
     overloads: OverloadCount | None = None
 
@@ -162,7 +173,11 @@ class SweepTable(BaseModel):
                 raise ValueError(f"{where}: sample codes {sorted(unknown)} are not in sample_legend")
             for index, tokens in column.arguments.items():
                 self._check_arguments(where, index, tokens.split(), column.samples.get(index, ""))
-        for field, mapping in (("operators", self.operators), ("kernels", self.kernels)):
+        for field, mapping in (
+            ("operators", self.operators),
+            ("kernels", self.kernels),
+            ("backward_operators", self.backward_operators),
+        ):
             for index, names in mapping.items():
                 if not 0 <= index < len(self.rows):
                     raise ValueError(f"{field} for row index {index}, outside the table")
@@ -245,6 +260,7 @@ class TableBuilder:
         self.samples: dict[str, dict[int, str]] = {column: {} for column in legends}
         self.operators: dict[int, set[str]] = {}
         self.kernels: dict[int, set[str]] = {}
+        self.backward_operators: dict[int, set[str]] = {}
 
     def set(self, row: str, column: str, code: str, detail: str = "", samples: str = "", arguments: str = "") -> None:
         """One cell; ``arguments`` (one token per sample code) is kept only beside its sample codes."""
@@ -259,14 +275,17 @@ class TableBuilder:
         if samples and arguments and len(arguments.split()) == len(samples) and len(arguments) <= MAX_ARGUMENTS:
             self.arguments[column][i] = arguments
 
-    def add_operators(self, row: str, names, on_device: bool = False) -> None:
-        """ATen operators the row's samples dispatched on the CPU, or ``on_device`` (kept sorted, at most
-        MAX_ROW_OPERATORS)."""
-        (self.kernels if on_device else self.operators).setdefault(self.index[row], set()).update(names)
+    def add_operators(self, row: str, names, on_device: bool = False, backward: bool = False) -> None:
+        """ATen operators the row's samples dispatched on the CPU (in the ``backward`` pass: backward_operators),
+        or ``on_device`` (in either pass: kernels), kept sorted, at most MAX_ROW_OPERATORS."""
+        found = self.kernels if on_device else self.backward_operators if backward else self.operators
+        found.setdefault(self.index[row], set()).update(names)
 
     def count_overloads(self, relevant: list[str], definition: str = "") -> None:
-        """The denominator: which of the ``relevant`` overloads some row dispatched (see OverloadCount)."""
-        dispatched = {name for names in self.operators.values() for name in names}
+        """The denominator: which of the ``relevant`` overloads some row dispatched, forward or backward (see
+        OverloadCount)."""
+        passes = (*self.operators.values(), *self.backward_operators.values())
+        dispatched = {name for names in passes for name in names}
         unknown = sorted(set(relevant) - dispatched)
         self.overloads = OverloadCount(
             relevant=len(set(relevant)),
@@ -297,6 +316,9 @@ class TableBuilder:
             sample_legend=self.sample_legend,
             operators={i: sorted(names)[:MAX_ROW_OPERATORS] for i, names in sorted(self.operators.items()) if names},
             kernels={i: sorted(names)[:MAX_ROW_OPERATORS] for i, names in sorted(self.kernels.items()) if names},
+            backward_operators={
+                i: sorted(names)[:MAX_ROW_OPERATORS] for i, names in sorted(self.backward_operators.items()) if names
+            },
             argument_legend=self.argument_legend,
             overloads=self.overloads,
         )

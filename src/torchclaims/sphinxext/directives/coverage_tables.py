@@ -9,7 +9,9 @@ claim that carries a coverage table:
   the URL, so a finding can be linked; ``#row-<name>`` opens that row, which is
   where the site search sends a row's name, and ``#run-<run>/row-<name>`` opens
   it in that run, where the search sends a run in which the row fails
-  (coverage_index.py). Its data are
+  (coverage_index.py); an operator table's backward columns (``float32
+  backward``: each row's gradients) are columns like the others, and a row's
+  details name what its gradients dispatched on the CPU. Its data are
   loaded per run from ``_static/coverage/<run>.js`` only when picked
   (page_data.py), so the page stays small however large the tables are; what
   only an opened row shows (samples with their argument kinds, operators and
@@ -210,7 +212,7 @@ def _overloads(sweep: SweepTable, listing: str) -> html_element | None:
     return element(
         "p",
         element("strong", "Dispatcher overloads: "),
-        f"{count.summary()}. {definition}. The rows dispatched them on the CPU reference. ",
+        f"{count.summary()}. {definition}. The rows' calls and gradients dispatched them on the CPU reference. ",
         element("a", "The unknown overloads (text)", href=listing),
         ".",
         class_="tc-sweep-overloads",

@@ -81,6 +81,8 @@
       const device = (details[k].kernels || {})[row.index], cpu = (details[k].operators || {})[row.index];
       if (device) lines.append(el("li", {}, `${run.data.run} · dispatched on the device: `, ...codes(device)));
       if (cpu) lines.append(el("li", {}, `${run.data.run} · dispatched on the CPU: `, ...codes(cpu)));
+      const backward = (details[k].backward_operators || {})[row.index]; // what the backward columns measured
+      if (backward) lines.append(el("li", {}, `${run.data.run} · its gradients dispatched on the CPU: `, ...codes(backward)));
     });
     const legend = [];
     if (sampleCodes.size) legend.push("Sample codes: " + Array.from(sampleCodes, ([c, m]) => `${c} ${m}`).join(", ") + ".");

@@ -4,7 +4,8 @@ The searchable table (static/torchclaims-sweep.js) first shows each cell's
 outcome, its detail line on hover. Only an opened row shows its samples (each
 sample's code beside its argument kinds, with both legends) and the ATen
 operators the row dispatched, on the CPU and, where the sweep watched, on the
-device (the backend's own kernels). Those weigh more than the outcomes (a token
+device (the backend's own kernels), and those its gradients dispatched on the
+CPU (what its backward columns measured). Those weigh more than the outcomes (a token
 per sample), so they go in a second script per run, loaded when a reader first
 opens a row of that run: the first view carries none of it, nor the table's
 dispatcher overloads (the page states them beside the plot). Tables recorded
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 from ...evidence.coverage_table import SweepTable
 
-ROW_FIELDS = {"sample_legend", "argument_legend", "operators", "kernels"}  # table fields only an opened row shows
+# table fields only an opened row shows
+ROW_FIELDS = {"sample_legend", "argument_legend", "operators", "kernels", "backward_operators"}
 CELL_FIELDS = {"samples", "arguments"}  # column fields only an opened row shows
 ON_THE_PAGE = {"overloads"}  # in the page's HTML (coverage_tables.py), never in the script's table
 
