@@ -82,6 +82,10 @@ def test_a_row_speaks_for_the_backward_kernels_of_what_it_is_named_for_and_not_f
     }
     loss = own_backward_operators("nn.functional.nll_loss", ["aten::nll_loss_forward"], ["aten::nll_loss_backward"])
     assert loss == {"aten::nll_loss_backward"}
-    # a composite row whose gradients run two unrelated backward kernels speaks for neither
+    relu = own_backward_operators(RELU, ["aten::relu"], ["aten::threshold_backward", "aten::zeros_like"])
+    assert relu == {"aten::threshold_backward"}  # its one backward kernel, layout aside
+    # a composite row whose gradients run other kernels beside a backward kernel speaks for none of them
+    cond = ["aten::slice_backward", "aten::mul.Tensor", "aten::linalg_svd"]
+    assert own_backward_operators("linalg.cond", ["aten::linalg_svd"], cond) == set()
     two = ["aten::_log_softmax_backward_data", "aten::threshold_backward"]
     assert own_backward_operators("composite", ["aten::add.Tensor"], two) == set()

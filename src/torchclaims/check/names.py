@@ -41,8 +41,9 @@ table records what each row's gradients dispatched
 kernels of the operators it speaks for (:func:`forward_of`:
 ``aten::convolution_backward`` belongs to ``aten::convolution``,
 ``aten::nll_loss_backward`` to ``aten::nll_loss_forward``), else, by the same
-one-kernel rule, for the one backward kernel its gradients dispatched
-(``relu``'s ``threshold_backward``); any other operator its gradients
+one-kernel rule, for the one backward kernel its gradients dispatched when
+only layout operators took part (``relu``'s ``threshold_backward``; not the
+``slice_backward`` among the kernels of ``linalg.cond``'s gradients); any other operator its gradients
 dispatched (a ``mul``, a ``gather``) is an ordinary kernel, which the forward
 columns measure.
 """
@@ -201,12 +202,13 @@ def forward_of(operator: str) -> str:
 def own_backward_operators(row: str, dispatched, backward) -> set[str]:
     """The backward kernels, of those a row's gradients dispatched (``backward``), that the row speaks for
     (see the module docstring); ``dispatched``: what its forward calls dispatched."""
-    kernels = {operator for operator in backward if is_backward(operator)}
     forwards = {forward_of(name) for name in own_operators(row, dispatched) | aten_names(row)}
-    named = {kernel for kernel in kernels if forward_of(kernel) in forwards}
+    named = {kernel for kernel in backward if is_backward(kernel) and forward_of(kernel) in forwards}
     if named:
         return named
-    return kernels if len({RANK_SUFFIX.sub("", forward_of(k)) for k in kernels}) == 1 else set()
+    kernels = {operator for operator in backward if packet(operator) not in LAYOUT}
+    one = len({RANK_SUFFIX.sub("", forward_of(k)) for k in kernels}) == 1 and all(map(is_backward, kernels))
+    return kernels if one else set()
 
 
 def subjects(operator: str) -> set[str]:
