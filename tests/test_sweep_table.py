@@ -193,3 +193,26 @@ def test_the_denominator_counts_the_overloads_a_rows_gradients_dispatched_which_
     assert table.operators == {0: ["aten::mul.Tensor"]}
     assert table.backward_operators == {0: ["aten::mul.Tensor", "aten::sum.dim_IntList"]}
     assert table.overloads.summary() == "2 of 3 backend-relevant overloads measured, 1 unknown"
+
+
+def test_the_operators_page_shows_a_backward_column_with_its_outcomes_and_denominator():
+    from rendered import written
+    from torchclaims.coverage.operators import BACKWARD_OUTCOMES, OUTCOMES
+    from torchclaims.sphinxext.directives.coverage_tables import _bar_svg, _overloads, _summary
+
+    builder = TableBuilder(
+        "operators", "operator", ["conv2d", "gelu"], {"float32": OUTCOMES, "float32 backward": BACKWARD_OUTCOMES}
+    )
+    builder.set("conv2d", "float32", "R", "run on the device: sample 0: RuntimeError: no")
+    builder.set("conv2d", "float32 backward", "W", "forward with gradients on the device: sample 0: RuntimeError: no")
+    builder.set("gelu", "float32", "N")
+    builder.set("gelu", "float32 backward", "M", "1 of 2 samples differ")
+    builder.add_operators("gelu", ["aten::gelu_backward"], backward=True)
+    builder.count_overloads(["aten::gelu_backward", "aten::gelu"])
+    table = builder.table()
+    summary = " ".join(written(_summary(table)).split())
+    assert "<p>float32 backward</p></th>" in summary
+    # its own column's share: one of its two cells
+    assert "<p>not run (forward failed)</p></td> <td><p>—</p></td> <td><p>1 (50.0%)</p></td>" in summary
+    assert "<title>not run (forward failed): 1 of 2 (50.0%)</title>" in written(_bar_svg(table))
+    assert "forward calls and gradients dispatched them" in written(_overloads(table))

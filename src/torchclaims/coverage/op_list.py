@@ -35,7 +35,9 @@ from dataclasses import dataclass, replace
 from ..evidence.coverage_table import backward_column
 
 DTYPES = ("float32", "bfloat16", "float16", "int64", "bool", "complex64")
-BACKWARD_DTYPES = ("float32",)  # the dtypes whose backward pass is swept too
+# The dtypes whose backward pass is swept too. bfloat16 would add about as many cells again (456 on torch 2.13):
+# left out until a torch_xla sweep with the float32 backward shows how much of its time limit is left.
+BACKWARD_DTYPES = ("float32",)
 COMPARE_CPU_TOLERANCE = 1e-3  # test_compare_cpu: assertEqual(..., atol=1e-3, rtol=1e-3)
 TEST = ("TestCommon", "test_compare_cpu")
 SKIPPED = "op_db skips test_compare_cpu"  # how an exclusion by op_db's skip begins
