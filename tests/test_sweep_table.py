@@ -216,3 +216,13 @@ def test_the_operators_page_shows_a_backward_column_with_its_outcomes_and_denomi
     assert "<p>not run (forward failed)</p></td> <td><p>—</p></td> <td><p>1 (50.0%)</p></td>" in summary
     assert "<title>not run (forward failed): 1 of 2 (50.0%)</title>" in written(_bar_svg(table))
     assert "forward calls and gradients dispatched them" in written(_overloads(table))
+
+
+def test_an_opened_row_loads_the_operators_its_gradients_dispatched_and_the_first_view_leaves_them_out():
+    from torchclaims.sphinxext.views.sweep_data import first_view, row_details
+
+    builder = TableBuilder("operators", "operator", ["gelu"], {"float32": LEGEND, "float32 backward": LEGEND})
+    builder.add_operators("gelu", ["aten::gelu_backward"], backward=True)
+    table = builder.table()
+    assert row_details(table)["backward_operators"] == {"0": ["aten::gelu_backward"]}
+    assert "backward_operators" not in first_view(table)
