@@ -38,6 +38,7 @@ XLA_290 = "xla · torch_xla 2.9.0 on torch 2.9.0+cu128 (CUDA build)"
 
 
 def static(target: str, **options):
+    options.setdefault("site_url", "")  # paths from the site's root, whether or not a site is built here
     return check_step(load_target(str(EXAMPLES / target)), root=ROOT, target=target, **options)
 
 

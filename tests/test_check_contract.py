@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -27,6 +28,7 @@ from torchclaims.claims import Trigger, load_claims
 from torchclaims.cli import ExitCode, main
 from torchclaims.coverage.operators import OUTCOMES
 from torchclaims.evidence.coverage_table import TableBuilder
+from torchclaims.project import BUILD, FOLDER_NAMES, PUBLISH_DIR
 from torchclaims.site_addresses import SITE_URL_VAR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,20 +227,33 @@ def test_evidence_links_point_at_the_site_address_the_publisher_set(tmp_path, mo
     assert mirrored and all(u.startswith("https://x.test/docs/") for u in mirrored)
 
 
-def test_without_a_site_address_links_are_paths_from_the_site_root_not_a_guess(tmp_path, monkeypatch):
+def test_without_a_site_address_links_go_to_the_site_built_here_else_are_paths_from_the_site_root(
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.delenv(SITE_URL_VAR, raising=False)
-    main(
-        [
-            "check",
-            str(EXAMPLES / "pixel_cnn.py:pixel_cnn_step"),
-            "--root",
-            str(ROOT),
-            "--json",
-            str(tmp_path / "r.json"),
-        ]
-    )
-    urls = re.findall(LINK, (tmp_path / "r.json").read_text())
-    assert urls and all(u.startswith("docs/") for u in urls)
+    knowledge = tmp_path / "kb"  # the committed knowledge, in a project with no address and no site built
+    knowledge.mkdir()
+    for folder in FOLDER_NAMES:
+        if (ROOT / folder).is_dir() and folder != BUILD:
+            shutil.copytree(ROOT / folder, knowledge / folder)  # a copy, as a checkout holds them
+    target = str(EXAMPLES / "pixel_cnn.py:pixel_cnn_step")
+
+    def links(name: str) -> list[str]:
+        main(["check", target, "--root", str(knowledge), "--json", str(tmp_path / name)])
+        return re.findall(LINK, (tmp_path / name).read_text())
+
+    urls = links("r.json")
+    assert urls and all(u.startswith("docs/") for u in urls)  # not a guessed address
+    assert "evidence links: paths from the site's root (no address: give --site-url" in capsys.readouterr().out
+    site = knowledge / PUBLISH_DIR
+    site.mkdir(parents=True)
+    (site / "index.html").write_text("<html></html>")
+    built = links("b.json")
+    assert built and all(u.startswith(site.resolve().as_uri() + "/docs/") for u in built)
+    (knowledge / "pyproject.toml").write_text('[tool.torchclaims]\nsite-url = "https://kb.test/"\n')
+    configured = links("c.json")
+    assert configured and all(u.startswith("https://kb.test/docs/") for u in configured)
+    assert "evidence links: https://kb.test/ (site-url in pyproject.toml)" in capsys.readouterr().out
 
 
 def validator() -> jsonschema.Draft4Validator:

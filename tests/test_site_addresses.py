@@ -6,9 +6,12 @@ import ast
 import inspect
 from pathlib import Path
 
+import pytest
+
 import torchclaims
 from torchclaims import site_addresses
-from torchclaims.site_addresses import Links, evidence_anchor, row_anchor, site_base
+from torchclaims.errors import UsageError
+from torchclaims.site_addresses import Links, evidence_anchor, row_anchor, site_address, site_base
 
 PACKAGE = Path(torchclaims.__file__).resolve().parent
 HOME = Path(site_addresses.__file__).resolve()
@@ -58,3 +61,46 @@ def test_the_site_address_comes_from_the_option_else_the_environment_else_nowher
     assert site_base("https://other.example/x", environ) == "https://other.example/x/"
     assert site_base("", environ) == ""  # an empty option: paths from the site's root
     assert site_base(None, {}) == ""
+
+
+def project(tmp_path: Path, setting: str = "", built: bool = False) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "kb"\n\n[tool.torchclaims]\n{setting}\n')
+    if built:
+        (tmp_path / "_build" / "html").mkdir(parents=True)
+        (tmp_path / "_build" / "html" / "index.html").write_text("<html></html>")
+    return tmp_path
+
+
+def test_without_option_or_environment_the_projects_own_address_then_its_built_site_give_absolute_links(tmp_path):
+    configured = project(tmp_path / "a", 'site-url = "https://kb.example/site"', built=True)
+    address = site_address(None, {}, configured)
+    assert address.base == "https://kb.example/site/"
+    assert address.describe() == "https://kb.example/site/ (site-url in pyproject.toml)"
+    assert site_base(None, {site_addresses.SITE_URL_VAR: "https://env.example"}, configured) == "https://env.example/"
+    built = project(tmp_path / "b", built=True)
+    assert site_base(None, {}, built) == (built / "_build" / "html").resolve().as_uri() + "/"
+    assert Links(site_base(None, {}, built)).page("docs/check").startswith("file:///")
+    bare = project(tmp_path / "c")
+    address = site_address(None, {}, bare)
+    assert address.base == ""
+    assert address.describe().startswith("paths from the site's root (no address: give --site-url")
+
+
+@pytest.mark.parametrize(
+    "setting, says",
+    [
+        ('site-url = "ftp://kb.example/"', "must be an http(s) address of the published site, not 'ftp://kb.example/'"),
+        ('site-url = "kb.example"', "must be an http(s) address"),
+        ("site-url = 3", "must be text (an https:// address), not int"),
+    ],
+)
+def test_a_bad_site_url_setting_is_an_error_naming_the_file_and_the_field(tmp_path, setting, says):
+    root = project(tmp_path, setting, built=True)
+    with pytest.raises(UsageError) as raised:
+        site_address(None, {}, root)
+    assert str(raised.value).startswith(f"{root / 'pyproject.toml'}: [tool.torchclaims] site-url ")
+    assert says in str(raised.value)
+    (root / "pyproject.toml").write_text("[tool.torchclaims\n")
+    with pytest.raises(UsageError, match="pyproject.toml: not readable TOML"):
+        site_address(None, {}, root)

@@ -8,21 +8,29 @@ evidence. A claim's section is ``#claim-<id>``; the evidence of one backend is
 collide). They depend only on the claim, the backend and the version, so links
 to them stay valid across builds.
 
-A link starts with the site's address (``https://.../``: ``--site-url``, else
-``$TORCHCLAIMS_SITE_URL``), or, where nobody set one, with nothing: a path from
-the site's root, never a guessed address.
+A link starts with the site's address (:func:`site_address`): ``--site-url``,
+else ``$TORCHCLAIMS_SITE_URL``, else the project's own (``site-url`` under
+``[tool.torchclaims]`` in its pyproject.toml), else the site built in the
+project (a ``file://`` address of its published folder); where none is, with
+nothing: a path from the site's root, never a guessed address.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import tomllib
 from dataclasses import dataclass
-from urllib.parse import quote
+from pathlib import Path
+from urllib.parse import quote, urlsplit
 
 from .claims import Claim
+from .errors import UsageError
+from .project import PUBLISH_DIR
 
 SITE_URL_VAR = "TORCHCLAIMS_SITE_URL"  # the published site's address, set where the site is published
+PROJECT_FILE = "pyproject.toml"
+SITE_URL_SETTING = "site-url"  # the project's own published address, under [tool.torchclaims] in PROJECT_FILE
 COVERAGE_PAGES = {"operators": "docs/coverage/operators", "architectures": "docs/coverage/architectures"}
 CHECK_PAGE = "docs/check"  # what `torchclaims check` reports and how to read it
 ROW_PREFIX = "row-"  # the anchor of a coverage row; torchclaims-sweep.js reads the same prefix
@@ -56,10 +64,65 @@ def run_row_anchor(run: str, name: str) -> str:
     return f"{RUN_PREFIX}{slug(run)}/{row_anchor(name)}"
 
 
-def site_base(given: str | None = None, environ=os.environ) -> str:
-    """What links start with: ``given`` (--site-url), else $TORCHCLAIMS_SITE_URL, ending in '/';
-    '' (paths from the site's root) where neither is set."""
-    url = (environ.get(SITE_URL_VAR, "") if given is None else given).strip()
+@dataclass(frozen=True)
+class SiteAddress:
+    base: str  # what links start with, ending in '/'; '': paths from the site's root
+    source: str  # where it came from, in words, for the report
+
+    def describe(self) -> str:
+        return f"{self.base} ({self.source})" if self.base else f"paths from the site's root ({self.source})"
+
+
+NO_ADDRESS = (
+    f"no address: give --site-url, set ${SITE_URL_VAR} or {SITE_URL_SETTING} in {PROJECT_FILE}, or build the site"
+)
+
+
+def site_address(given: str | None = None, environ=os.environ, root: Path | None = None) -> SiteAddress:
+    """Where links point, the first that is set: ``given`` (--site-url; '' asks for paths from the site's root),
+    $TORCHCLAIMS_SITE_URL, the project's ``site-url`` setting, the site built in the project at ``root``."""
+    if given is not None:
+        return SiteAddress(_ending(given), "--site-url" if given.strip() else "an empty --site-url asks for them")
+    if environ.get(SITE_URL_VAR, "").strip():
+        return SiteAddress(_ending(environ[SITE_URL_VAR]), f"${SITE_URL_VAR}")
+    if root is None:
+        return SiteAddress("", NO_ADDRESS)
+    configured = project_site_url(Path(root) / PROJECT_FILE)
+    if configured:
+        return SiteAddress(_ending(configured), f"{SITE_URL_SETTING} in {PROJECT_FILE}")
+    built = Path(root).resolve() / PUBLISH_DIR
+    if (built / "index.html").is_file():
+        return SiteAddress(_ending(built.as_uri()), f"the site built in {PUBLISH_DIR}")
+    return SiteAddress("", NO_ADDRESS)
+
+
+def site_base(given: str | None = None, environ=os.environ, root: Path | None = None) -> str:
+    """What links start with (see :func:`site_address`)."""
+    return site_address(given, environ, root).base
+
+
+def project_site_url(path: Path) -> str:
+    """``[tool.torchclaims] site-url`` of a pyproject.toml: an http(s) address, or '' where none is set."""
+    if not path.is_file():
+        return ""
+    field = f"{path}: [tool.torchclaims] {SITE_URL_SETTING}"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"{path}: not readable TOML ({exc}), so its {SITE_URL_SETTING} cannot be read") from None
+    tool = data.get("tool", {})
+    section = tool.get("torchclaims", {}) if isinstance(tool, dict) else {}
+    url = section.get(SITE_URL_SETTING, "") if isinstance(section, dict) else ""
+    if not isinstance(url, str):
+        raise UsageError(f"{field} must be text (an https:// address), not {type(url).__name__}")
+    parts = urlsplit(url.strip())
+    if url.strip() and (parts.scheme not in ("http", "https") or not parts.netloc):
+        raise UsageError(f"{field} must be an http(s) address of the published site, not {url[:200]!r}")
+    return url.strip()
+
+
+def _ending(url: str) -> str:
+    url = url.strip()
     return url if not url or url.endswith("/") else url + "/"
 
 

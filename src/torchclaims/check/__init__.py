@@ -27,7 +27,7 @@ from pathlib import Path
 from ..backends import BACKEND_NAMES
 from ..errors import UsageError
 from ..project import Folders
-from ..site_addresses import Links, site_base
+from ..site_addresses import Links, site_address
 from .knowledge import load_knowledge
 from .lookup import look_up
 from .recorder import UsedOperator, record_step
@@ -72,7 +72,7 @@ def check_step(step: Step, *, target: str = "", **options) -> Report:
 
 def check_target(target: str, *, root: str | Path | None = None, name: str = "", **options) -> Report:
     """The static report of TARGET, whose code (import, build and step) runs sandboxed (:mod:`.traced`)."""
-    default_root(root)  # usage errors before the model runs
+    site_address(options.get("site_url"), root=default_root(root))  # usage errors before the model runs
     parse_target(target)
     known_targets(options.get("targets"))
     traced = trace(target)
@@ -88,22 +88,26 @@ def report_on(
     *,
     root: str | Path | None = None,
     targets: set[str] | None = None,
-    site_url: str = "",
+    site_url: str | None = None,
     accept=(),
 ) -> Report:
-    """The report on the operators a step dispatched; ``accept``: see :mod:`.lookup`."""
+    """The report on the operators a step dispatched; ``site_url``: see :func:`..site_addresses.site_address`;
+    ``accept``: see :mod:`.lookup`."""
     known_targets(targets)
-    knowledge = load_knowledge(default_root(root))
-    links = Links(site_base(site_url))
+    project = default_root(root)
+    knowledge = load_knowledge(project)
+    address = site_address(site_url, root=project)
+    links = Links(address.base)
     columns = look_up(used, knowledge, targets=targets, model_type=kind, links=links, accepted=frozenset(accept))
     problems = [str(p) for p in knowledge.problems]
     report = Report(target, [u.as_dict() for u in used], columns, kind, problems)
     report.backends = standings(columns, knowledge.claims, len(used), set(targets or ()), links)
+    report.site, report.links = address.base, address.describe()
     return report
 
 
 def check(
-    model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url="", accept=()
+    model, example_inputs, loss=None, *, other_inputs=None, root=None, targets=None, site_url=None, accept=()
 ) -> Report:
     """The static report of ``model`` on ``example_inputs`` (and, with ``loss``, its backward pass).
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..backends import resolve_backend
 from ..fileio import write_if_changed
-from ..site_addresses import site_base
 from . import check_target, default_root
 from .device_run import run_on_backend
 from .html_report import render
@@ -21,9 +20,8 @@ def run_check(args) -> str:
     if args.backend and args.backend != "auto":
         resolve_backend(args.backend)  # an unknown name is a usage error, not a failed run
     root = default_root(None if args.root == "." else args.root)
-    base = site_base(args.site_url)
     targets = set(args.target_backend) or None
-    report = check_target(args.target, root=root, targets=targets, site_url=base, accept=args.accept)
+    report = check_target(args.target, root=root, targets=targets, site_url=args.site_url, accept=args.accept)
     if args.backend:
         report.measured.extend(
             run_on_backend(
@@ -43,7 +41,7 @@ def run_check(args) -> str:
         else:
             write_if_changed(Path(args.json), text)
     if args.sarif:
-        write_if_changed(Path(args.sarif), json.dumps(sarif(report, base), indent=1) + "\n")
+        write_if_changed(Path(args.sarif), json.dumps(sarif(report), indent=1) + "\n")
         print(f"wrote {args.sarif}", file=sys.stderr if args.json == "-" else sys.stdout)
     if args.html:
         write_if_changed(Path(args.html), render(report))

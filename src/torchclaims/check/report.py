@@ -148,6 +148,8 @@ class Report:
     measured: list[BackendRun] = field(default_factory=list)
     backends: list[BackendStanding] = field(default_factory=list)  # every target backend (.standing)
     sandbox: str = ""  # how the model's code was confined in the trace ("": the caller's own process)
+    site: str = ""  # what evidence links start with (site_addresses.site_address)
+    links: str = ""  # where they point and why, in words
 
     @property
     def unmeasured_targets(self) -> list[str]:

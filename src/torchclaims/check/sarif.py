@@ -154,9 +154,9 @@ def _measured(run: BackendRun, location: dict) -> list[dict]:
     return results
 
 
-def sarif(report: Report, site_url: str = "") -> dict:
-    """The SARIF log of ``report``; ``site_url``: where the rules' help lives."""
-    help_uri = Links(site_url).page(CHECK_PAGE)
+def sarif(report: Report) -> dict:
+    """The SARIF log of ``report``; the rules' help lives on the site its links point to."""
+    help_uri = Links(report.site).page(CHECK_PAGE)
     rules = [
         {"id": rule, "shortDescription": {"text": text}, "helpUri": help_uri, "defaultConfiguration": {"level": level}}
         for rule, level, text in [*RULES.values(), *MEASURED_RULES.values()]

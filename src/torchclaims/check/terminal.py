@@ -100,6 +100,8 @@ def summary(report: Report) -> str:
         lines.append(f"{len(report.problems)} committed record(s) left out by the load checks (--json lists them)")
     if report.sandbox.startswith(WITHOUT):
         lines.append(f"the model's code {report.sandbox[:300]}")
+    if report.links:
+        lines.append(f"evidence links: {report.links}")
     lines.append(f"result: {report.result_line()}")
     return "\n".join(lines)
 

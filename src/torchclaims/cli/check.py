@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from ..project import CHECK_OUTPUT_DIR, DEFAULTS
-from ..site_addresses import SITE_URL_VAR
+from ..project import CHECK_OUTPUT_DIR, DEFAULTS, PUBLISH_DIR
+from ..site_addresses import PROJECT_FILE, SITE_URL_SETTING, SITE_URL_VAR
 from . import ExitCode
 
 
@@ -59,8 +59,9 @@ def register(add) -> None:
     check.add_argument(
         "--site-url",
         default=None,
-        help=f"address of the site the evidence links point to (default: ${SITE_URL_VAR}, "
-        "else paths from the site's root)",
+        help=f"address of the site the evidence links point to (default: ${SITE_URL_VAR}, else "
+        f"{SITE_URL_SETTING} under [tool.torchclaims] in the project's {PROJECT_FILE}, else the site built in "
+        f"{PUBLISH_DIR}, else paths from the site's root)",
     )
     check.set_defaults(run=run)
 
