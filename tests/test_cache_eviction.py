@@ -18,7 +18,8 @@ from test_claim_bounds import HOLDS, bounded
 from torchclaims import limits
 from torchclaims.caches import Caches
 from torchclaims.evidence.records import Verdict
-from torchclaims.run.cache_eviction import USED, keep_within, mark_used
+from torchclaims.run import execution
+from torchclaims.run.cache_eviction import USED, in_use, keep_within, mark_used
 
 MIB = limits.MIB
 
@@ -84,3 +85,42 @@ with open(os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "filler"), "wb") a
     assert not Caches(top).compiler("cpu", "kb-filler").exists()
     assert Caches(top).compiler("cpu", "kb-modest").is_dir()
     assert Caches(top).compiler("cpu", "kb-modest").with_suffix(USED).is_file()
+
+
+def test_caches_a_run_holds_are_left_with_the_reason_and_go_once_it_ends(tmp_path):
+    bounds = dataclasses.replace(limits.LIMITS, compiler_cache_bytes=MIB // 2, compiler_caches_total_bytes=MIB // 2)
+    fill(tmp_path, "kb-running", MIB, time.time())
+    fill(tmp_path, "kb-idle", MIB, time.time())
+    with in_use(tmp_path, "cpu", ["kb-running"]):  # another build, running the claim
+        lines = keep_within(tmp_path, bounds)
+        assert left(tmp_path) == {"kb-running"}
+    idle, running = lines  # in the order of their names
+    assert idle.startswith("compiler caches removed: cpu/kb-idle: ")
+    assert running.startswith("compiler caches kept: cpu/kb-running: ") and running.endswith(
+        ", but a run is using them"
+    )
+    assert keep_within(tmp_path, bounds)[0].startswith("compiler caches removed: cpu/kb-running: ")
+    assert left(tmp_path) == set()
+
+
+@pytest.mark.processes
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox's caches are Linux's")
+def test_while_a_build_runs_claims_another_builds_eviction_leaves_their_caches(tmp_path, monkeypatch):
+    top = tmp_path / "_build" / "records"
+    fill(top, "kb-modest", MIB, time.time())  # caches of its last run
+    fill(top, "kb-retired", MIB, time.time())  # of a claim this build does not run
+    write_claim(tmp_path, "kb-modest", "holds")
+    zero = dataclasses.replace(limits.LIMITS, compiler_cache_bytes=1, compiler_caches_total_bytes=1)
+    during = []
+    carry_out = execution._carry_out
+
+    def another_build_evicts(*args, **kwargs):
+        during.extend(keep_within(top, zero))
+        return carry_out(*args, **kwargs)
+
+    monkeypatch.setattr(execution, "_carry_out", another_build_evicts)
+    records = run_claims(tmp_path, timeout=120).records
+    assert records["kb-modest"].verdict is Verdict.HOLDS
+    assert any(line.startswith("compiler caches kept: cpu/kb-modest: ") for line in during)
+    assert any(line.startswith("compiler caches removed: cpu/kb-retired: ") for line in during)
+    assert Caches(top).compiler("cpu", "kb-modest").is_dir()

@@ -33,7 +33,7 @@ from ..fileio import decode_utf8, leaves, read_bytes
 from ..project import DEFAULTS, Folders
 from ._child import GalleryTarget
 from .cache import InputScanner, Staleness, cache_key, staleness
-from .cache_eviction import keep_within, mark_used
+from .cache_eviction import in_use, keep_within, mark_used
 from .probe_cache import key_parts, recall, remember
 from .progress import HEARTBEAT_S, Progress
 from .runner import Job, Probe, Runner, error_record, unverified_record
@@ -154,9 +154,11 @@ def verify(
             stopped = runner.sandbox_stops_device()
             if stopped is not None:
                 raise TorchclaimsError(stopped)
-        outcome = _carry_out(runner, plan, probe, settings, progress or Progress(log))
+        ran = [job.claim_id for job in plan.jobs]
+        with in_use(settings.records_root(), probe.backend, ran):  # another build's eviction leaves these be
+            outcome = _carry_out(runner, plan, probe, settings, progress or Progress(log))
     if plan.jobs:  # only a claim that ran can have grown its caches
-        mark_used(settings.records_root(), probe.backend, [job.claim_id for job in plan.jobs])
+        mark_used(settings.records_root(), probe.backend, ran)
         for line in keep_within(settings.records_root(), limits.LIMITS):  # the oldest caches go
             log(f"torchclaims: {line}")
     return outcome
