@@ -193,6 +193,22 @@ def test_recorded_argument_kinds_say_which_bad_samples_a_models_calls_meet_witho
     assert "sample 1 of 2 had no argument kind your calls lack: affected" in found.evidence[0].what
 
 
+def test_a_sample_that_went_wrong_only_on_an_empty_input_spares_calls_with_elements_and_flags_empty_ones(tmp_path):
+    # the layer_norm backward of torch_xla 2.9.0: its output on a (0, 1) input requires no gradients
+    detail = "1 of 3 samples differ; compare: sample 2: none of the device's outputs requires gradients"
+    root = sampled_kb(tmp_path, {"cumsum": ("M", "nnm", detail, ["aten::cumsum"], "2/ 1/ 2/e")})
+    report, found = cumsum_of(root, torch.randn(3, 4))
+    assert found.status == NATIVE and not report.failed
+    assert "sample 2 of 3 had an empty input (a dimension of size 0); your calls: 2-D inputs: not affected" in (
+        found.evidence[0].what
+    )
+    report, found = cumsum_of(root, torch.randn(0, 4))
+    assert found.status == WRONG and report.failed
+    assert "sample 2 of 3 had an empty input (a dimension of size 0), as your calls do: affected" in (
+        found.evidence[0].what
+    )
+
+
 @pytest.mark.parametrize(
     "detail, status",
     [

@@ -104,6 +104,7 @@ class Trigger(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and 
 
     ZERO_DIM_INPUT = "zero-dim-input"  # a tensor input with no dimension (a scalar tensor)
     COMPLEX_INPUT = "complex-input"  # a tensor input of a complex dtype
+    EMPTY_INPUT = "empty-input"  # a tensor input with no element (a dimension of size 0)
     NEGATIVE_SLICE_START = "negative-slice-start"  # aten::slice with a start below 0
     SLICE_START_BEFORE_FRONT = "slice-start-before-front"  # aten::slice with a start below -size of its dimension
 
@@ -115,6 +116,7 @@ class Trigger(str, Enum):  # noqa: UP042 - StrEnum would change str(member) and 
 TRIGGER_MEANINGS = {
     Trigger.ZERO_DIM_INPUT: "a 0-dim input",
     Trigger.COMPLEX_INPUT: "a complex input",
+    Trigger.EMPTY_INPUT: "an empty input (a dimension of size 0)",
     Trigger.NEGATIVE_SLICE_START: "a slice with a negative start",
     Trigger.SLICE_START_BEFORE_FRONT: "a slice whose negative start is before the front of its dimension",
 }

@@ -93,6 +93,8 @@ def call_kinds(name: str, tensors: list[torch.Tensor], args) -> set[Trigger]:
         kinds.add(Trigger.ZERO_DIM_INPUT)
     if any(t.is_complex() for t in tensors):
         kinds.add(Trigger.COMPLEX_INPUT)
+    if any(t.numel() == 0 for t in tensors):
+        kinds.add(Trigger.EMPTY_INPUT)
     if name.startswith("aten::slice."):
         kinds |= _slice_kinds(args)
     return kinds

@@ -10,7 +10,7 @@ a detail quoting the first problem of each kind with its sample's index
 (``sample 2: RuntimeError: Value out of range (expected to be in range of
 [0, -1], but got 0)``), and the operators that ran through the CPU fallback.
 A bad sample's argument kinds (:class:`~torchclaims.claims.Trigger`: a 0-dim
-input, a complex input) come from its recorded token; tables recorded before
+input, a complex input, an empty input) come from its recorded token; tables recorded before
 tokens were kept reveal them only through the quoted problem:
 
 * a dimension checked against the range ``[-r, r-1]`` (or ``[0, r-1]``) with
@@ -69,13 +69,18 @@ def revealed_kinds(detail: str) -> dict[int, frozenset[Trigger]]:
     }
 
 
+# The letters of a recorded token that name an argument kind the recorder also finds in a model's calls
+# (coverage_table.ARGUMENT_KINDS); the others (keepdim, accumulate, a negative dim) are OpInfo's arguments,
+# which a model's ATen calls do not show alike, so they never set a sample aside.
+TOKEN_LETTERS = {"c": Trigger.COMPLEX_INPUT, "e": Trigger.EMPTY_INPUT}
+
+
 def token_kinds(token: str) -> frozenset[Trigger]:
-    """The argument kinds of a recorded token (ranks ``/`` letters): a rank 0 is a 0-dim input, ``c`` complex."""
+    """The argument kinds of a recorded token (ranks ``/`` letters): a rank 0 is a 0-dim input, then
+    :data:`TOKEN_LETTERS`."""
     ranks, _, letters = token.partition("/")
     found = {Trigger.ZERO_DIM_INPUT} if "0" in ranks else set()
-    if "c" in letters:
-        found.add(Trigger.COMPLEX_INPUT)
-    return frozenset(found)
+    return frozenset(found | {kind for letter, kind in TOKEN_LETTERS.items() if letter in letters})
 
 
 def recorded_kinds(arguments: str, samples: str) -> dict[int, frozenset[Trigger]]:
