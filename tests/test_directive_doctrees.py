@@ -49,6 +49,7 @@ PAGES = {
     "limits-table": "```{limits-table}\n```\n",
     "caches-table": "```{caches-table}\n```\n",
     "argument-kinds": "```{argument-kinds}\n```\n",
+    "claim-triggers": "```{claim-triggers}\n```\n",
     "build-speed": "```{build-speed}\n```\n",
     "measured": "```{measured} runner\n```\n",
     "coverage-table": "```{coverage-table} kb-sweep\n```\n",

@@ -66,7 +66,7 @@ def setup(app: Sphinx) -> dict:
     setup_measure(app)  # claim-measure: figures in prose, read from records
     setup_changes(app)  # claims-changes
     setup_backends_table(app)  # backend-descriptors
-    setup_figures(app)  # build-speed, measured, limits-table, caches-table, argument-kinds: from their source
+    setup_figures(app)  # build-speed, measured, limits-table, caches-table, argument-kinds, claim-triggers
     setup_coverage_tables(app)  # coverage-table: sweep tables per backend, searchable, with downloads
     setup_coverage_index(app)  # their rows' names in the site search
     setup_check_report(app)  # check-report: a torchclaims check report of an example, made at build time

@@ -17,9 +17,9 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from ... import caches, limits
+from ... import caches, claims, limits
 from ...caches import CACHES
-from ...claims import MAX_QUOTE_WORDS
+from ...claims import MAX_QUOTE_WORDS, Trigger
 from ...errors import InvalidFileError
 from ...evidence import coverage_table
 from ...evidence.memo import MAX_FILE_BYTES as MEMO_BYTES
@@ -164,6 +164,15 @@ class ArgumentKindsDirective(SphinxDirective):
         return [about, table(["letter", "the sample had"], rows, ["tc-argument-kinds"])]
 
 
+class TriggersDirective(SphinxDirective):
+    """The argument kinds a defect claim's ``trigger`` may name, from torchclaims.claims.Trigger."""
+
+    def run(self) -> list[nodes.Node]:
+        self.env.note_dependency(str(Path(claims.__file__)))
+        rows = [[nodes.literal("", trigger.value), trigger.meaning] for trigger in Trigger]
+        return [table(["trigger", "some call of the operator has"], rows, ["tc-triggers"])]
+
+
 def _load(directive: SphinxDirective, name: str) -> dict | None:
     path = get_state(directive.env).root / name
     directive.env.note_dependency(str(path))
@@ -254,5 +263,6 @@ def setup_figures(app) -> None:
     app.add_directive("limits-table", LimitsDirective)
     app.add_directive("caches-table", CachesDirective)
     app.add_directive("argument-kinds", ArgumentKindsDirective)
+    app.add_directive("claim-triggers", TriggersDirective)
     app.add_directive("build-speed", BuildSpeedDirective)
     app.add_directive("measured", MeasuredDirective)
