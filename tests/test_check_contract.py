@@ -127,10 +127,11 @@ def test_a_bad_trigger_is_a_clear_error_naming_the_field(tmp_path, fields, messa
     assert any("bad-trigger.toml" in p and "trigger" in p and message in p for p in problems), problems
 
 
-def test_the_claims_reference_lists_every_trigger_kind():
+def test_the_claims_reference_lists_every_trigger_kind_from_the_code():
     text = (ROOT / "docs" / "claims-reference.md").read_text()
-    listed = set(re.findall(r"`([a-z0-9-]+)` \(", text.split("| `trigger`")[1].splitlines()[0]))
-    assert listed == {t.value for t in Trigger}
+    assert "```{claim-triggers}\n```" in text  # the table of claims.Trigger (tests/doctrees/claim-triggers.txt)
+    listed = (ROOT / "tests" / "doctrees" / "claim-triggers.txt").read_text()
+    assert all(f"{trigger.value}\n" in listed and trigger.meaning in listed for trigger in Trigger)
 
 
 # -- errors of the model's own -----------------------------------------------------------------------------------
