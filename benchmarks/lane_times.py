@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GROUP = "lanes"
 HOW = "python benchmarks/lane_times.py"
 ALL = ["fast", "tests", "docs"]
+WARNING = "WARNING:"  # how Sphinx starts a warning's text
 
 
 @functools.cache  # loading it registers its sessions with nox: once
@@ -60,12 +61,20 @@ def lanes(select: list[str]) -> dict[str, tuple[str, list[str], dict[str, str]]]
 
 
 def timed(command: list[str], env: dict[str, str]) -> tuple[float, int, str]:
-    """Wall seconds, exit status and the last line of the output."""
+    """Wall seconds, exit status and the output's last word on itself (:func:`closing`)."""
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True)
     seconds = time.perf_counter() - started
-    lines = (done.stdout + done.stderr).strip().splitlines()
-    return seconds, done.returncode, (lines[-1].strip("= ") if lines else "(no output)")[:200]
+    return seconds, done.returncode, closing((done.stdout + done.stderr).strip().splitlines())
+
+
+def closing(lines: list[str]) -> str:
+    """pytest's summary line; for a quiet Sphinx build, which prints only its warnings, how many it gave
+    (a warning's own text names this machine's paths)."""
+    warnings = sum(WARNING in line for line in lines)
+    if not lines or WARNING in lines[-1]:
+        return f"{warnings} warning(s)" if warnings else "(no output)"
+    return lines[-1].strip("= ")[:200]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,6 +72,14 @@ def test_the_lanes_are_recorded_only_when_all_three_ran_and_a_failing_one_says_s
     assert rows[0]["what"].startswith("the fast lane: nox -s tests -- --fast, on ")
 
 
+def test_a_lanes_figure_ends_with_pytests_summary_or_the_builds_count_of_warnings(benchmarks):
+    _, _, lanes, _ = benchmarks
+    assert lanes.closing(["collected 3", "==== 3 passed in 1.0s ===="]) == "3 passed in 1.0s"
+    warning = "/home/me/x.json: WARNING: names figure figures/f.png, which is not in /home/me/results"
+    assert lanes.closing(["reading sources", warning, warning]) == "2 warning(s)"
+    assert lanes.closing([]) == "(no output)"
+
+
 def test_the_lanes_run_the_noxfiles_own_commands(benchmarks):
     _, _, lanes, _ = benchmarks
     commands = lanes.lanes([])
