@@ -11,7 +11,7 @@ import pytest
 import torchclaims
 from torchclaims import site_addresses
 from torchclaims.errors import UsageError
-from torchclaims.site_addresses import Links, evidence_anchor, row_anchor, site_address, site_base
+from torchclaims.site_addresses import Links, evidence_anchor, row_anchor, site_address
 
 PACKAGE = Path(torchclaims.__file__).resolve().parent
 HOME = Path(site_addresses.__file__).resolve()
@@ -32,7 +32,7 @@ def copies(package: Path = PACKAGE, home: Path = HOME) -> list[str]:
 
 
 def test_no_module_keeps_its_own_copy_of_an_address():
-    assert ADDRESSING >= {"slug", "claim_anchor", "evidence_anchor", "matrix_anchor", "row_anchor", "site_base"}
+    assert ADDRESSING >= {"slug", "claim_anchor", "evidence_anchor", "matrix_anchor", "row_anchor", "site_address"}
     assert copies() == []
 
 
@@ -57,10 +57,10 @@ def test_check_links_to_the_anchors_the_site_gives():
 
 def test_the_site_address_comes_from_the_option_else_the_environment_else_nowhere():
     environ = {site_addresses.SITE_URL_VAR: " https://site.example "}
-    assert site_base(None, environ) == "https://site.example/"
-    assert site_base("https://other.example/x", environ) == "https://other.example/x/"
-    assert site_base("", environ) == ""  # an empty option: paths from the site's root
-    assert site_base(None, {}) == ""
+    assert site_address(None, environ).base == "https://site.example/"
+    assert site_address("https://other.example/x", environ).base == "https://other.example/x/"
+    assert site_address("", environ).base == ""  # an empty option: paths from the site's root
+    assert site_address(None, {}).base == ""
 
 
 def project(tmp_path: Path, setting: str = "", built: bool = False) -> Path:
@@ -77,10 +77,13 @@ def test_without_option_or_environment_the_projects_own_address_then_its_built_s
     address = site_address(None, {}, configured)
     assert address.base == "https://kb.example/site/"
     assert address.describe() == "https://kb.example/site/ (site-url in pyproject.toml)"
-    assert site_base(None, {site_addresses.SITE_URL_VAR: "https://env.example"}, configured) == "https://env.example/"
+    assert (
+        site_address(None, {site_addresses.SITE_URL_VAR: "https://env.example"}, configured).base
+        == "https://env.example/"
+    )
     built = project(tmp_path / "b", built=True)
-    assert site_base(None, {}, built) == (built / "_build" / "html").resolve().as_uri() + "/"
-    assert Links(site_base(None, {}, built)).page("docs/check").startswith("file:///")
+    assert site_address(None, {}, built).base == (built / "_build" / "html").resolve().as_uri() + "/"
+    assert Links(site_address(None, {}, built).base).page("docs/check").startswith("file:///")
     bare = project(tmp_path / "c")
     address = site_address(None, {}, bare)
     assert address.base == ""

@@ -96,11 +96,6 @@ def site_address(given: str | None = None, environ=os.environ, root: Path | None
     return SiteAddress("", NO_ADDRESS)
 
 
-def site_base(given: str | None = None, environ=os.environ, root: Path | None = None) -> str:
-    """What links start with (see :func:`site_address`)."""
-    return site_address(given, environ, root).base
-
-
 def project_site_url(path: Path) -> str:
     """``[tool.torchclaims] site-url`` of a pyproject.toml: an http(s) address, or '' where none is set."""
     if not path.is_file():
@@ -128,7 +123,7 @@ def _ending(url: str) -> str:
 
 @dataclass(frozen=True)
 class Links:
-    """Addresses on the site at ``base`` (see :func:`site_base`)."""
+    """Addresses on the site at ``base`` (see :func:`site_address`)."""
 
     base: str = ""
 
