@@ -211,3 +211,17 @@ def make_kb(root: Path, *claim_ids: str) -> Path:
         write_claim(root / "claims", claim_id)
         write_script(root, claim_id)
     return root
+
+
+XLA_ENV = dict(  # a run of torch_xla on the CPU, as the operator tables of the tests were made
+    backend="xla", device="xla:0", device_name="XLA CPU (test)", packages={"torch": "2.13.0", "torch_xla": "2.9.0"}
+)
+
+
+def write_xla_table(root: Path, table, verdict: str = "refuted", others: tuple[ResultRecord, ...] = ()) -> Path:
+    """The knowledge base's results: its opinfo-coverage record on xla holding ``table``, then ``others``."""
+    record = make_record(
+        "opinfo-coverage", verdict, environment=XLA_ENV, tables=[table], script=script_info(root, "opinfo-coverage")
+    )
+    write_results_file(root / "results" / "xla.json", [record, *others], make_environment(**XLA_ENV))
+    return root

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from factories import make_environment, make_kb, make_record, script_info, write_results_file
+from factories import make_kb, write_xla_table
 from torchclaims.check import check_step
 from torchclaims.check.names import own_backward_operators
 from torchclaims.check.report import NATIVE, NOT_COVERED, WRONG
@@ -19,9 +19,6 @@ from torchclaims.check.target import as_step
 from torchclaims.coverage.operators import BACKWARD_OUTCOMES, OUTCOMES, SAMPLE_CODES
 from torchclaims.evidence.coverage_table import TableBuilder
 
-XLA_ENV = dict(
-    backend="xla", device="xla:0", device_name="XLA CPU (test)", packages={"torch": "2.13.0", "torch_xla": "2.9.0"}
-)
 CONV, RELU = "nn.functional.conv2d", "nn.functional.relu"
 MISMATCH = "1 of 2 samples differ; compare: sample 1: gradients: output 1: 4 of 8 elements differ beyond the tolerance"
 
@@ -39,15 +36,7 @@ def kb(root: Path, backward: bool = True) -> Path:
         builder.set(RELU, "float32 backward", "N", samples="nn")
         builder.add_operators(CONV, ["aten::convolution_backward", "aten::sum.dim_IntList"], backward=True)
         builder.add_operators(RELU, ["aten::threshold_backward"], backward=True)
-    record = make_record(
-        "opinfo-coverage",
-        "refuted",
-        environment=XLA_ENV,
-        tables=[builder.table()],
-        script=script_info(root, "opinfo-coverage"),
-    )
-    write_results_file(root / "results" / "xla.json", [record], make_environment(**XLA_ENV))
-    return root
+    return write_xla_table(root, builder.table())
 
 
 def training_step(root: Path):

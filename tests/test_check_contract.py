@@ -17,7 +17,14 @@ import jsonschema
 import pytest
 import torch
 
-from factories import make_environment, make_kb, make_record, script_info, write_claim, write_results_file
+from factories import (
+    XLA_ENV,
+    make_kb,
+    make_record,
+    script_info,
+    write_claim,
+    write_xla_table,
+)
 from torchclaims.check import check_step
 from torchclaims.check.recorder import record_step
 from torchclaims.check.report import NATIVE, WRONG
@@ -34,9 +41,6 @@ from torchclaims.site_addresses import SITE_URL_VAR
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "check"
 SARIF_SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"  # OASIS, SARIF 2.1.0 errata 01
-XLA_ENV = dict(
-    backend="xla", device="xla:0", device_name="XLA CPU (test)", packages={"torch": "2.13.0", "torch_xla": "2.9.0"}
-)
 
 
 def kinds_of(fn, *inputs) -> dict[str, set[str]]:
@@ -65,18 +69,8 @@ def triggered_kb(root: Path, trigger: list[str]) -> Path:
     builder = TableBuilder("operators", "operator", ["mul"], {"float32": OUTCOMES})
     builder.set("mul", "float32", "N", "")
     builder.add_operators("mul", ["aten::mul.Tensor"])
-    records = [
-        make_record(
-            "opinfo-coverage",
-            "holds",
-            environment=XLA_ENV,
-            tables=[builder.table()],
-            script=script_info(root, "opinfo-coverage"),
-        ),
-        make_record("defect-mul", "refuted", environment=XLA_ENV, script=script_info(root, "defect-mul")),
-    ]
-    write_results_file(root / "results" / "xla.json", records, make_environment(**XLA_ENV))
-    return root
+    defect = make_record("defect-mul", "refuted", environment=XLA_ENV, script=script_info(root, "defect-mul"))
+    return write_xla_table(root, builder.table(), "holds", (defect,))
 
 
 def mul_finding(root: Path, x: torch.Tensor):

@@ -14,7 +14,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from factories import make_environment, make_kb, make_record, script_info, write_claim, write_results_file, write_script
+from factories import (
+    XLA_ENV,
+    make_environment,
+    make_kb,
+    make_record,
+    script_info,
+    write_claim,
+    write_results_file,
+    write_script,
+    write_xla_table,
+)
 from torchclaims.check import check_step
 from torchclaims.check.names import own_operators, subjects
 from torchclaims.check.report import BY_NAME, FALLBACK, NATIVE, NOT_COVERED, RAISES, WRONG
@@ -126,10 +136,6 @@ def test_the_example_blocks_pass_and_each_backend_states_its_denominator(vision,
 
 # -- a knowledge base whose samples are known ----------------------------------------------------------------
 
-XLA_ENV = dict(
-    backend="xla", device="xla:0", device_name="XLA CPU (test)", packages={"torch": "2.13.0", "torch_xla": "2.9.0"}
-)
-
 
 def sampled_kb(root: Path, cells: dict[str, tuple]) -> Path:
     """An operator table whose rows are ``row -> (cell code, sample codes, detail, operators dispatched[,
@@ -139,15 +145,7 @@ def sampled_kb(root: Path, cells: dict[str, tuple]) -> Path:
     for row, (code, samples, detail, dispatched, *arguments) in cells.items():
         builder.set(row, "float32", code, detail, samples, *arguments)
         builder.add_operators(row, dispatched)
-    record = make_record(
-        "opinfo-coverage",
-        "refuted",
-        environment=XLA_ENV,
-        tables=[builder.table()],
-        script=script_info(root, "opinfo-coverage"),
-    )
-    write_results_file(root / "results" / "xla.json", [record], make_environment(**XLA_ENV))
-    return root
+    return write_xla_table(root, builder.table())
 
 
 def cumsum_of(root: Path, x: torch.Tensor):
